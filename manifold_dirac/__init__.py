@@ -1,0 +1,27 @@
+"""manifold_dirac: structure-preserving integrators for Lagrange--Dirac systems on manifolds."""
+
+from .errors import (
+    ConvergenceError,
+    IllPosedStepError,
+    NonFiniteError,
+    RetractionDomainError,
+    StepError,
+)
+from .manifolds import SE2, SO3, Chart, Euclidean, Manifold, MatrixLieGroup, ProductManifold
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Manifold",
+    "Chart",
+    "MatrixLieGroup",
+    "Euclidean",
+    "SO3",
+    "SE2",
+    "ProductManifold",
+    "RetractionDomainError",
+    "StepError",
+    "ConvergenceError",
+    "IllPosedStepError",
+    "NonFiniteError",
+]

@@ -1,0 +1,69 @@
+"""Exceptions raised by manifold_dirac.
+
+Every error says what went wrong, where (step and time, for a solve) and the
+likely cause; none of them is a silent NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "RetractionDomainError",
+    "ConvergenceError",
+    "IllPosedStepError",
+    "NonFiniteError",
+]
+
+
+class RetractionDomainError(ValueError):
+    """A point is outside the domain of an inverse retraction.
+
+    Raised, for example, by the Cayley inverse at a rotation by pi, where
+    ``(g + I)`` is singular, or by the SO(3) logarithm fed a non-rotation.
+    """
+
+
+class StepError(RuntimeError):
+    """A step of an integration failed.
+
+    Attributes
+    ----------
+    step : int
+        Index ``k`` of the step ``k -> k+1`` that failed.
+    time : float
+        Time ``t_k`` at the start of the failed step.
+    residual : float
+        Norm of the residual when Newton stopped.
+    trajectory : Trajectory or None
+        The trajectory computed up to and including ``t_k``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: int,
+        time: float,
+        residual: float,
+        trajectory: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.step = step
+        self.time = time
+        self.residual = residual
+        self.trajectory = trajectory
+
+
+class ConvergenceError(StepError):
+    """Newton's method did not converge within its iteration budget."""
+
+
+class IllPosedStepError(StepError):
+    """The Newton system of a step is singular: the discrete equations do
+    not determine the next state (an ill-posed degenerate or constrained
+    system), which is not a convergence failure."""
+
+
+class NonFiniteError(StepError):
+    """The Lagrangian, a force or a constraint returned a non-finite value."""
