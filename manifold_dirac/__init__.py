@@ -8,6 +8,17 @@ from .errors import (
     StepError,
 )
 from .manifolds import SE2, SO3, Chart, Euclidean, Manifold, MatrixLieGroup, ProductManifold
+from .mechanics import (
+    DiscreteLagrangian,
+    Integrator,
+    LagrangeDiracSystem,
+    SolverOptions,
+    State,
+    StepInfo,
+    Trajectory,
+    integrate,
+    register_discrete_lagrangian,
+)
 
 __version__ = "0.1.0"
 
@@ -19,6 +30,15 @@ __all__ = [
     "SO3",
     "SE2",
     "ProductManifold",
+    "LagrangeDiracSystem",
+    "DiscreteLagrangian",
+    "register_discrete_lagrangian",
+    "SolverOptions",
+    "Integrator",
+    "State",
+    "StepInfo",
+    "integrate",
+    "Trajectory",
     "RetractionDomainError",
     "StepError",
     "ConvergenceError",

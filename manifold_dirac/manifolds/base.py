@@ -203,6 +203,18 @@ class Manifold(abc.ABC):
         J0, J1 = self.inverse_retract_jacobians(q0, q1)
         return self.inverse_retract(q0, q1), J0, J1
 
+    def retract_with_inverse_jacobians(self, q0: Point, xi: np.ndarray):
+        """``(q1, J0, J1)`` with ``q1 = R_{q0}(xi)`` and the Jacobians of
+        ``R_{q0}^{-1}(q1)`` -- what a Newton iteration on ``xi`` needs. Lie
+        groups compute ``J0, J1`` from ``xi`` directly (no logarithm)."""
+        q1 = self.retract(q0, xi)
+        J0, J1 = self.inverse_retract_jacobians(q0, q1)
+        return q1, J0, J1
+
+    def broadcast_point(self, q: Point, batch_shape: tuple[int, ...]) -> Point:
+        """Broadcast a point to the batch shape ``batch_shape`` (read-only view)."""
+        return np.broadcast_to(q, (*batch_shape, *self.point_shape))
+
     def stack_points(self, points: list) -> Point:
         """Stack points along a new leading axis (a tuple per factor on a product)."""
         return np.stack([np.asarray(p) for p in points])

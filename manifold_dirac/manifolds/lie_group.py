@@ -203,6 +203,10 @@ class MatrixLieGroup(Manifold):
         xi = self.inverse_retract(q0, q1)
         return xi, -self.tau_left_jacobian_inv(xi), self.tau_right_jacobian_inv(xi)
 
+    def retract_with_inverse_jacobians(self, q0, xi):
+        xi = np.asarray(xi)
+        return q0 @ self._tau(xi), -self.tau_left_jacobian_inv(xi), self.tau_right_jacobian_inv(xi)
+
     def retract_jacobians(self, q, xi):
         xi = np.asarray(xi)
         J_q = self.adjoint(self.inverse(self._tau(xi)))

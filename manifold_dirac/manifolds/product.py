@@ -106,12 +106,23 @@ class ProductManifold(Manifold):
             _block_diag([o[2] for o in out], self.dims),
         )
 
+    def retract_with_inverse_jacobians(self, q0, xi):
+        out = [f.retract_with_inverse_jacobians(a, x) for f, a, x in zip(self.factors, q0, self.split(xi))]
+        return (
+            tuple(o[0] for o in out),
+            _block_diag([o[1] for o in out], self.dims),
+            _block_diag([o[2] for o in out], self.dims),
+        )
+
     def retract_jacobians(self, q, xi):
         J = [f.retract_jacobians(qi, xii) for f, qi, xii in zip(self.factors, q, self.split(xi))]
         return _block_diag([j[0] for j in J], self.dims), _block_diag([j[1] for j in J], self.dims)
 
     def ambient_tangent(self, q, eta):
         return tuple(f.ambient_tangent(qi, e) for f, qi, e in zip(self.factors, q, self.split(eta)))
+
+    def broadcast_point(self, q, batch_shape):
+        return tuple(f.broadcast_point(qi, batch_shape) for f, qi in zip(self.factors, q))
 
     def stack_points(self, points):
         return tuple(f.stack_points([p[i] for p in points]) for i, f in enumerate(self.factors))

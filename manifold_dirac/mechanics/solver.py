@@ -1,0 +1,250 @@
+"""Batched Newton solver for one step's equations in ``(xi, mu)``.
+
+The Jacobian is exact in ``mu`` (the equations are linear in it: columns
+``[-G^-; 0]``) and a forward finite difference of the *exact* equations in
+``xi``: the ``dim`` perturbed copies of ``xi`` travel as one extra leading
+axis, so an iteration is a single vectorized evaluation for every member of
+a batch. The accuracy of the Jacobian only affects the rate of convergence;
+the solution satisfies the exact equations to the tolerance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import RetractionDomainError
+from .discrete_lagrangians import DiscreteLagrangian
+from .schemes import Scheme, StepEquations
+from .system import LagrangeDiracSystem
+
+__all__ = ["SolverOptions", "StepSolution", "solve_step", "OK", "FAILED_CONVERGENCE", "FAILED_ILL_POSED", "FAILED_NONFINITE"]
+
+OK, FAILED_CONVERGENCE, FAILED_ILL_POSED, FAILED_NONFINITE = 0, 1, 2, 3
+STATUS_NAMES = {
+    OK: "ok",
+    FAILED_CONVERGENCE: "no convergence",
+    FAILED_ILL_POSED: "ill-posed (singular step equations)",
+    FAILED_NONFINITE: "non-finite value",
+}
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """Options of the Newton solve of each step.
+
+    Attributes
+    ----------
+    rtol, atol : float
+        A step has converged when ``|r1|_inf <= atol + rtol * s1`` (``s1``
+        the size of the momenta in ``r1``) and ``|r2|_inf <= atol + rtol * |xi|_inf``.
+    max_iter : int
+        Newton iterations per step before a :class:`ConvergenceError`.
+    fd_step : float
+        Relative step of the finite-difference Jacobian in ``xi``.
+    singular_cond : float
+        Condition number of the Newton matrix above which a failing step is
+        reported as ill-posed rather than as non-convergent.
+    """
+
+    rtol: float = 1e-12
+    atol: float = 1e-13
+    max_iter: int = 30
+    fd_step: float = 1.5e-8
+    singular_cond: float = 1e13
+
+    def __post_init__(self) -> None:
+        for name in ("rtol", "atol", "fd_step", "singular_cond"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v >= 0):
+                raise ValueError(f"SolverOptions.{name} must be a finite non-negative number, got {v!r}")
+        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
+            raise ValueError(f"SolverOptions.max_iter must be a positive integer, got {self.max_iter!r}")
+
+
+@dataclass(frozen=True)
+class StepSolution:
+    """Result of one step for every member of the batch.
+
+    Attributes
+    ----------
+    xi : ndarray, shape=[*B, n]
+    mu : ndarray, shape=[*B, m]
+    equations : StepEquations
+        The equations at the solution (no leading finite-difference axis).
+    iterations : ndarray of int, shape=[*B]
+    residual : ndarray, shape=[*B]
+        ``max(|r1|_inf, |r2|_inf)`` at the solution.
+    status : ndarray of int, shape=[*B]
+        ``OK`` or a failure code.
+    condition : ndarray, shape=[*B]
+        Condition number of the Newton matrix where it was computed, else NaN-free 0.
+    """
+
+    xi: np.ndarray
+    mu: np.ndarray
+    equations: StepEquations
+    iterations: np.ndarray
+    residual: np.ndarray
+    status: np.ndarray
+    condition: np.ndarray
+
+
+def _inf(x: np.ndarray) -> np.ndarray:
+    return np.max(np.abs(x), axis=-1, initial=0.0)
+
+
+def solve_step(
+    scheme: Scheme,
+    system: LagrangeDiracSystem,
+    rule: DiscreteLagrangian,
+    q0: Any,
+    p_in: np.ndarray,
+    t0: float,
+    h: float,
+    xi0: np.ndarray,
+    mu0: np.ndarray,
+    options: SolverOptions,
+    active: np.ndarray,
+    force_override: Any = None,
+    check_condition: bool = False,
+) -> StepSolution:
+    """Solve one step's equations by Newton's method, member by member.
+
+    Parameters
+    ----------
+    q0 : point, shape=[*B, ...]
+    p_in : ndarray, shape=[*B, n]
+    xi0, mu0 : ndarray, shape=[*B, n], [*B, m]
+        Warm start.
+    active : ndarray of bool, shape=[*B]
+        Members to solve; the others are carried unchanged (failed earlier).
+    check_condition : bool
+        Compute the Newton matrix's condition number at the first iteration
+        (and flag an ill-posed step even if Newton would limp on).
+
+    Returns
+    -------
+    StepSolution
+    """
+    n = xi0.shape[-1]
+    m = mu0.shape[-1]
+    B = xi0.shape[:-1]
+    xi = np.array(xi0, dtype=float)
+    mu = np.array(mu0, dtype=float)
+    status = np.where(active, OK, -1)  # -1: not part of this solve
+    todo = active.copy()
+    iterations = np.zeros(B, dtype=int)
+    condition = np.zeros(B)
+    eye = np.eye(n)
+    eq0: StepEquations | None = None
+    res = np.zeros(B)
+    for it in range(options.max_iter + 1):
+        d = options.fd_step * np.maximum(1.0, _inf(xi))  # (*B,)
+        XI = np.concatenate([xi[None], xi[None] + d[None, ..., None] * eye.reshape((n,) + (1,) * len(B) + (n,))])
+        MU = np.broadcast_to(mu, (n + 1, *B, m))
+        try:
+            with np.errstate(all="ignore"):
+                eq = scheme.equations(system, rule, q0, p_in, XI, MU, h, t0, force_override)
+        except RetractionDomainError as exc:
+            raise _DomainFailure(str(exc)) from exc
+        r1, r2 = eq.r1[0], eq.r2[0]
+        eq0 = eq
+        finite = np.all(np.isfinite(r1), axis=-1) & np.all(np.isfinite(r2), axis=-1)
+        bad = todo & ~finite
+        status = np.where(bad, FAILED_NONFINITE, status)
+        todo &= finite
+        n1, n2 = _inf(r1), _inf(r2)
+        res = np.maximum(n1, n2)
+        tol1 = options.atol + options.rtol * eq.scale[0]
+        tol2 = options.atol + options.rtol * _inf(xi)
+        conv = (n1 <= tol1) & (n2 <= tol2)
+        todo &= ~conv
+        if not np.any(todo) or it == options.max_iter:
+            break
+        # Newton matrix K = [[dr1/dxi, -G^-], [dr2/dxi, 0]]
+        with np.errstate(all="ignore"):
+            Jx1 = np.moveaxis((eq.r1[1:] - r1) / d[..., None], 0, -1)  # (*B, n, n)
+            Jx2 = np.moveaxis((eq.r2[1:] - r2) / d[..., None], 0, -1)  # (*B, m, n)
+        K = np.zeros((*B, n + m, n + m))
+        K[..., :n, :n] = Jx1
+        K[..., :n, n:] = -eq.G_minus[0]
+        K[..., n:, :n] = Jx2
+        rhs = -np.concatenate([r1, r2], axis=-1)
+        Kfinite = np.all(np.isfinite(K), axis=(-1, -2))
+        status = np.where(todo & ~Kfinite, FAILED_NONFINITE, status)
+        todo &= Kfinite
+        if check_condition and it == 0:
+            condition = np.where(todo | conv, _cond(K), condition)
+            sing = todo & (condition > options.singular_cond)
+            status = np.where(sing, FAILED_ILL_POSED, status)
+            todo &= ~sing
+        Ksafe = np.where(todo[..., None, None], K, np.eye(n + m))
+        try:
+            delta = np.linalg.solve(Ksafe, rhs[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            delta = np.zeros((*B, n + m))
+            for idx in np.ndindex(B):
+                if not todo[idx]:
+                    continue
+                try:
+                    delta[idx] = np.linalg.solve(Ksafe[idx], rhs[idx])
+                except np.linalg.LinAlgError:
+                    status[idx] = FAILED_ILL_POSED
+                    todo[idx] = False
+        upd = todo[..., None]
+        xi = np.where(upd, xi + delta[..., :n], xi)
+        mu = np.where(upd, mu + delta[..., n:], mu)
+        iterations = iterations + todo
+        # an update at round-off level means the iterate cannot improve further
+        tiny = _inf(delta[..., :n]) <= 4e-16 * (1.0 + _inf(xi))
+        tiny &= _inf(delta[..., n:]) <= 4e-16 * (1.0 + _inf(mu))
+        tiny &= res <= 1e3 * np.maximum(tol1, tol2)
+        todo &= ~tiny
+    # leftovers: not converged within max_iter
+    status = np.where(todo, FAILED_CONVERGENCE, status)
+    status = np.where(status == -1, OK, status)  # inactive members keep their earlier status outside
+    assert eq0 is not None
+    final = _take_first(eq0)
+    return StepSolution(xi, mu, final, iterations, res, status, condition)
+
+
+def _cond(K: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        s = np.linalg.svd(K, compute_uv=False)
+    smin = s[..., -1]
+    return np.where(smin > 0, s[..., 0] / np.where(smin > 0, smin, 1.0), np.inf)
+
+
+def _first(x: Any) -> Any:
+    if x is None:
+        return None
+    if isinstance(x, tuple):
+        return tuple(_first(a) for a in x)
+    x = np.asarray(x)
+    return x[0] if x.ndim else x
+
+
+def _take_first(eq: StepEquations) -> StepEquations:
+    """Drop the finite-difference axis (index 0 is the unperturbed iterate)."""
+    from .discrete_lagrangians import DiscreteLagrangianValue, NodeGeometry
+
+    ld = eq.ld
+    # the node at s = 0 is q0 itself, which carries no finite-difference axis
+    nodes = tuple(
+        NodeGeometry(g.s, g.point if g.s == 0.0 else _first(g.point), _first(g.P0), _first(g.P1), _first(g.Jxi))
+        for g in ld.nodes
+    )
+    ld1 = DiscreteLagrangianValue(
+        _first(ld.xi), _first(ld.J0), _first(ld.J1), _first(ld.D1), _first(ld.D2),
+        _first(ld.f_minus), _first(ld.f_plus), nodes,
+    )
+    return StepEquations(
+        _first(eq.r1), _first(eq.r2), _first(eq.G_minus), _first(eq.p_out), _first(eq.q1), ld1, _first(eq.scale)
+    )
+
+
+class _DomainFailure(RuntimeError):
+    """Internal: an iterate left the domain of the inverse retraction."""
