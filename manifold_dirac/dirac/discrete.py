@@ -48,6 +48,7 @@ from numpy.typing import ArrayLike
 
 from .linear import (
     RANK_RTOL,
+    RANK_TOL,
     FloatArray,
     LinearRelation,
     LinearSubspace,
@@ -55,6 +56,7 @@ from .linear import (
     _as_vector,
     _check_tol,
     _kernel,
+    _range,
 )
 
 __all__ = [
@@ -303,7 +305,7 @@ class DiscreteDiracStructure:
         """``{chi : (x, y) in D for some (x, y) with that chi}``: ``ker A`` (43) in the chart."""
         b = self.relation.basis()
         n = self.n
-        return LinearSubspace.from_basis(b[n : 2 * n]) if b.shape[1] else LinearSubspace.zero(n)
+        return LinearSubspace(_range(b[n : 2 * n], RANK_TOL, relative=False))
 
 
 def discrete_interconnect(

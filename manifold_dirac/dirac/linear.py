@@ -46,7 +46,7 @@ FloatArray = NDArray[np.float64]
 RANK_RTOL: float = 1e-10
 """Default relative rank tolerance for user-supplied matrices."""
 
-RANK_TOL: float = 1e-10
+RANK_TOL: float = 1e-8
 """Absolute rank tolerance for matrices built from orthonormal bases."""
 
 
