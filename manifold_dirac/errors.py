@@ -13,6 +13,8 @@ __all__ = [
     "ConvergenceError",
     "IllPosedStepError",
     "NonFiniteError",
+    "StepError",
+    "DegenerateLagrangianWarning",
 ]
 
 
@@ -67,3 +69,12 @@ class IllPosedStepError(StepError):
 
 class NonFiniteError(StepError):
     """The Lagrangian, a force or a constraint returned a non-finite value."""
+
+
+class DegenerateLagrangianWarning(UserWarning):
+    """The Lagrangian is degenerate on the constraint distribution (linear in
+    some velocities) and the chosen discrete Lagrangian is known to misbehave
+    on such systems: the rectangle rules give singular step equations and the
+    trapezoid rule excites parasitic modes that grow within a few hundred
+    steps (Kraus, arXiv 1708.07356; Ellison et al., Phys. Plasmas 2018). The
+    midpoint rule is stable there."""

@@ -27,11 +27,14 @@ _SMALL = 1e-3  # threshold on theta^2 for the Taylor branches (next term < 1e-17
 
 def _skew(w: np.ndarray) -> np.ndarray:
     w = np.asarray(w)
-    z = np.zeros_like(w[..., 0])
-    x, y, c = w[..., 0], w[..., 1], w[..., 2]
-    return np.stack(
-        [np.stack([z, -c, y], -1), np.stack([c, z, -x], -1), np.stack([-y, x, z], -1)], -2
-    )
+    X = np.zeros(w.shape[:-1] + (3, 3), dtype=w.dtype)
+    X[..., 0, 1] = -w[..., 2]
+    X[..., 0, 2] = w[..., 1]
+    X[..., 1, 0] = w[..., 2]
+    X[..., 1, 2] = -w[..., 0]
+    X[..., 2, 0] = -w[..., 1]
+    X[..., 2, 1] = w[..., 0]
+    return X
 
 
 def _coefficients(t2: np.ndarray):

@@ -153,6 +153,10 @@ class DiscreteLagrangian:
         retraction (1 or 2 for the built-ins).
     symmetric : bool
         Whether ``L_d(q0, q1; h) = -L_d(q1, q0; -h)`` for a symmetric retraction.
+    degenerate_safe : bool
+        Whether the rule is known to be stable for Lagrangians linear in
+        some velocities (only the midpoint rule among the built-ins; see
+        :class:`~manifold_dirac.errors.DegenerateLagrangianWarning`).
 
     Notes
     -----
@@ -175,6 +179,7 @@ class DiscreteLagrangian:
     nodes: tuple[tuple[float, float], ...]
     order: int
     symmetric: bool
+    degenerate_safe: bool = False
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -270,7 +275,7 @@ class DiscreteLagrangian:
 
 RECTANGLE_PLUS = DiscreteLagrangian("rectangle+", ((0.0, 1.0),), order=1, symmetric=False)
 RECTANGLE_MINUS = DiscreteLagrangian("rectangle-", ((1.0, 1.0),), order=1, symmetric=False)
-MIDPOINT = DiscreteLagrangian("midpoint", ((0.5, 1.0),), order=2, symmetric=True)
+MIDPOINT = DiscreteLagrangian("midpoint", ((0.5, 1.0),), order=2, symmetric=True, degenerate_safe=True)
 TRAPEZOID = DiscreteLagrangian("trapezoid", ((0.0, 0.5), (1.0, 0.5)), order=2, symmetric=True)
 
 DISCRETE_LAGRANGIANS: dict[str, DiscreteLagrangian] = {

@@ -8,12 +8,13 @@ of trajectories advances together (one vectorized Newton solve per step).
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import ConvergenceError, IllPosedStepError, NonFiniteError, StepError
+from ..errors import ConvergenceError, DegenerateLagrangianWarning, IllPosedStepError, NonFiniteError, StepError
 from .discrete_lagrangians import DiscreteLagrangian, get_discrete_lagrangian
 from .schemes import Scheme, StepEquations, get_scheme
 from .solver import (
@@ -264,11 +265,39 @@ class Integrator:
             xi0 = self.h * vv
         else:
             xi0 = np.zeros((*B, n))
+        if not self.rule.degenerate_safe:
+            vc = vv if vv is not None else np.zeros((*B, n))
+            self._warn_if_degenerate(q0, vc, np.real(sysm.partials(q0, vc)[1]))
         assert pp is not None
         return State(
             k=0, t=float(t0), q=q0, p=np.array(pp, dtype=float), xi=np.array(xi0, dtype=float),
             mu=np.zeros((*B, m)), status=np.zeros(B, dtype=int),
         )
+
+    def _warn_if_degenerate(self, q0: Any, v0: np.ndarray, p0: np.ndarray) -> None:
+        """Warn when ``d^2L/dv^2`` is singular on ``ker A(q0)`` and the rule is not degenerate-safe."""
+        sysm, n = self.system, self.system.dim
+        d = 1e-6 * (1.0 + np.max(np.abs(v0)))
+        Hv = np.stack([(np.real(sysm.partials(q0, v0 + d * e)[1]) - p0) / d for e in np.eye(n)], -1)
+        A = sysm.constraint_matrix(q0)
+        if A.shape[-2]:
+            # orthonormal basis of ker A
+            _, s, vt = np.linalg.svd(np.broadcast_to(A, (*Hv.shape[:-2], *A.shape[-2:])))
+            N = np.swapaxes(vt[..., A.shape[-2]:, :], -1, -2)
+            Hv = np.swapaxes(N, -1, -2) @ Hv @ N
+        if Hv.shape[-1] == 0:
+            return
+        sv = np.linalg.svd(Hv, compute_uv=False)
+        if np.any(sv[..., -1] <= 1e-8 * np.maximum(sv[..., 0], 1e-300)):
+            warnings.warn(
+                f"the Lagrangian of {sysm.name or 'this system'} is degenerate on the constraint "
+                f"distribution (d2L/dv2 is singular there: linear in some velocities) and the "
+                f"discrete Lagrangian {self.rule.name!r} is not known to be stable for such systems "
+                "(rectangle rules: singular steps; trapezoid: parasitic modes). Use "
+                "discrete_lagrangian='midpoint'.",
+                DegenerateLagrangianWarning,
+                stacklevel=3,
+            )
 
     # ---------------------------------------------------------------- step
     def step(self, state: State, force: Any = None, *, raise_on_failure: bool | None = None) -> tuple[State, StepInfo]:
@@ -310,7 +339,7 @@ class Integrator:
         status = np.where(new_fail, sol.status, state.status)
         messages = []
         for idx in zip(*np.nonzero(np.atleast_1d(new_fail))):
-            key = idx if B else ()
+            key = tuple(int(i) for i in idx) if B else ()
             code = int(np.atleast_1d(sol.status)[idx])
             exc_type, hint = _HINTS[code]
             msg = f"step {state.k} (t = {state.t:g})" + (f", batch member {list(key)}" if B else "") + ": " + hint.format(
@@ -441,7 +470,10 @@ class _Recorder:
             return np.array(self.v0)
         if xi_fwd is not None:
             return xi_fwd / h
-        return back / h  # type: ignore[operator]
+        if back is not None:
+            return back / h
+        # no step at all was taken (the first one failed): nothing to difference
+        return np.array(self.v0) if self.v0 is not None else np.zeros_like(state.p)
 
     def point(self, state: State, info: StepInfo, store: bool) -> None:
         self.total_iterations += int(np.sum(info.iterations))

@@ -134,8 +134,8 @@ def solve_step(
     B = xi0.shape[:-1]
     xi = np.array(xi0, dtype=float)
     mu = np.array(mu0, dtype=float)
-    status = np.where(active, OK, -1)  # -1: not part of this solve
-    todo = active.copy()
+    status = np.array(np.where(active, OK, -1))  # -1: not part of this solve
+    todo = np.array(active, dtype=bool)
     iterations = np.zeros(B, dtype=int)
     condition = np.zeros(B)
     eye = np.eye(n)
@@ -154,7 +154,7 @@ def solve_step(
         eq0 = eq
         finite = np.all(np.isfinite(r1), axis=-1) & np.all(np.isfinite(r2), axis=-1)
         bad = todo & ~finite
-        status = np.where(bad, FAILED_NONFINITE, status)
+        status = np.array(np.where(bad, FAILED_NONFINITE, status))
         todo &= finite
         n1, n2 = _inf(r1), _inf(r2)
         res = np.maximum(n1, n2)
@@ -174,12 +174,12 @@ def solve_step(
         K[..., n:, :n] = Jx2
         rhs = -np.concatenate([r1, r2], axis=-1)
         Kfinite = np.all(np.isfinite(K), axis=(-1, -2))
-        status = np.where(todo & ~Kfinite, FAILED_NONFINITE, status)
+        status = np.array(np.where(todo & ~Kfinite, FAILED_NONFINITE, status))
         todo &= Kfinite
         if check_condition and it == 0:
             condition = np.where(todo | conv, _cond(K), condition)
             sing = todo & (condition > options.singular_cond)
-            status = np.where(sing, FAILED_ILL_POSED, status)
+            status = np.array(np.where(sing, FAILED_ILL_POSED, status))
             todo &= ~sing
         Ksafe = np.where(todo[..., None, None], K, np.eye(n + m))
         try:
@@ -193,6 +193,7 @@ def solve_step(
                     delta[idx] = np.linalg.solve(Ksafe[idx], rhs[idx])
                 except np.linalg.LinAlgError:
                     status[idx] = FAILED_ILL_POSED
+                    condition[idx] = _cond(Ksafe[idx])
                     todo[idx] = False
         upd = todo[..., None]
         xi = np.where(upd, xi + delta[..., :n], xi)
@@ -212,10 +213,14 @@ def solve_step(
 
 
 def _cond(K: np.ndarray) -> np.ndarray:
+    """2-norm condition numbers, ``inf`` for singular or non-finite matrices."""
+    ok = np.all(np.isfinite(K), axis=(-1, -2))
+    Ks = np.where(ok[..., None, None], K, np.eye(K.shape[-1]))
     with np.errstate(all="ignore"):
-        s = np.linalg.svd(K, compute_uv=False)
+        s = np.linalg.svd(Ks, compute_uv=False)
     smin = s[..., -1]
-    return np.where(smin > 0, s[..., 0] / np.where(smin > 0, smin, 1.0), np.inf)
+    c = np.where(smin > 0, s[..., 0] / np.where(smin > 0, smin, 1.0), np.inf)
+    return np.where(ok, c, np.inf)
 
 
 def _first(x: Any) -> Any:

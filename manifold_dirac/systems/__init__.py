@@ -1,0 +1,35 @@
+"""Ready-made systems, one file per family (each with analytic partials).
+
+* :mod:`.pendulums` -- oscillators, pendulum, double pendulum (Euclidean);
+* :mod:`.rigid_bodies` -- free rigid body, heavy top (SO(3));
+* :mod:`.vehicles` -- knife edge, inclined knife edge, Chaplygin sled,
+  differential drive (SE(2));
+* :mod:`.circuits` -- the LC loop (degenerate, Kirchhoff constraint).
+"""
+
+from .circuits import KIRCHHOFF_LC, lc_circuit, lc_circuit_exact
+from .pendulums import (
+    damped_oscillator,
+    damped_oscillator_exact,
+    double_pendulum,
+    harmonic_oscillator,
+    harmonic_oscillator_exact,
+    pendulum,
+)
+from .rigid_bodies import free_rigid_body, heavy_top, spatial_angular_momentum
+from .vehicles import (
+    KNIFE_EDGE_CONSTRAINT,
+    chaplygin_sled,
+    chaplygin_sled_reference,
+    differential_drive,
+    inclined_knife_edge,
+    inclined_knife_edge_exact,
+    knife_edge,
+)
+
+__all__ = [
+    "harmonic_oscillator", "harmonic_oscillator_exact", "damped_oscillator", "damped_oscillator_exact",
+    "pendulum", "double_pendulum", "free_rigid_body", "heavy_top", "spatial_angular_momentum",
+    "knife_edge", "inclined_knife_edge", "inclined_knife_edge_exact", "chaplygin_sled", "chaplygin_sled_reference",
+    "differential_drive", "KNIFE_EDGE_CONSTRAINT", "lc_circuit", "lc_circuit_exact", "KIRCHHOFF_LC",
+]
