@@ -60,13 +60,13 @@ from .linear import (
 )
 
 __all__ = [
-    "Sign",
-    "DiscreteDiracStructure",
     "DiscreteDiracDifferential",
-    "discrete_dirac_differential",
+    "DiscreteDiracStructure",
     "DiscreteStepResidual",
-    "in_discrete_structure",
+    "Sign",
+    "discrete_dirac_differential",
     "discrete_interconnect",
+    "in_discrete_structure",
 ]
 
 Sign = Literal["+", "-"]
@@ -118,7 +118,9 @@ class DiscreteDiracStructure:
 
     # ---- constructors
     @classmethod
-    def from_equations(cls, matrix: ArrayLike, sign: Sign, *, rtol: float = RANK_RTOL) -> DiscreteDiracStructure:
+    def from_equations(
+        cls, matrix: ArrayLike, sign: Sign, *, rtol: float = RANK_RTOL
+    ) -> DiscreteDiracStructure:
         """Kernel of ``matrix`` acting on ``(p_k, chi, p_{k+1}, alpha_q, alpha_p)``.
 
         Parameters
@@ -231,15 +233,19 @@ class DiscreteDiracStructure:
         """Orthonormal basis, shape ``(5n, dim)``, rows ``(p_k, chi, p_k1, alpha_q, alpha_p)``."""
         return self.relation.basis()
 
-    def _xy(self, p_k: ArrayLike, chi: ArrayLike, p_k1: ArrayLike, alpha_q: ArrayLike, alpha_p: ArrayLike
-            ) -> tuple[FloatArray, FloatArray]:
+    def _xy(
+        self, p_k: ArrayLike, chi: ArrayLike, p_k1: ArrayLike, alpha_q: ArrayLike, alpha_p: ArrayLike
+    ) -> tuple[FloatArray, FloatArray]:
         n = self.n
-        x = np.concatenate([_as_vector(p_k, "p_k", n), _as_vector(chi, "chi", n), _as_vector(p_k1, "p_k1", n)])
+        x = np.concatenate(
+            [_as_vector(p_k, "p_k", n), _as_vector(chi, "chi", n), _as_vector(p_k1, "p_k1", n)]
+        )
         y = np.concatenate([_as_vector(alpha_q, "alpha_q", n), _as_vector(alpha_p, "alpha_p", n)])
         return x, y
 
-    def distance(self, p_k: ArrayLike, chi: ArrayLike, p_k1: ArrayLike, alpha_q: ArrayLike, alpha_p: ArrayLike
-                 ) -> float:
+    def distance(
+        self, p_k: ArrayLike, chi: ArrayLike, p_k1: ArrayLike, alpha_q: ArrayLike, alpha_p: ArrayLike
+    ) -> float:
         """Distance of ``((p_k, chi, p_{k+1}), (alpha_q, alpha_p))`` from the subspace."""
         return self.relation.distance(*self._xy(p_k, chi, p_k1, alpha_q, alpha_p))
 
@@ -355,7 +361,9 @@ class DiscreteDiracDifferential:
     alpha_p: FloatArray
 
 
-def discrete_dirac_differential(sign: Sign, D1Ld: ArrayLike, D2Ld: ArrayLike, chi: ArrayLike) -> DiscreteDiracDifferential:
+def discrete_dirac_differential(
+    sign: Sign, D1Ld: ArrayLike, D2Ld: ArrayLike, chi: ArrayLike
+) -> DiscreteDiracDifferential:
     """``𝔇^± L_d`` of (48) at ``(q_k, q_k^+)`` (+) or ``(q_{k+1}^-, q_{k+1})`` (−).
 
     Parameters
@@ -488,7 +496,9 @@ def in_discrete_structure(
         basepoint = float(np.linalg.norm(pk - dd.basepoint_momentum))
         resid = pk1 - d2  # = A^T mu by (53d)
     e = _kernel(a, RANK_RTOL, relative=True)
-    mu = np.linalg.lstsq(a.T, resid, rcond=None)[0] if a.shape[0] else np.zeros(0)
+    mu: FloatArray = np.asarray(
+        np.linalg.lstsq(a.T, resid, rcond=None)[0] if a.shape[0] else np.zeros(0), dtype=float
+    )
     structure = DiscreteDiracStructure.induced(a, s)
     membership = structure.distance(pk, c, pk1, dd.alpha_q, dd.alpha_p)
     scale = max(1.0, *(float(np.linalg.norm(w)) for w in (pk, pk1, c, d1, d2)))

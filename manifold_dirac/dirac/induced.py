@@ -32,13 +32,13 @@ from .linear import (
 )
 
 __all__ = [
+    "IntersectionForms",
+    "LagrangeDiracResidual",
+    "constraint_forms_of_intersection",
+    "dirac_differential",
     "induced",
     "interaction",
     "interconnect",
-    "IntersectionForms",
-    "constraint_forms_of_intersection",
-    "dirac_differential",
-    "LagrangeDiracResidual",
     "lagrange_dirac_residual",
 ]
 
@@ -114,7 +114,9 @@ def interconnect(D1: LinearDirac, D2: LinearDirac, S: ArrayLike, *, rtol: float 
         if not isinstance(d, LinearDirac):
             raise ValueError(f"{name} must be a LinearDirac; got {type(d).__name__}.")
         if d.space_dim % 2:
-            raise ValueError(f"{name} must live on a cotangent bundle (even dim V); got dim V = {d.space_dim}.")
+            raise ValueError(
+                f"{name} must live on a cotangent bundle (even dim V); got dim V = {d.space_dim}."
+            )
     n = (D1.space_dim + D2.space_dim) // 2
     s = _as_matrix(S, "S", cols=n)
     return D1.direct_sum(D2, blocks=2).tensor(LinearDirac.interaction(s, rtol=rtol))
@@ -165,7 +167,9 @@ class IntersectionForms:
     @property
     def distribution(self) -> LinearSubspace:
         """``Delta_Q`` as a subspace of ``R^n``."""
-        return LinearSubspace.from_equations(self.forms) if self.forms.shape[0] else LinearSubspace.full(self.n)
+        return (
+            LinearSubspace.from_equations(self.forms) if self.forms.shape[0] else LinearSubspace.full(self.n)
+        )
 
 
 def _pivot_rows(m: FloatArray, count: int) -> list[int]:
@@ -255,15 +259,15 @@ def constraint_forms_of_intersection(
         problems.append(f"the {r} declared interaction forms S are linearly dependent (rank {rank_s})")
     if rank_all < rank_a + rank_s:
         problems.append(
-            f"{rank_a + rank_s - rank_all} interaction form(s) are combinations of the subsystem "
-            "constraints"
+            f"{rank_a + rank_s - rank_all} interaction form(s) are combinations of the subsystem constraints"
         )
     regular = rank_all == m + r
     message = ""
     if not regular:
         message = (
             f"Delta_Q = (Delta_1 (+) Delta_2) ∩ Sigma_Q has dimension {n - rank_all}, but the declared "
-            f"forms ({m} + {r} on R^{n}) imply {n - m - r}: " + "; ".join(problems)
+            f"forms ({m} + {r} on R^{n}) imply {n - m - r}: "
+            + "; ".join(problems)
             + ". The constraint set is not regular as declared: the multipliers are not unique."
         )
         if strict:
@@ -386,7 +390,9 @@ def lagrange_dirac_residual(
     alpha = alpha - np.concatenate([f, np.zeros(n)])
     d = LinearDirac.induced(a)
     resid = pd - dq - f
-    mu = np.linalg.lstsq(a.T, resid, rcond=None)[0] if a.shape[0] else np.zeros(0)
+    mu: FloatArray = np.asarray(
+        np.linalg.lstsq(a.T, resid, rcond=None)[0] if a.shape[0] else np.zeros(0), dtype=float
+    )
     e = _kernel(a, RANK_RTOL, relative=True)
     return LagrangeDiracResidual(
         constraint=float(np.linalg.norm(a @ qd)),

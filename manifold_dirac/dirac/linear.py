@@ -33,12 +33,12 @@ from numpy.typing import ArrayLike, NDArray
 __all__ = [
     "RANK_RTOL",
     "RANK_TOL",
-    "LinearSubspace",
-    "LinearRelation",
     "LinearDirac",
+    "LinearRelation",
+    "LinearSubspace",
     "TwoFormOnDistribution",
-    "canonical_two_form",
     "block_diag_forms",
+    "canonical_two_form",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -56,7 +56,9 @@ def _as_matrix(a: ArrayLike, name: str, *, rows: int | None = None, cols: int | 
     try:
         arr = np.asarray(a, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a real 2-D array; got an object numpy cannot convert ({exc}).") from exc
+        raise ValueError(
+            f"{name} must be a real 2-D array; got an object numpy cannot convert ({exc})."
+        ) from exc
     if arr.ndim != 2:
         raise ValueError(
             f"{name} must be a 2-D array (rows x columns); got an array with shape {arr.shape}. "
@@ -378,7 +380,7 @@ class LinearRelation:
         ``P`` and ``K``.
     """
 
-    __slots__ = ("_space", "_primal_dim", "_dual_dim")
+    __slots__ = ("_dual_dim", "_primal_dim", "_space")
 
     def __init__(self, space: LinearSubspace, primal_dim: int, dual_dim: int) -> None:
         if not isinstance(space, LinearSubspace):
@@ -482,7 +484,10 @@ class LinearRelation:
 
     def _join(self, x: ArrayLike, y: ArrayLike) -> FloatArray:
         return np.concatenate(
-            [_as_vector(x, "the primal part", self._primal_dim), _as_vector(y, "the dual part", self._dual_dim)]
+            [
+                _as_vector(x, "the primal part", self._primal_dim),
+                _as_vector(y, "the dual part", self._dual_dim),
+            ]
         )
 
     def distance(self, x: ArrayLike, y: ArrayLike) -> float:
@@ -569,8 +574,12 @@ class LinearRelation:
             raise ValueError(f"direct_sum needs a LinearRelation; got {type(other).__name__}.")
         bx, by = (blocks, blocks) if isinstance(blocks, (int, np.integer)) else blocks
         p1, k1, p2, k2 = self._primal_dim, self._dual_dim, other._primal_dim, other._dual_dim
-        ixa, ixb = _interleave(_split_blocks(p1, bx, "the primal space"), _split_blocks(p2, bx, "the primal space"))
-        iya, iyb = _interleave(_split_blocks(k1, by, "the dual space"), _split_blocks(k2, by, "the dual space"))
+        ixa, ixb = _interleave(
+            _split_blocks(p1, bx, "the primal space"), _split_blocks(p2, bx, "the primal space")
+        )
+        iya, iyb = _interleave(
+            _split_blocks(k1, by, "the dual space"), _split_blocks(k2, by, "the dual space")
+        )
         ba, bb = self._space._basis, other._space._basis
         out = np.zeros((p1 + p2 + k1 + k2, ba.shape[1] + bb.shape[1]))
         out[ixa, : ba.shape[1]] = ba[:p1]
@@ -605,10 +614,14 @@ class LinearRelation:
         coeff = _kernel(np.hstack([ba[:p], -bb[:p]]), RANK_TOL, relative=False)
         x = ba[:p] @ coeff[:ka]
         y = ba[p:] @ coeff[:ka] + bb[p:] @ coeff[ka:]
-        return self._like(LinearSubspace(_range(np.vstack([x, y]), RANK_TOL, relative=False)), p, self._dual_dim)
+        return self._like(
+            LinearSubspace(_range(np.vstack([x, y]), RANK_TOL, relative=False)), p, self._dual_dim
+        )
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(dim={self.dim}, primal_dim={self._primal_dim}, dual_dim={self._dual_dim})"
+        return (
+            f"{type(self).__name__}(dim={self.dim}, primal_dim={self._primal_dim}, dual_dim={self._dual_dim})"
+        )
 
 
 # --------------------------------------------------------------------------- Dirac
@@ -700,7 +713,9 @@ class LinearDirac(LinearRelation):
 
     __slots__ = ()
 
-    def __init__(self, space: LinearSubspace, primal_dim: int | None = None, dual_dim: int | None = None) -> None:
+    def __init__(
+        self, space: LinearSubspace, primal_dim: int | None = None, dual_dim: int | None = None
+    ) -> None:
         n = space.ambient_dim // 2 if primal_dim is None else primal_dim
         k = n if dual_dim is None else dual_dim
         if n != k:
@@ -825,9 +840,7 @@ class LinearDirac(LinearRelation):
         delta = _distribution_arg(distribution, basis, forms, rtol, "from_two_form")
         n = w.shape[0]
         if delta.ambient_dim != n:
-            raise ValueError(
-                f"the distribution lives in R^{delta.ambient_dim} but omega is {n} x {n}."
-            )
+            raise ValueError(f"the distribution lives in R^{delta.ambient_dim} but omega is {n} x {n}.")
         e = delta._basis
         f = delta.complement()._basis
         b = np.block([[e, np.zeros((n, f.shape[1]))], [w.T @ e, f]])
@@ -929,7 +942,9 @@ class LinearDirac(LinearRelation):
     def orthogonal(self) -> Self:
         """``D^perp`` with respect to the symmetric pairing (1)."""
         eqs = self._space._basis.T @ self.pairing_matrix()
-        return self._like(LinearSubspace(_kernel(eqs, RANK_TOL, relative=False)), self._primal_dim, self._dual_dim)
+        return self._like(
+            LinearSubspace(_kernel(eqs, RANK_TOL, relative=False)), self._primal_dim, self._dual_dim
+        )
 
     def isotropy_defect(self) -> float:
         """``|B^T J B|_2`` for the orthonormal basis ``B``: zero iff ``D ⊂ D^perp``."""

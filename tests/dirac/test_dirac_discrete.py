@@ -84,7 +84,7 @@ def test_discrete_induced_dimension_and_elements(data):
 @given(forms(max_dim=5))
 def test_flipped_alpha_p_in_46_is_detected(data):
     """The tests can fail: (46) with alpha_p = -xi is a different relation."""
-    a, rng = data
+    a, _rng = data
     m, n = a.shape
     z, eye = np.zeros, np.eye(n)
     e = LinearSubspace.from_equations(a).basis.T
@@ -108,7 +108,9 @@ def test_flipped_alpha_p_in_46_is_detected(data):
 def test_discrete_direct_sum_is_induced_of_block_forms(sys: TwoSystems):
     a = block_diag_forms(sys.A1, sys.A2)
     for sign in SIGNS:
-        d = DiscreteDiracStructure.induced(sys.A1, sign).direct_sum(DiscreteDiracStructure.induced(sys.A2, sign))
+        d = DiscreteDiracStructure.induced(sys.A1, sign).direct_sum(
+            DiscreteDiracStructure.induced(sys.A2, sign)
+        )
         assert d.n == sys.n and d.dim == 3 * sys.n
         assert d.equals(DiscreteDiracStructure.induced(a, sign))
 
@@ -166,10 +168,10 @@ def test_hand_built_solutions_of_52_and_53(data):
     d1, d2, mu = rng.standard_normal(n), rng.standard_normal(n), rng.standard_normal(m)
     # (52): p_{k+1} = D2 L_d, p_k = -D1 L_d + A^T mu
     res = in_discrete_structure("+", a, -d1 + a.T @ mu, chi, d2, d1, d2)
-    assert res.ok and res.max < 1e-12 and np.allclose(res.multiplier, mu)
+    assert res.ok and res.max < 1e-10 * res.scale and np.allclose(res.multiplier, mu)
     # (53): p_k = -D1 L_d, p_{k+1} = D2 L_d + A^T mu
     res = in_discrete_structure("-", a, -d1, chi, d2 + a.T @ mu, d1, d2)
-    assert res.ok and res.max < 1e-12 and np.allclose(res.multiplier, mu)
+    assert res.ok and res.max < 1e-10 * res.scale and np.allclose(res.multiplier, mu)
     # each kind of violation is seen
     bump = rng.standard_normal(n)
     assert not in_discrete_structure("+", a, -d1 + a.T @ mu, chi, d2 + bump, d1, d2).ok
@@ -250,7 +252,10 @@ def test_interconnected_steps_lie_in_the_interconnected_discrete_structure():
     "call, match",
     [
         (lambda: in_discrete_structure("0", np.eye(2), *([np.zeros(2)] * 5)), "sign must be"),
-        (lambda: in_discrete_structure("+", np.eye(2), np.zeros(3), *([np.zeros(2)] * 4)), r"p_k must be .*\(2,\)"),
+        (
+            lambda: in_discrete_structure("+", np.eye(2), np.zeros(3), *([np.zeros(2)] * 4)),
+            r"p_k must be .*\(2,\)",
+        ),
         (lambda: in_discrete_structure("+", np.ones(2), *([np.zeros(2)] * 5)), "2-D array"),
         (lambda: DiscreteDiracStructure.induced(np.eye(2), "x"), "sign must be"),
         (lambda: DiscreteDiracStructure.from_equations(np.zeros((1, 7)), "+"), "5n columns"),

@@ -39,7 +39,7 @@ def test_subspace_dimension_formula(d, k1, k2, seed):
 
 @given(forms())
 def test_kernel_of_equations(data):
-    a, rng = data
+    a, _rng = data
     k = LinearSubspace.from_equations(a)
     assert k.dim == a.shape[1] - np.linalg.matrix_rank(a) if a.size else k.dim == a.shape[1]
     assert np.allclose(a @ k.basis, 0.0)
@@ -170,7 +170,10 @@ def test_relation_direct_sum_blocks_interleave():
         (lambda: LinearDirac.induced(np.eye(2)).contains(np.zeros(3), np.zeros(4)), r"shape \(4,\)"),
         (lambda: LinearDirac.induced(np.eye(2)).tensor(LinearDirac.induced(np.eye(3))), "different spaces"),
         (lambda: LinearDirac.induced(np.eye(2)).contains(np.zeros(4), np.zeros(4), tol=-1.0), "non-negative"),
-        (lambda: LinearDirac.induced(np.eye(2)).direct_sum(LinearDirac.induced(np.eye(3)), blocks=4), "blocks"),
+        (
+            lambda: LinearDirac.induced(np.eye(2)).direct_sum(LinearDirac.induced(np.eye(3)), blocks=4),
+            "blocks",
+        ),
         (lambda: canonical_two_form(-1), "non-negative integer"),
     ],
 )
