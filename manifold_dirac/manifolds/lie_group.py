@@ -130,7 +130,7 @@ class MatrixLieGroup(Manifold):
     def _check_cayley_domain(self, margin: np.ndarray, tol: float, g: np.ndarray) -> None:
         bad = ~(margin > tol)
         if np.any(bad):
-            idx = np.argwhere(np.atleast_1d(bad))[0].tolist()
+            idx = np.argwhere(bad)[0].tolist() if np.ndim(bad) else []
             raise RetractionDomainError(
                 f"{type(self).__name__}: inverse Cayley map is singular at batch index {idx}: "
                 f"the element has eigenvalue -1 (a rotation by pi; margin {np.min(margin):.3e}). "

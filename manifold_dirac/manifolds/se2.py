@@ -223,15 +223,17 @@ class SE2(MatrixLieGroup):
         if err_r.size and np.max(err_r) > atol:
             idx = np.unravel_index(np.argmax(err_r), err_r.shape) if err_r.ndim else ()
             raise ValueError(
-                f"{name}: rotation block is not a rotation at batch index {list(idx)}: "
+                f"{name}: rotation block is not a rotation at batch index {[int(i) for i in idx]}: "
                 f"|R^T R - I| = {np.max(err_r):.3e} > atol = {atol:.1e}"
             )
         if np.any(det < 0):
-            raise ValueError(f"{name}: rotation block has det = -1 (a reflection)")
+            idx = np.argwhere(det < 0)[0].tolist() if np.ndim(det) else []
+            raise ValueError(f"{name}: rotation block has det = -1 (a reflection) at batch index {idx}")
         if err_row.size and np.max(err_row) > atol:
+            idx = np.unravel_index(np.argmax(err_row), err_row.shape) if err_row.ndim else ()
             raise ValueError(
-                f"{name}: last row of a homogeneous SE(2) matrix must be [0, 0, 1]; "
-                f"off by {np.max(err_row):.3e}"
+                f"{name}: last row of a homogeneous SE(2) matrix must be [0, 0, 1] at batch index "
+                f"{[int(i) for i in idx]}; off by {np.max(err_row):.3e}"
             )
         return a
 

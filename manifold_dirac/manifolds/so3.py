@@ -191,11 +191,11 @@ class SO3(MatrixLieGroup):
         if worst > atol:
             idx = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
             raise ValueError(
-                f"{name}: not a rotation matrix at batch index {list(idx)}: "
+                f"{name}: not a rotation matrix at batch index {[int(i) for i in idx]}: "
                 f"|R^T R - I| = {worst:.3e} > atol = {atol:.1e}"
             )
         if np.any(det < 0):
-            idx = np.argwhere(np.atleast_1d(det < 0))[0].tolist()
+            idx = np.argwhere(det < 0)[0].tolist() if np.ndim(det) else []
             raise ValueError(f"{name}: not a rotation matrix at batch index {idx}: det = -1 (a reflection)")
         return a
 
