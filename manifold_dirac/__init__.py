@@ -7,7 +7,17 @@ from .errors import (
     RetractionDomainError,
     StepError,
 )
-from .manifolds import SE2, SO3, Chart, Euclidean, Manifold, MatrixLieGroup, ProductManifold
+from .manifolds import (
+    SE2,
+    SO3,
+    Chart,
+    Euclidean,
+    GeomstatsManifold,
+    Manifold,
+    MatrixLieGroup,
+    ProductManifold,
+    Sphere2,
+)
 from .mechanics import (
     DiscreteLagrangian,
     Integrator,
@@ -30,6 +40,8 @@ __all__ = [
     "SO3",
     "SE2",
     "ProductManifold",
+    "GeomstatsManifold",
+    "Sphere2",
     "LagrangeDiracSystem",
     "DiscreteLagrangian",
     "register_discrete_lagrangian",

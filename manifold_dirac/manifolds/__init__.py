@@ -10,9 +10,20 @@
 
 from .base import Chart, Manifold
 from .euclidean import Euclidean
+from .geomstats_adapter import GeomstatsManifold, Sphere2  # geomstats itself is imported on first use
 from .lie_group import MatrixLieGroup
 from .product import ProductManifold
 from .se2 import SE2
 from .so3 import SO3
 
-__all__ = ["Chart", "Manifold", "MatrixLieGroup", "Euclidean", "SO3", "SE2", "ProductManifold"]
+__all__ = [
+    "Chart",
+    "Manifold",
+    "MatrixLieGroup",
+    "Euclidean",
+    "SO3",
+    "SE2",
+    "ProductManifold",
+    "GeomstatsManifold",
+    "Sphere2",
+]
