@@ -21,7 +21,7 @@ from types import ModuleType
 
 import numpy as np
 
-__all__ = ["import_geomstats", "geomstats_available", "GeomstatsUnavailableError"]
+__all__ = ["GeomstatsUnavailableError", "geomstats_available", "import_geomstats"]
 
 
 class GeomstatsUnavailableError(ImportError):

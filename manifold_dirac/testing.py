@@ -28,7 +28,8 @@ hypothesis is only needed for :func:`seeds`, :func:`points`,
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,39 +37,39 @@ from .manifolds.base import Manifold
 from .manifolds.lie_group import MatrixLieGroup
 
 __all__ = [
-    "REGIMES",
     "BATCH_SHAPES",
-    "register_manifold",
-    "unregister_manifold",
-    "registered_manifolds",
+    "GROUP_LAWS",
+    "LAWS",
+    "REGIMES",
     "assert_close",
-    "point_arrays",
-    "draw_sample",
-    "laws_for",
-    "check_manifold_laws",
-    "check_retract_at_zero",
-    "check_points_on_manifold",
-    "check_inverse_retract_round_trip",
-    "check_retraction_differential_at_zero",
-    "check_inverse_retract_jacobians_fd",
-    "check_inverse_retract_jacobians_perturbation",
-    "check_retract_jacobians_fd",
-    "check_retract_jacobians_perturbation",
-    "check_inverse_retract_with_jacobians",
-    "check_batch_consistency",
+    "check_adjoint",
     "check_ambient_tangent",
-    "check_group_identity",
+    "check_batch_consistency",
+    "check_exp_log",
     "check_group_associativity",
+    "check_group_identity",
     "check_group_inverse",
     "check_hat_vee",
-    "check_adjoint",
-    "check_exp_log",
-    "LAWS",
-    "GROUP_LAWS",
-    "seeds",
+    "check_inverse_retract_jacobians_fd",
+    "check_inverse_retract_jacobians_perturbation",
+    "check_inverse_retract_round_trip",
+    "check_inverse_retract_with_jacobians",
+    "check_manifold_laws",
+    "check_points_on_manifold",
+    "check_retract_at_zero",
+    "check_retract_jacobians_fd",
+    "check_retract_jacobians_perturbation",
+    "check_retraction_differential_at_zero",
+    "draw_sample",
+    "laws_for",
+    "point_arrays",
     "points",
-    "tangents",
+    "register_manifold",
+    "registered_manifolds",
     "samples",
+    "seeds",
+    "tangents",
+    "unregister_manifold",
 ]
 
 REGIMES: tuple[str, ...] = ("near_zero", "generic", "near_singular")
@@ -270,9 +271,7 @@ def _unit(dim: int, j: int, batch: tuple[int, ...]) -> np.ndarray:
     return e
 
 
-def _fd_jacobian(
-    f: Callable[[np.ndarray], np.ndarray], dim: int, batch: tuple[int, ...]
-) -> np.ndarray:
+def _fd_jacobian(f: Callable[[np.ndarray], np.ndarray], dim: int, batch: tuple[int, ...]) -> np.ndarray:
     """Central-difference Jacobian of ``f(delta) -> (*batch, m)`` at ``delta = 0``.
 
     ``delta`` is ``(*batch, dim)``. Five-point stencil (error ``O(h^4)``)
@@ -367,7 +366,9 @@ def _direction(dim: int, batch: tuple[int, ...], seed: int = 12345) -> np.ndarra
 
 
 # ------------------------------------------------------------------ laws
-def check_retract_at_zero(manifold: Manifold, q: Any, xi: np.ndarray | None = None, atol: float = 1e-13) -> None:
+def check_retract_at_zero(
+    manifold: Manifold, q: Any, xi: np.ndarray | None = None, atol: float = 1e-13
+) -> None:
     """``R_q(0) = q``."""
     zero = np.zeros((*manifold.batch_shape(q), manifold.dim))
     _assert_points_close(manifold, manifold.retract(q, zero), q, f"{manifold!r}: R_q(0) = q", 0.0, atol)
@@ -398,8 +399,9 @@ def check_inverse_retract_round_trip(manifold: Manifold, q: Any, xi: np.ndarray,
         )
 
 
-def check_retraction_differential_at_zero(manifold: Manifold, q: Any, xi: np.ndarray | None = None,
-                                          rtol: float = 1e-6) -> None:
+def check_retraction_differential_at_zero(
+    manifold: Manifold, q: Any, xi: np.ndarray | None = None, rtol: float = 1e-6
+) -> None:
     """``dR_q(0) = id`` in frame coordinates, and the Jacobians agree at zero.
 
     The FD of ``t -> R_q^{-1}(R_q(t e_j))`` is the identity; the analytic
@@ -413,12 +415,18 @@ def check_retraction_differential_at_zero(manifold: Manifold, q: Any, xi: np.nda
     zero = np.zeros((*batch, manifold.dim))
     Jq, Jxi = manifold.retract_jacobians(q, zero)
     J0, J1 = manifold.inverse_retract_jacobians(q, q)
-    for what, J, ref in (("J_xi(q, 0) = I", Jxi, eye), ("J_q(q, 0) = I", Jq, eye),
-                         ("J1(q, q) = I", J1, eye), ("J0(q, q) = -I", J0, -eye)):
+    for what, J, ref in (
+        ("J_xi(q, 0) = I", Jxi, eye),
+        ("J_q(q, 0) = I", Jq, eye),
+        ("J1(q, q) = I", J1, eye),
+        ("J0(q, q) = -I", J0, -eye),
+    ):
         _assert_jacobian_close(J, ref, 1e-12, f"{manifold!r}: {what}", "the identity")
 
 
-def check_inverse_retract_jacobians_fd(manifold: Manifold, q: Any, xi: np.ndarray, rtol: float = 1e-6) -> None:
+def check_inverse_retract_jacobians_fd(
+    manifold: Manifold, q: Any, xi: np.ndarray, rtol: float = 1e-6
+) -> None:
     """``J0``, ``J1`` of ``xi = R_{q0}^{-1}(q1)`` against central differences (q0 = q, q1 = R_q(xi))."""
     q0, q1 = q, manifold.retract(q, xi)
     batch = _batch(manifold, q, xi)
@@ -436,10 +444,20 @@ def check_inverse_retract_jacobians_perturbation(manifold: Manifold, q: Any, xi:
     xi0 = manifold.inverse_retract(q0, q1)
     J0, J1 = manifold.inverse_retract_jacobians(q0, q1)
     w = _direction(manifold.dim, batch)
-    _perturbation_check(lambda d: manifold.inverse_retract(manifold.retract(q0, d), q1), xi0, J0, w,
-                        f"{manifold!r}: J0 = dxi/dq0")
-    _perturbation_check(lambda d: manifold.inverse_retract(q0, manifold.retract(q1, d)), xi0, J1, w,
-                        f"{manifold!r}: J1 = dxi/dq1")
+    _perturbation_check(
+        lambda d: manifold.inverse_retract(manifold.retract(q0, d), q1),
+        xi0,
+        J0,
+        w,
+        f"{manifold!r}: J0 = dxi/dq0",
+    )
+    _perturbation_check(
+        lambda d: manifold.inverse_retract(q0, manifold.retract(q1, d)),
+        xi0,
+        J1,
+        w,
+        f"{manifold!r}: J1 = dxi/dq1",
+    )
 
 
 def check_retract_jacobians_fd(manifold: Manifold, q: Any, xi: np.ndarray, rtol: float = 1e-6) -> None:
@@ -447,9 +465,14 @@ def check_retract_jacobians_fd(manifold: Manifold, q: Any, xi: np.ndarray, rtol:
     batch = _batch(manifold, q, xi)
     qp = manifold.retract(q, xi)
     Jq, Jxi = manifold.retract_jacobians(q, xi)
-    Dq = _fd_jacobian(lambda d: manifold.inverse_retract(qp, manifold.retract(manifold.retract(q, d), xi)),
-                      manifold.dim, batch)
-    Dxi = _fd_jacobian(lambda d: manifold.inverse_retract(qp, manifold.retract(q, xi + d)), manifold.dim, batch)
+    Dq = _fd_jacobian(
+        lambda d: manifold.inverse_retract(qp, manifold.retract(manifold.retract(q, d), xi)),
+        manifold.dim,
+        batch,
+    )
+    Dxi = _fd_jacobian(
+        lambda d: manifold.inverse_retract(qp, manifold.retract(q, xi + d)), manifold.dim, batch
+    )
     _assert_jacobian_close(Jq, Dq, rtol, f"{manifold!r}: J_q of R_q(xi)", "central finite differences")
     _assert_jacobian_close(Jxi, Dxi, rtol, f"{manifold!r}: J_xi of R_q(xi)", "central finite differences")
 
@@ -461,10 +484,20 @@ def check_retract_jacobians_perturbation(manifold: Manifold, q: Any, xi: np.ndar
     Jq, Jxi = manifold.retract_jacobians(q, xi)
     w = _direction(manifold.dim, batch)
     zero = np.zeros((*batch, manifold.dim))
-    _perturbation_check(lambda d: manifold.inverse_retract(qp, manifold.retract(manifold.retract(q, d), xi)),
-                        zero, Jq, w, f"{manifold!r}: J_q of R_q(xi)")
-    _perturbation_check(lambda d: manifold.inverse_retract(qp, manifold.retract(q, xi + d)),
-                        zero, Jxi, w, f"{manifold!r}: J_xi of R_q(xi)")
+    _perturbation_check(
+        lambda d: manifold.inverse_retract(qp, manifold.retract(manifold.retract(q, d), xi)),
+        zero,
+        Jq,
+        w,
+        f"{manifold!r}: J_q of R_q(xi)",
+    )
+    _perturbation_check(
+        lambda d: manifold.inverse_retract(qp, manifold.retract(q, xi + d)),
+        zero,
+        Jxi,
+        w,
+        f"{manifold!r}: J_xi of R_q(xi)",
+    )
 
 
 def check_inverse_retract_with_jacobians(manifold: Manifold, q: Any, xi: np.ndarray) -> None:
@@ -514,9 +547,14 @@ def check_batch_consistency(manifold: Manifold, q: Any, xi: np.ndarray) -> None:
                         f"{b_i.shape} in the batched call but {np.shape(s)} unbatched"
                     )
                 scale = 1.0 + np.max(np.abs(s)) if np.size(s) else 1.0
-                assert_close(b_i, s, 1e-12, 1e-13 * scale,
-                             f"{manifold!r}: {name} output {k} at batch index {_index_str(idx)}, "
-                             "batched vs unbatched call")
+                assert_close(
+                    b_i,
+                    s,
+                    1e-12,
+                    1e-13 * scale,
+                    f"{manifold!r}: {name} output {k} at batch index {_index_str(idx)}, "
+                    "batched vs unbatched call",
+                )
 
 
 def check_ambient_tangent(manifold: Manifold, q: Any, xi: np.ndarray, rtol: float = 1e-6) -> None:
@@ -529,15 +567,25 @@ def check_ambient_tangent(manifold: Manifold, q: Any, xi: np.ndarray, rtol: floa
     for k, a in enumerate(A):
         fd = (8 * (curves[0][k] - curves[1][k]) - (curves[2][k] - curves[3][k])) / (12 * h)
         scale = 1.0 + np.max(np.abs(fd))
-        assert_close(a, fd, rtol, rtol * scale,
-                     f"{manifold!r}: ambient_tangent (component {k}) vs d/de R_q(e eta) by FD")
+        assert_close(
+            a,
+            fd,
+            rtol,
+            rtol * scale,
+            f"{manifold!r}: ambient_tangent (component {k}) vs d/de R_q(e eta) by FD",
+        )
     Ac = point_arrays(manifold.ambient_tangent(q, 1j * eta))
     for k, (a, c) in enumerate(zip(A, Ac)):
         c = np.asarray(c)
         if not np.iscomplexobj(c):
             raise AssertionError(f"{manifold!r}: ambient_tangent drops the imaginary part of a complex eta")
-        assert_close(c, 1j * np.asarray(a), 1e-13, 1e-13 * (1 + np.max(np.abs(a))),
-                     f"{manifold!r}: ambient_tangent(q, 1j eta) = 1j ambient_tangent(q, eta) (component {k})")
+        assert_close(
+            c,
+            1j * np.asarray(a),
+            1e-13,
+            1e-13 * (1 + np.max(np.abs(a))),
+            f"{manifold!r}: ambient_tangent(q, 1j eta) = 1j ambient_tangent(q, eta) (component {k})",
+        )
 
 
 # -------------------------------------------------------------- group laws
@@ -551,8 +599,13 @@ def check_group_identity(group: MatrixLieGroup, q: np.ndarray, xi: np.ndarray) -
     s = _group_scale(q)
     assert_close(group.compose(e, q), q, 0, 1e-15 * s, f"{group!r}: e g = g")
     assert_close(group.compose(q, e), q, 0, 1e-15 * s, f"{group!r}: g e = g")
-    assert_close(group.from_tangent_at_identity(np.zeros(group.dim)), np.eye(group.matrix_size), 0, 1e-15,
-                 f"{group!r}: tau(0) = e")
+    assert_close(
+        group.from_tangent_at_identity(np.zeros(group.dim)),
+        np.eye(group.matrix_size),
+        0,
+        1e-15,
+        f"{group!r}: tau(0) = e",
+    )
 
 
 def check_group_associativity(group: MatrixLieGroup, q: np.ndarray, xi: np.ndarray) -> None:
@@ -580,12 +633,22 @@ def check_hat_vee(group: MatrixLieGroup, q: np.ndarray, xi: np.ndarray) -> None:
     nb = xi.ndim - 1
     assert_close(group.vee(group.hat(xi)), xi, 1e-15, 1e-300, f"{group!r}: vee(hat(x)) = x", nb)
     y = _direction(group.dim, xi.shape[:-1], seed=5)
-    assert_close(group.hat(2.0 * xi - 3.0 * y), 2.0 * group.hat(xi) - 3.0 * group.hat(y), 1e-14, 1e-14,
-                 f"{group!r}: hat is linear")
+    assert_close(
+        group.hat(2.0 * xi - 3.0 * y),
+        2.0 * group.hat(xi) - 3.0 * group.hat(y),
+        1e-14,
+        1e-14,
+        f"{group!r}: hat is linear",
+    )
     X, Y = group.hat(xi), group.hat(y)
     ad_y = np.einsum("...ij,...j->...i", group.ad(xi), y)
-    assert_close(group.hat(ad_y), X @ Y - Y @ X, 1e-12, 1e-13 * (1 + np.max(np.abs(xi))),
-                 f"{group!r}: hat(ad_x y) = [hat x, hat y]")
+    assert_close(
+        group.hat(ad_y),
+        X @ Y - Y @ X,
+        1e-12,
+        1e-13 * (1 + np.max(np.abs(xi))),
+        f"{group!r}: hat(ad_x y) = [hat x, hat y]",
+    )
 
 
 def check_adjoint(group: MatrixLieGroup, q: np.ndarray, xi: np.ndarray) -> None:
@@ -596,16 +659,28 @@ def check_adjoint(group: MatrixLieGroup, q: np.ndarray, xi: np.ndarray) -> None:
     rhs = q @ group.hat(x) @ group.inverse(q)
     assert_close(lhs, rhs, 1e-12, 1e-12 * _group_scale(q) ** 2, f"{group!r}: hat(Ad_g x) = g hat(x) g^-1")
     h = group.retract(q, xi)
-    assert_close(group.adjoint(q @ h), Ad @ group.adjoint(h), 1e-11, 1e-11 * _group_scale(q, h) ** 2,
-                 f"{group!r}: Ad_(g h) = Ad_g Ad_h")
+    assert_close(
+        group.adjoint(q @ h),
+        Ad @ group.adjoint(h),
+        1e-11,
+        1e-11 * _group_scale(q, h) ** 2,
+        f"{group!r}: Ad_(g h) = Ad_g Ad_h",
+    )
 
 
 def check_exp_log(group: MatrixLieGroup, q: np.ndarray, xi: np.ndarray) -> None:
     """``exp(log(g)) = g`` for ``g = q`` and ``g = R_q(xi)``; ``log(exp(0)) = 0``."""
     for name, g in (("g", q), ("R_q(xi)", group.retract(q, xi))):
-        assert_close(group.exp(group.log(g)), g, 0, 1e-12 * _group_scale(g), f"{group!r}: exp(log({name})) = {name}")
-    assert_close(group.log(group.exp(np.zeros(group.dim))), np.zeros(group.dim), 0, 1e-300,
-                 f"{group!r}: log(exp(0)) = 0")
+        assert_close(
+            group.exp(group.log(g)), g, 0, 1e-12 * _group_scale(g), f"{group!r}: exp(log({name})) = {name}"
+        )
+    assert_close(
+        group.log(group.exp(np.zeros(group.dim))),
+        np.zeros(group.dim),
+        0,
+        1e-300,
+        f"{group!r}: log(exp(0)) = 0",
+    )
 
 
 LAWS: dict[str, Law] = {
@@ -623,7 +698,7 @@ LAWS: dict[str, Law] = {
 }
 """Laws every manifold satisfies, ``name -> law(manifold, q, xi)``."""
 
-GROUP_LAWS: dict[str, Law] = {
+GROUP_LAWS: dict[str, Callable[[MatrixLieGroup, Any, np.ndarray], None]] = {
     "group_identity": check_group_identity,
     "group_associativity": check_group_associativity,
     "group_inverse": check_group_inverse,
@@ -638,7 +713,7 @@ def laws_for(manifold: Manifold) -> dict[str, Law]:
     """The laws that apply to ``manifold`` (group laws for a :class:`MatrixLieGroup`)."""
     out = dict(LAWS)
     if isinstance(manifold, MatrixLieGroup):
-        out.update(GROUP_LAWS)
+        out.update(GROUP_LAWS)  # type: ignore[arg-type]  # they apply: manifold is a group
     return out
 
 

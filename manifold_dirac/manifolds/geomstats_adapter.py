@@ -30,7 +30,8 @@ tests check the two agree where geomstats is accurate.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from .._compat import import_geomstats
 from ..errors import RetractionDomainError
 from .base import Manifold, check_retraction_name
 
-__all__ = ["GeomstatsManifold", "Sphere2", "sphere_exp", "sphere_log", "sphere_frame"]
+__all__ = ["GeomstatsManifold", "Sphere2", "sphere_exp", "sphere_frame", "sphere_log"]
 
 _H = 1e-30  # complex step
 _INV_SQRT2 = 1.0 / np.sqrt(2.0)
@@ -229,10 +230,12 @@ class GeomstatsManifold(Manifold):
         return (type(self).__name__, self._name, self.values)
 
     @classmethod
-    def hypersphere(cls, n: int = 2, values: str = "closed_form") -> "Sphere2":
+    def hypersphere(cls, n: int = 2, values: str = "closed_form") -> Sphere2:
         """The unit sphere ``S^n`` (only ``n = 2`` has a frame here): :class:`Sphere2`."""
         if n != 2:
-            raise ValueError(f"GeomstatsManifold.hypersphere: only n = 2 is implemented (a frame of S^2), got {n}")
+            raise ValueError(
+                f"GeomstatsManifold.hypersphere: only n = 2 is implemented (a frame of S^2), got {n}"
+            )
         return Sphere2(values=values)
 
     # ----------------------------------------------------------- helpers
@@ -319,10 +322,14 @@ class GeomstatsManifold(Manifold):
             )
         bad = ~np.all(np.isfinite(a), axis=-1)
         if np.any(bad):
-            raise ValueError(f"{name}: non-finite entries in a point of {self._name} at batch index {_index_str(bad)}")
+            raise ValueError(
+                f"{name}: non-finite entries in a point of {self._name} at batch index {_index_str(bad)}"
+            )
         on = np.asarray(self.space.belongs(a.reshape(-1, self.ambient_dim), atol=atol)).reshape(a.shape[:-1])
         if not np.all(on):
-            raise ValueError(f"{name}: not a point of {self._name} at batch index {_index_str(~on)} (atol {atol:.1e})")
+            raise ValueError(
+                f"{name}: not a point of {self._name} at batch index {_index_str(~on)} (atol {atol:.1e})"
+            )
         return a
 
     def to_coordinates(self, q):
@@ -365,7 +372,7 @@ class Sphere2(GeomstatsManifold):
     def __init__(self, values: str = "closed_form") -> None:
         gs = import_geomstats()
         del gs
-        from geomstats.geometry.hypersphere import Hypersphere
+        from geomstats.geometry.hypersphere import Hypersphere  # type: ignore[import-untyped]
 
         super().__init__(Hypersphere(2), sphere_frame, sphere_exp, sphere_log, values=values, name="Sphere2")
         self.coordinate_names = ("polar", "azimuth")
@@ -417,7 +424,9 @@ class Sphere2(GeomstatsManifold):
             raise ValueError(f"{name}: a point of Sphere2 is a unit 3-vector, shape (..., 3), got {a.shape}")
         bad = ~np.all(np.isfinite(a), axis=-1)
         if np.any(bad):
-            raise ValueError(f"{name}: non-finite entries in a point of Sphere2 at batch index {_index_str(bad)}")
+            raise ValueError(
+                f"{name}: non-finite entries in a point of Sphere2 at batch index {_index_str(bad)}"
+            )
         err = np.abs(np.linalg.norm(a, axis=-1) - 1.0)
         if np.any(err > atol):
             raise ValueError(

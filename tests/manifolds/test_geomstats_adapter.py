@@ -57,8 +57,13 @@ def test_retract_and_inverse_equal_closed_form_exp_log(sphere, norm):
     q1 = sphere.retract(q, xi)
     assert_close(q1, _reference_exp(q, v), 0, 1e-15, "Sphere2.retract vs closed-form exp")
     ref_xi = np.einsum("...ai,...a->...i", E, _reference_log(q, q1))
-    assert_close(sphere.inverse_retract(q, q1), ref_xi, 0, 1e-15 + 1e-13 * norm / (np.pi - min(norm, 3.1)),
-                 "Sphere2.inverse_retract vs closed-form log")
+    assert_close(
+        sphere.inverse_retract(q, q1),
+        ref_xi,
+        0,
+        1e-15 + 1e-13 * norm / (np.pi - min(norm, 3.1)),
+        "Sphere2.inverse_retract vs closed-form log",
+    )
 
 
 @pytest.mark.parametrize("norm", [1e-12, 1e-8, 1e-4, 0.3, 1.0, 2.0, 3.0, np.pi - 1e-3])
@@ -70,7 +75,9 @@ def test_retract_equals_geomstats_metric_exp(sphere, sphere_gs, norm):
     # R_q(xi) = metric.exp(E(q) xi, q)
     v = np.einsum("...ai,...i->...a", sphere.frame(q), xi)
     assert_close(sphere.retract(q, xi), sphere.space.metric.exp(v, q), 0, 1e-14, "retract vs metric.exp")
-    assert_close(sphere_gs.retract(q, xi), sphere.retract(q, xi), 0, 1e-14, "values='geomstats' vs closed form")
+    assert_close(
+        sphere_gs.retract(q, xi), sphere.retract(q, xi), 0, 1e-14, "values='geomstats' vs closed form"
+    )
 
 
 @pytest.mark.parametrize("norm", [1e-2, 0.3, 1.0, 2.0, 3.0])
@@ -100,7 +107,9 @@ def test_frame_is_orthonormal_tangent_and_right_handed(sphere):
 
 def test_frame_is_east_north_at_the_equator_and_smooth_within_a_chart(sphere):
     q = np.array([1.0, 0.0, 0.0])
-    assert_close(sphere.frame(q), np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), 0, 1e-15, "frame at (1,0,0)")
+    assert_close(
+        sphere.frame(q), np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), 0, 1e-15, "frame at (1,0,0)"
+    )
     # continuity inside a chart: nearby points have nearby frames
     rng = np.random.default_rng(5)
     p = sphere.random_point(rng, (200,))
@@ -152,7 +161,9 @@ def test_ambient_tangent_accepts_complex(sphere):
 
 
 def test_check_point_says_by_how_much(sphere):
-    with pytest.raises(ValueError, match=r"not on the unit sphere at batch index \[1\]: \| \|q\| - 1 \| = 5\.000e-02"):
+    with pytest.raises(
+        ValueError, match=r"not on the unit sphere at batch index \[1\]: \| \|q\| - 1 \| = 5\.000e-02"
+    ):
         sphere.check_point(np.array([[0.0, 0.0, 1.0], [0.0, 1.05, 0.0]]))
     with pytest.raises(ValueError, match=r"unit 3-vector, shape \(\.\.\., 3\), got \(2,\)"):
         sphere.check_point(np.array([1.0, 0.0]))
@@ -181,7 +192,9 @@ def test_hypersphere_constructor_and_unknown_values():
     assert GeomstatsManifold.hypersphere(2) == Sphere2()
     with pytest.raises(ValueError, match="only n = 2"):
         GeomstatsManifold.hypersphere(3)
-    with pytest.raises(ValueError, match=r"unknown retraction 'exact'; valid retractions are 'closed_form', 'geomstats'"):
+    with pytest.raises(
+        ValueError, match=r"unknown retraction 'exact'; valid retractions are 'closed_form', 'geomstats'"
+    ):
         Sphere2(values="exact")
 
 

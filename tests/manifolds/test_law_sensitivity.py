@@ -77,16 +77,38 @@ class ProductWithBrokenFactor(ProductManifold):
 
 
 JACOBIAN_BUGS = [
-    (SO3TransposedJ1("exp"), "J1", check_inverse_retract_jacobians_fd, check_inverse_retract_jacobians_perturbation),
-    (SO3SignFlippedJ0("exp"), "J0", check_inverse_retract_jacobians_fd, check_inverse_retract_jacobians_perturbation),
-    (SO3SignFlippedJ0("cayley"), "J0", check_inverse_retract_jacobians_fd,
-     check_inverse_retract_jacobians_perturbation),
-    (SO3CayleyWithExpJ1("cayley"), "J1", check_inverse_retract_jacobians_fd,
-     check_inverse_retract_jacobians_perturbation),
+    (
+        SO3TransposedJ1("exp"),
+        "J1",
+        check_inverse_retract_jacobians_fd,
+        check_inverse_retract_jacobians_perturbation,
+    ),
+    (
+        SO3SignFlippedJ0("exp"),
+        "J0",
+        check_inverse_retract_jacobians_fd,
+        check_inverse_retract_jacobians_perturbation,
+    ),
+    (
+        SO3SignFlippedJ0("cayley"),
+        "J0",
+        check_inverse_retract_jacobians_fd,
+        check_inverse_retract_jacobians_perturbation,
+    ),
+    (
+        SO3CayleyWithExpJ1("cayley"),
+        "J1",
+        check_inverse_retract_jacobians_fd,
+        check_inverse_retract_jacobians_perturbation,
+    ),
     (SE2WrongJq("exp"), "J_q", check_retract_jacobians_fd, check_retract_jacobians_perturbation),
     (SE2TransposedJxi("so2xr2"), "J_xi", check_retract_jacobians_fd, check_retract_jacobians_perturbation),
-    (ProductWithBrokenFactor(SO3(), Euclidean(2)), "J1", check_inverse_retract_jacobians_fd,
-     check_inverse_retract_jacobians_perturbation),
+    (
+        ProductWithBrokenFactor(SO3(), Euclidean(2)),
+        "J1",
+        check_inverse_retract_jacobians_fd,
+        check_inverse_retract_jacobians_perturbation,
+    ),
 ]
 
 
@@ -94,7 +116,9 @@ JACOBIAN_BUGS = [
 @pytest.mark.parametrize("batch_shape", [(), (3, 2)])
 @pytest.mark.parametrize("check", ["fd", "perturbation"])
 @pytest.mark.parametrize(
-    "manifold,which,fd,perturbation", JACOBIAN_BUGS, ids=[f"{type(b[0]).__name__}-{b[0].retraction}" for b in JACOBIAN_BUGS]
+    "manifold,which,fd,perturbation",
+    JACOBIAN_BUGS,
+    ids=[f"{type(b[0]).__name__}-{b[0].retraction}" for b in JACOBIAN_BUGS],
 )
 def test_wrong_jacobian_is_caught(manifold, which, fd, perturbation, check, batch_shape, regime):
     q, xi = draw_sample(manifold, 1, batch_shape, regime)
@@ -109,8 +133,12 @@ def test_correct_jacobians_pass_the_same_checks():
     for m in (SO3("exp"), SO3("cayley"), SE2("exp"), SE2("so2xr2"), ProductManifold(SO3(), Euclidean(2))):
         for regime in ("generic", "near_singular"):
             q, xi = draw_sample(m, 1, (3, 2), regime)
-            for law in (check_inverse_retract_jacobians_fd, check_inverse_retract_jacobians_perturbation,
-                        check_retract_jacobians_fd, check_retract_jacobians_perturbation):
+            for law in (
+                check_inverse_retract_jacobians_fd,
+                check_inverse_retract_jacobians_perturbation,
+                check_retract_jacobians_fd,
+                check_retract_jacobians_perturbation,
+            ):
                 law(m, q, xi)
 
 
@@ -186,7 +214,9 @@ def test_batch_mixing_is_caught():
 
     m = EuclideanMixing(3)
     q, xi = draw_sample(m, 0, (3, 2), "generic")
-    with pytest.raises(AssertionError, match=r"retract output 0 at batch index \[0, 0\], batched vs unbatched"):
+    with pytest.raises(
+        AssertionError, match=r"retract output 0 at batch index \[0, 0\], batched vs unbatched"
+    ):
         check_batch_consistency(m, q, xi)
 
 

@@ -71,8 +71,13 @@ def test_so3_quaternion_matches_scipy(so3, rng_range):
     ref = Rotation.from_rotvec(x).as_quat(canonical=True)  # (x, y, z, w), w >= 0
     assert_close(SO3.as_quaternion(R), ref, 0, 1e-12, "SO3.as_quaternion vs scipy as_quat")
     quat = rng.standard_normal((200, 4))
-    assert_close(SO3.from_quaternion(quat), Rotation.from_quat(quat).as_matrix(), 0, 1e-12,
-                 "SO3.from_quaternion vs scipy from_quat")
+    assert_close(
+        SO3.from_quaternion(quat),
+        Rotation.from_quat(quat).as_matrix(),
+        0,
+        1e-12,
+        "SO3.from_quaternion vs scipy from_quat",
+    )
 
 
 # ---------------------------------------------------------------- geomstats
@@ -105,8 +110,13 @@ def gs_se2():
 @pytest.mark.parametrize("rng_range", list(ANGLE_RANGES), ids=str)
 def test_so3_exp_matches_geomstats(so3, gs_so3, rng_range):
     x = _rotvecs(np.random.default_rng(RNG_SEED + 2), *ANGLE_RANGES[rng_range])
-    assert_close(so3.exp(x), gs_so3.matrix_from_rotation_vector(x), 0, 1e-12,
-                 "SO3.exp vs geomstats matrix_from_rotation_vector")
+    assert_close(
+        so3.exp(x),
+        gs_so3.matrix_from_rotation_vector(x),
+        0,
+        1e-12,
+        "SO3.exp vs geomstats matrix_from_rotation_vector",
+    )
 
 
 @pytest.mark.parametrize("rng_range", ["tiny", "small", "generic-below-2.5"])
@@ -116,8 +126,13 @@ def test_so3_log_matches_geomstats(so3, gs_so3, rng_range):
     ]
     x = _rotvecs(np.random.default_rng(RNG_SEED + 3), lo, hi)
     R = so3.exp(x)
-    assert_close(so3.log(R), gs_so3.rotation_vector_from_matrix(R), 0, 1e-12,
-                 "SO3.log vs geomstats rotation_vector_from_matrix")
+    assert_close(
+        so3.log(R),
+        gs_so3.rotation_vector_from_matrix(R),
+        0,
+        1e-12,
+        "SO3.log vs geomstats rotation_vector_from_matrix",
+    )
 
 
 def _se2_samples(rng, lo, hi, n=300):

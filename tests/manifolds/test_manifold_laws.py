@@ -23,7 +23,7 @@ from manifold_dirac.testing import (
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _manifold(name: str) -> Manifold:
     return registered_manifolds()[name]()
 
@@ -57,8 +57,15 @@ def test_laws(name: str, batch_shape: tuple[int, ...], regime: str, seed: int) -
 def test_registry_covers_the_builtin_manifolds() -> None:
     names = set(registered_manifolds())
     expected = {
-        "euclidean1", "euclidean3", "so3-exp", "so3-cayley", "se2-exp", "se2-cayley",
-        "se2-so2xr2", "so3xr2", "nested-product",
+        "euclidean1",
+        "euclidean3",
+        "so3-exp",
+        "so3-cayley",
+        "se2-exp",
+        "se2-cayley",
+        "se2-so2xr2",
+        "so3xr2",
+        "nested-product",
     }
     assert expected <= names
     from manifold_dirac._compat import geomstats_available

@@ -18,19 +18,26 @@ def _rot_z(t):
 def test_so3_non_rotation_says_by_how_much():
     R = 1.01 * np.eye(3)  # |R^T R - I|_F = sqrt(3) * 0.0201
     expected = f"{np.sqrt(3) * (1.01**2 - 1):.3e}"
-    with pytest.raises(ValueError, match=rf"q: not a rotation matrix at batch index \[\]: \|R\^T R - I\| = {expected} > atol = 1\.0e-09"):
+    with pytest.raises(
+        ValueError,
+        match=rf"q: not a rotation matrix at batch index \[\]: \|R\^T R - I\| = {expected} > atol = 1\.0e-09",
+    ):
         SO3().check_point(R)
 
 
 def test_so3_non_rotation_names_the_batch_index():
     R = np.broadcast_to(np.eye(3), (2, 3, 3, 3)).copy()
     R[1, 2, 0, 1] = 1e-3
-    with pytest.raises(ValueError, match=r"R0: not a rotation matrix at batch index \[1, 2\]: \|R\^T R - I\| = 1\.414e-03"):
+    with pytest.raises(
+        ValueError, match=r"R0: not a rotation matrix at batch index \[1, 2\]: \|R\^T R - I\| = 1\.414e-03"
+    ):
         SO3().check_point(R, name="R0")
 
 
 def test_so3_wrong_shape():
-    with pytest.raises(ValueError, match=r"q: a point of SO3 is an array of shape \(\.\.\., 3, 3\), got \(3, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"q: a point of SO3 is an array of shape \(\.\.\., 3, 3\), got \(3, 4\)"
+    ):
         SO3().check_point(np.zeros((3, 4)))
     with pytest.raises(ValueError, match=r"got \(3,\)"):
         SO3().check_point(np.zeros(3))
@@ -44,7 +51,9 @@ def test_so3_nan():
 
 
 def test_so3_reflection():
-    with pytest.raises(ValueError, match=r"not a rotation matrix at batch index \[\]: det = -1 \(a reflection\)"):
+    with pytest.raises(
+        ValueError, match=r"not a rotation matrix at batch index \[\]: det = -1 \(a reflection\)"
+    ):
         SO3().check_point(np.diag([1.0, 1.0, -1.0]))
 
 
@@ -60,7 +69,10 @@ def test_so3_tolerance_is_respected():
 def test_se2_bad_last_row():
     g = np.eye(3)
     g[2, 0] = 0.1
-    with pytest.raises(ValueError, match=r"last row of a homogeneous SE\(2\) matrix must be \[0, 0, 1\] at batch index \[\]; off by 1\.000e-01"):
+    with pytest.raises(
+        ValueError,
+        match=r"last row of a homogeneous SE\(2\) matrix must be \[0, 0, 1\] at batch index \[\]; off by 1\.000e-01",
+    ):
         SE2().check_point(g)
 
 
@@ -74,14 +86,18 @@ def test_se2_bad_last_row_batch_index():
 def test_se2_rotation_block_and_reflection():
     g = np.eye(3)
     g[0, 1] = 0.2
-    with pytest.raises(ValueError, match=r"rotation block is not a rotation at batch index \[\]: \|R\^T R - I\| = 2\.857e-01"):
+    with pytest.raises(
+        ValueError, match=r"rotation block is not a rotation at batch index \[\]: \|R\^T R - I\| = 2\.857e-01"
+    ):
         SE2().check_point(g)
     with pytest.raises(ValueError, match=r"rotation block has det = -1 \(a reflection\) at batch index \[\]"):
         SE2().check_point(np.diag([1.0, -1.0, 1.0]))
 
 
 def test_se2_wrong_shape_and_nan():
-    with pytest.raises(ValueError, match=r"a point of SE2 is an array of shape \(\.\.\., 3, 3\), got \(2, 2\)"):
+    with pytest.raises(
+        ValueError, match=r"a point of SE2 is an array of shape \(\.\.\., 3, 3\), got \(2, 2\)"
+    ):
         SE2().check_point(np.eye(2))
     g = np.eye(3)
     g[0, 2] = np.inf
@@ -107,7 +123,9 @@ def test_unknown_retraction_lists_valid_ones(factory, valid):
 def test_cayley_inverse_at_a_rotation_by_pi_raises(group):
     g0 = np.eye(3)
     g1 = _rot_z(np.pi)
-    with pytest.raises(RetractionDomainError, match=r"inverse Cayley map is singular at batch index \[\]: .*a rotation by pi"):
+    with pytest.raises(
+        RetractionDomainError, match=r"inverse Cayley map is singular at batch index \[\]: .*a rotation by pi"
+    ):
         group.inverse_retract(g0, g1)
     with pytest.raises(RetractionDomainError, match=r"use retraction='exp'"):
         group.inverse_retract_jacobians(g0, g1)
