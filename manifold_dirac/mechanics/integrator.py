@@ -238,8 +238,10 @@ class Integrator:
         vv = _vector(v0, B, n, "v0") if v0 is not None else None
         pp = _vector(p0, B, n, "p0") if p0 is not None else None
         m = sysm.n_constraints(q0)
+        if m:
+            self._check_constraint_rank(q0, m)
         if vv is not None:
-            if self.check_partials and sysm.analytic_partials is None:
+            if self.check_partials and sysm.uses_automatic_partials:
                 idx = (0,) * len(B)
                 sysm.check_partials(Q.index_point(q0, idx) if B else q0, vv[idx] if B else vv, rtol=1e-5)
             if m:
@@ -273,6 +275,24 @@ class Integrator:
             k=0, t=float(t0), q=q0, p=np.array(pp, dtype=float), xi=np.array(xi0, dtype=float),
             mu=np.zeros((*B, m)), status=np.zeros(B, dtype=int),
         )
+
+    def _check_constraint_rank(self, q0: Any, m: int) -> None:
+        """Refuse linearly dependent constraint one-forms (a non-regular distribution)."""
+        A = np.asarray(self.system.constraint_matrix(q0), dtype=float)
+        if A.shape[-2] > A.shape[-1]:
+            raise ValueError(
+                f"the {A.shape[-2]} constraint one-forms of {self.system.name or 'this system'} on a "
+                f"{A.shape[-1]}-dimensional manifold cannot be independent: the distribution is not regular"
+            )
+        s = np.linalg.svd(A, compute_uv=False)
+        rank = np.sum(s > 1e-10 * np.maximum(s[..., :1], 1e-300), axis=-1)
+        if np.any(rank < m):
+            raise ValueError(
+                f"the constraint one-forms of {self.system.name or 'this system'} are linearly dependent "
+                f"at q0 (rank {int(np.min(rank))} < {m} rows; smallest singular value "
+                f"{float(np.min(s[..., -1])):.2e}): the constraint distribution (for an interconnection "
+                "Delta ∩ Sigma) is not regular there. Drop the redundant one-forms."
+            )
 
     def _warn_if_degenerate(self, q0: Any, v0: np.ndarray, p0: np.ndarray) -> None:
         """Warn when ``d^2L/dv^2`` is singular on ``ker A(q0)`` and the rule is not degenerate-safe."""

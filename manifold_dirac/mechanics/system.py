@@ -123,6 +123,11 @@ class LagrangeDiracSystem:
         return self.Q.dim
 
     @property
+    def uses_automatic_partials(self) -> bool:
+        """Whether the partials come from complex-step differentiation."""
+        return self.analytic_partials is None
+
+    @property
     def has_constant_constraint(self) -> bool:
         """Whether ``A`` does not depend on ``q`` (frame coordinates)."""
         return self._A_const is not None

@@ -33,3 +33,20 @@ __all__ = [
     "knife_edge", "inclined_knife_edge", "inclined_knife_edge_exact", "chaplygin_sled", "chaplygin_sled_reference",
     "differential_drive", "KNIFE_EDGE_CONSTRAINT", "lc_circuit", "lc_circuit_exact", "KIRCHHOFF_LC",
 ]
+
+from .interconnected import (  # noqa: E402  (needs the mechanics imported above)
+    lc_from_elements,
+    mass_spring_monolithic,
+    mass_spring_torn,
+    rolling_ball,
+    rolling_ball_exact,
+    rolling_disk,
+    rolling_disk_exact,
+    two_wheel_cart,
+    two_wheel_cart_flat,
+)
+
+__all__ += [
+    "mass_spring_monolithic", "mass_spring_torn", "lc_from_elements", "rolling_disk", "rolling_disk_exact",
+    "rolling_ball", "rolling_ball_exact", "two_wheel_cart", "two_wheel_cart_flat",
+]
