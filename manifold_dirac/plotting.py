@@ -707,7 +707,7 @@ def _plot_coordinates(
         raise ValueError(f"plot_trajectory: coordinates {c.shape} do not match the {t.shape[0]} times")
     if c.ndim > 2:
         idx = (0,) * (c.ndim - 2) if member is None else ((member,) if isinstance(member, int) else tuple(member))
-        c = c[(slice(None), *idx)]
+        c = c[(slice(None), *idx)]  # type: ignore[arg-type]
     _check_finite("plot_trajectory: the coordinates", c)
     if len(names) != c.shape[-1]:
         names = tuple(f"q{i}" for i in range(c.shape[-1]))

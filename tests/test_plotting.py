@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 mpl = pytest.importorskip("matplotlib")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from manifold_dirac import SO3, integrate  # noqa: E402
-from manifold_dirac import plotting as P  # noqa: E402
-from manifold_dirac import systems as S  # noqa: E402
+from manifold_dirac import SO3, integrate
+from manifold_dirac import plotting as P
+from manifold_dirac import systems as S
 
 
 @pytest.fixture(autouse=True)
@@ -140,14 +140,14 @@ def test_convergence_on_a_real_study(tmp_path):
     exact = S.inclined_knife_edge_exact(1.0)
     hs = np.array([0.1, 0.05, 0.025])
     errs = [np.abs(ke.Q.to_coordinates(integrate(ke, ke.Q.identity(), v0=[1.0, 0, 0], h=h,
-                                                  n_steps=int(round(1 / h))).q[-1]) - exact).max() for h in hs]
+                                                  n_steps=round(1 / h)).q[-1]) - exact).max() for h in hs]
     fig = P.plot_convergence(hs, {"symmetric/midpoint": errs}, orders=[2], error_name="max |q(T) − q_exact(T)|")
     assert fig.axes[0].get_ylabel() == "max |q(T) − q_exact(T)|"
 
 
 def test_work_precision(tmp_path):
     rows = [
-        {"label": f"{ret} / symmetric", "h": h, "error": e * h**2, "wall_time": 0.01 / h, "n_steps": int(1 / h)}
+        {"label": f"{ret} / symmetric", "h": h, "error": e * h**2, "wall_time": 0.01 / h, "n_steps": round(1 / h)}
         for ret, e in (("exp", 1.0), ("cayley", 3.0)) for h in (0.1, 0.05, 0.025)
     ]
     fig = P.plot_work_precision(rows, path=tmp_path / "wp.png")
