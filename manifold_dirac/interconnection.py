@@ -114,11 +114,11 @@ class Interaction:
     forms : array ``(r, N)`` or callable ``S(q) -> (*batch, r, N)`` or callable ``layout -> (that)``
         ``q`` is the product point (a tuple of the subsystems' points);
         rows are one-forms in the product's frame coordinates.
-    rows : int, optional
-        Number of rows ``r`` of a callable (probed otherwise).
     needs_layout : bool
         Whether ``forms`` is a factory taking the :class:`Layout` (what the
         helpers use to resolve subsystem names).
+    label : str
+        A name used in error messages.
     """
 
     def __init__(self, forms: Any, *, needs_layout: bool = False, label: str = "interaction"):

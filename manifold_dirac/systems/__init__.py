@@ -15,6 +15,8 @@ from .pendulums import (
     harmonic_oscillator,
     harmonic_oscillator_exact,
     pendulum,
+    spherical_pendulum,
+    spherical_pendulum_vertical_momentum,
 )
 from .rigid_bodies import free_rigid_body, heavy_top, spatial_angular_momentum
 from .vehicles import (
@@ -29,7 +31,7 @@ from .vehicles import (
 
 __all__ = [
     "harmonic_oscillator", "harmonic_oscillator_exact", "damped_oscillator", "damped_oscillator_exact",
-    "pendulum", "double_pendulum", "free_rigid_body", "heavy_top", "spatial_angular_momentum",
+    "pendulum", "double_pendulum", "spherical_pendulum", "spherical_pendulum_vertical_momentum", "free_rigid_body", "heavy_top", "spatial_angular_momentum",
     "knife_edge", "inclined_knife_edge", "inclined_knife_edge_exact", "chaplygin_sled", "chaplygin_sled_reference",
     "differential_drive", "KNIFE_EDGE_CONSTRAINT", "lc_circuit", "lc_circuit_exact", "KIRCHHOFF_LC",
 ]

@@ -92,7 +92,7 @@ def lc_from_elements(inductance=1.0, capacitance=0.25) -> InterconnectedSystem:
 
 
 # 3 ------------------------------------------------------------- rolling disk
-def _planar_body(mass, yaw_inertia, name="body"):
+def _planar_body(mass, yaw_inertia, name="body", retraction="exp"):
     def L(q, v):
         return 0.5 * mass * (v[..., 1] ** 2 + v[..., 2] ** 2) + 0.5 * yaw_inertia * v[..., 0] ** 2 + 0 * q[..., 0, 0]
 
@@ -100,7 +100,7 @@ def _planar_body(mass, yaw_inertia, name="body"):
         dv = np.stack([yaw_inertia * v[..., 0], mass * v[..., 1], mass * v[..., 2]], -1)
         return np.zeros_like(dv), dv
 
-    return LagrangeDiracSystem(SE2(), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name=name)
+    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name=name)
 
 
 def _wheel(roll_inertia, name="wheel"):
@@ -109,14 +109,15 @@ def _wheel(roll_inertia, name="wheel"):
         partials=lambda q, v: (0 * v + 0 * q, roll_inertia * v + 0 * q), name=name)
 
 
-def rolling_disk(radius=0.5, mass=1.0, yaw_inertia=0.0625, roll_inertia=0.125, name="rolling_disk") -> InterconnectedSystem:
+def rolling_disk(radius=0.5, mass=1.0, yaw_inertia=0.0625, roll_inertia=0.125, name="rolling_disk",
+                 retraction="exp") -> InterconnectedSystem:
     """The vertical rolling disk: ``body`` (SE(2), no sideways slip) and ``wheel``
     (rolling angle), joined by rolling without slipping ``v_x = R phi'``.
 
     The heading rate and the rolling rate are constant; the contact point runs
     on a circle of radius ``R phi'/theta'`` (:func:`rolling_disk_exact`).
     """
-    body = _planar_body(mass, yaw_inertia)
+    body = _planar_body(mass, yaw_inertia, retraction=retraction)
     wheel = _wheel(roll_inertia)
     return interconnect(body, wheel, interaction=rolling_without_slipping("body", "wheel", radius), name=name)
 
@@ -137,12 +138,12 @@ def rolling_disk_exact(t, radius, theta_rate, phi_rate, x0=0.0, y0=0.0, theta0=0
 
 
 # 4 --------------------------------------------------------------- the ball
-def rolling_ball(radius=0.5, mass=1.0) -> InterconnectedSystem:
+def rolling_ball(radius=0.5, mass=1.0, retraction="exp") -> InterconnectedSystem:
     """A homogeneous ball (``I = 2/5 m r^2``) rolling on a plane: ``ball`` on
     SO(3) joined to ``centre`` on R^2 by ``x' = r (R w) x e3``."""
     inertia = 0.4 * mass * radius**2
     ball = LagrangeDiracSystem(
-        SO3(), lambda q, v: 0.5 * inertia * np.sum(v * v, -1) + 0 * q[..., 0, 0],
+        SO3(retraction), lambda q, v: 0.5 * inertia * np.sum(v * v, -1) + 0 * q[..., 0, 0],
         partials=lambda q, v: (np.zeros_like(v), inertia * v), name="ball")
     centre = LagrangeDiracSystem(
         Euclidean(2, names=("x", "y")), lambda q, v: 0.5 * mass * np.sum(v * v, -1) + 0 * q[..., 0],

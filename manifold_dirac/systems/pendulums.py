@@ -7,7 +7,10 @@ import numpy as np
 from ..manifolds import Euclidean
 from ..mechanics.system import LagrangeDiracSystem
 
-__all__ = ["harmonic_oscillator", "harmonic_oscillator_exact", "pendulum", "double_pendulum", "damped_oscillator", "damped_oscillator_exact"]
+__all__ = [
+    "harmonic_oscillator", "harmonic_oscillator_exact", "pendulum", "double_pendulum", "damped_oscillator",
+    "damped_oscillator_exact", "spherical_pendulum", "spherical_pendulum_vertical_momentum",
+]
 
 
 def harmonic_oscillator(n: int = 1, mass: float = 1.0, stiffness: float = 1.0) -> LagrangeDiracSystem:
@@ -85,3 +88,37 @@ def double_pendulum(
         return np.stack([dqa, dqb], -1), np.stack([dva, dvb], -1)
 
     return LagrangeDiracSystem(Euclidean(2, names=("theta1", "theta2")), L, partials=partials, name="double_pendulum")
+
+
+def spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81) -> LagrangeDiracSystem:
+    """Spherical pendulum on S^2 through the geomstats adapter (needs the ``geomstats`` extra).
+
+    Points are unit vectors ``q`` (the bob's direction from the pivot, ``z`` up),
+    velocities frame coordinates in the adapter's orthonormal frame ``E(q)``:
+    ``L = m l^2/2 |v|^2 - m g l q_z``. Invariants: the energy and the vertical
+    angular momentum ``m l^2 e3 . (q x E(q) v)`` (rotations about ``e3``).
+
+    Notes
+    -----
+    ``dL/dq`` along ``q -> R_q(e eta)`` with ``v`` fixed is ``-m g l E(q)^T e3``
+    (the frame is orthonormal, so ``|v|`` does not depend on ``q``).
+    """
+    from ..manifolds.geomstats_adapter import Sphere2
+
+    S2 = Sphere2()
+    ml2, mgl = mass * length**2, mass * gravity * length
+
+    def L(q, v):
+        return 0.5 * ml2 * np.sum(v * v, axis=-1) - mgl * q[..., 2]
+
+    def partials(q, v):
+        E = S2.frame(q)
+        return -mgl * E[..., 2, :] + 0 * v, ml2 * v + 0 * E[..., 2, :]
+
+    return LagrangeDiracSystem(S2, L, partials=partials, name="spherical_pendulum")
+
+
+def spherical_pendulum_vertical_momentum(Q, q, p):
+    """``e3 . (q x E(q) p)``: the momentum map of rotations about the vertical, ``(..., )``."""
+    Ep = np.einsum("...ij,...j->...i", Q.frame(q), p)
+    return np.cross(q, Ep)[..., 2]
