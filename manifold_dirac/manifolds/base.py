@@ -34,6 +34,9 @@ Point = Any
 """A point: an ndarray ``(*batch, *point_shape)`` or, on a product, a tuple."""
 
 
+_INHERITS_CACHE: dict[tuple, bool] = {}
+
+
 def check_retraction_name(name: str, valid: tuple[str, ...], where: str) -> str:
     """Return ``name`` if it is one of ``valid``, else raise a ``ValueError``.
 
@@ -210,6 +213,29 @@ class Manifold(abc.ABC):
         q1 = self.retract(q0, xi)
         J0, J1 = self.inverse_retract_jacobians(q0, q1)
         return q1, J0, J1
+
+    def retract_with_jacobians(self, q: Point, xi: np.ndarray):
+        """``(q1, J_q, J_xi)`` with ``q1 = R_q(xi)`` and the Jacobians of
+        :meth:`retract_jacobians` -- what a quadrature node on the retraction
+        curve needs. Override where they share work (Lie groups do)."""
+        J_q, J_xi = self.retract_jacobians(q, xi)
+        return self.retract(q, xi), J_q, J_xi
+
+    def _inherits(self, owner: type, names: tuple[str, ...]) -> bool:
+        """Whether ``type(self)`` uses ``owner``'s own definitions of all ``names``.
+
+        A fused fast path written for ``owner`` (one evaluation of shared
+        coefficients instead of several) is only valid while a subclass has
+        not replaced one of the primitives it fuses; the answer is cached
+        per class.
+        """
+        cls = type(self)
+        key = (cls, owner, names)
+        hit = _INHERITS_CACHE.get(key)
+        if hit is None:
+            hit = all(getattr(cls, n, None) is getattr(owner, n, None) for n in names)
+            _INHERITS_CACHE[key] = hit
+        return hit
 
     def broadcast_point(self, q: Point, batch_shape: tuple[int, ...]) -> Point:
         """Broadcast a point to the batch shape ``batch_shape`` (read-only view)."""

@@ -51,7 +51,12 @@ class Euclidean(Manifold):
         return q1 - q0
 
     def _eye(self, batch: tuple[int, ...]) -> np.ndarray:
-        return np.broadcast_to(np.eye(self.dim), (*batch, self.dim, self.dim))
+        eye = self.__dict__.get("_eye_cache")
+        if eye is None:  # one read-only identity per instance, broadcast (never copied)
+            eye = np.eye(self.dim)
+            eye.setflags(write=False)
+            self.__dict__["_eye_cache"] = eye
+        return np.broadcast_to(eye, (*batch, self.dim, self.dim))
 
     def inverse_retract_jacobians(self, q0, q1):
         batch = np.broadcast_shapes(np.shape(q0)[:-1], np.shape(q1)[:-1])

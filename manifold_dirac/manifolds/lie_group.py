@@ -215,6 +215,17 @@ class MatrixLieGroup(Manifold):
         shape = (*batch, self.dim, self.dim)
         return np.broadcast_to(J_q, shape), np.broadcast_to(J_xi, shape)
 
+    def retract_with_jacobians(self, q, xi):
+        """``(q tau(xi), Ad_{tau(xi)^{-1}}, J_r(xi))`` with ``tau`` evaluated once."""
+        if not self._inherits(MatrixLieGroup, ("retract", "retract_jacobians")):
+            return super().retract_with_jacobians(q, xi)
+        xi = np.asarray(xi)
+        tau = self._tau(xi)
+        q1 = q @ tau
+        shape = (*q1.shape[:-2], self.dim, self.dim)
+        J_q = self.adjoint(self.inverse(tau))
+        return q1, np.broadcast_to(J_q, shape), np.broadcast_to(self.tau_right_jacobian(xi), shape)
+
     def ambient_tangent(self, q, eta):
         return q @ self.hat(eta)
 

@@ -147,6 +147,89 @@ class SE2(MatrixLieGroup):
     def exp_right_jacobian_inv(self, xi):
         return _block_inverse(self.exp_right_jacobian(xi))
 
+    # ------------------------------------------------ fused fast paths
+    # With ``exp``, one evaluation of ``A, B, C, D`` (and of cos/sin of the
+    # angle) serves tau, J_r, J_r^{-1}, J_l^{-1} = J_r^{-1}(-xi) (A, D even
+    # and B, C odd in the angle) and Ad_{tau^{-1}}; the matrices are written
+    # entry by entry into one buffer. Other retractions, and subclasses that
+    # replace one of the fused primitives, use the generic composition.
+    _FUSED_INV = ("retract", "_tau", "exp", "hat", "tau_left_jacobian_inv", "tau_right_jacobian_inv",
+                  "exp_right_jacobian_inv", "exp_right_jacobian")
+    _FUSED_FWD = ("retract", "retract_jacobians", "_tau", "exp", "hat", "adjoint", "inverse",
+                  "tau_right_jacobian", "exp_right_jacobian")
+
+    @staticmethod
+    def _exp_parts(xi: np.ndarray):
+        w, vx, vy = xi[..., 0], xi[..., 1], xi[..., 2]
+        A, B, C, D = _abcd(w)
+        c, s = np.cos(w), np.sin(w)
+        tau = np.zeros((*xi.shape[:-1], 3, 3), dtype=np.result_type(xi, float))
+        tau[..., 0, 0] = c
+        tau[..., 0, 1] = -s
+        tau[..., 1, 0] = s
+        tau[..., 1, 1] = c
+        tau[..., 0, 2] = A * vx - B * vy
+        tau[..., 1, 2] = B * vx + A * vy
+        tau[..., 2, 2] = 1.0
+        return w, vx, vy, A, B, C, D, c, s, tau
+
+    def retract_with_inverse_jacobians(self, q0, xi):
+        if self.retraction != "exp" or not self._inherits(SE2, self._FUSED_INV):
+            return super().retract_with_inverse_jacobians(q0, xi)
+        xi = np.asarray(xi)
+        w, vx, vy, A, B, C, D, c, s, tau = self._exp_parts(xi)
+        n = A * A + B * B
+        An, Bn = A / n, B / n
+        # J_r = [[1, 0], [cr, M]], M = [[A, B], [-B, A]]: J_r^{-1} = [[1, 0], [-M^{-1} cr, M^{-1}]]
+        cr0, cr1 = vx * C - vy * D, vx * D + vy * C
+        # J_l = J_r(-xi) = [[1, 0], [cl, M^T]]
+        cl0, cl1 = vx * C + vy * D, vy * C - vx * D
+        J = np.zeros((2, *xi.shape[:-1], 3, 3), dtype=tau.dtype)
+        J[..., 0, 0] = 1.0
+        J[0, ..., 1, 1] = An
+        J[0, ..., 1, 2] = -Bn
+        J[0, ..., 2, 1] = Bn
+        J[0, ..., 2, 2] = An
+        J[0, ..., 1, 0] = -(An * cr0 - Bn * cr1)
+        J[0, ..., 2, 0] = -(Bn * cr0 + An * cr1)
+        J[1, ..., 1, 1] = An
+        J[1, ..., 1, 2] = Bn
+        J[1, ..., 2, 1] = -Bn
+        J[1, ..., 2, 2] = An
+        J[1, ..., 1, 0] = -(An * cl0 + Bn * cl1)
+        J[1, ..., 2, 0] = -(An * cl1 - Bn * cl0)
+        J0 = J[1]
+        J0 *= -1.0
+        return q0 @ tau, J0, J[0]
+
+    def retract_with_jacobians(self, q, xi):
+        if self.retraction != "exp" or not self._inherits(SE2, self._FUSED_FWD):
+            return super().retract_with_jacobians(q, xi)
+        xi = np.asarray(xi)
+        w, vx, vy, A, B, C, D, c, s, tau = self._exp_parts(xi)
+        tx, ty = tau[..., 0, 2], tau[..., 1, 2]
+        J = np.zeros((2, *xi.shape[:-1], 3, 3), dtype=tau.dtype)
+        # Ad of tau^{-1} = (R^T, -R^T t)
+        J[0, ..., 0, 0] = 1.0
+        J[0, ..., 1, 0] = s * tx - c * ty
+        J[0, ..., 2, 0] = c * tx + s * ty
+        J[0, ..., 1, 1] = c
+        J[0, ..., 1, 2] = s
+        J[0, ..., 2, 1] = -s
+        J[0, ..., 2, 2] = c
+        # J_r
+        J[1, ..., 0, 0] = 1.0
+        J[1, ..., 1, 0] = vx * C - vy * D
+        J[1, ..., 2, 0] = vx * D + vy * C
+        J[1, ..., 1, 1] = A
+        J[1, ..., 1, 2] = B
+        J[1, ..., 2, 1] = -B
+        J[1, ..., 2, 2] = A
+        q1 = q @ tau
+        if J.shape[1:] != q1.shape:  # q carries batch axes that xi does not
+            return q1, np.broadcast_to(J[0], q1.shape), np.broadcast_to(J[1], q1.shape)
+        return q1, J[0], J[1]
+
     # ---------------------------------------------------------- Cayley, SO2xR2
     def cayley_inv(self, g):
         g = np.asarray(g)

@@ -37,16 +37,73 @@ def _skew(w: np.ndarray) -> np.ndarray:
     return X
 
 
-def _coefficients(t2: np.ndarray):
-    """``sin t / t``, ``(1 - cos t)/t^2``, ``(t - sin t)/t^3`` as functions of ``t^2``."""
-    small = t2 < _SMALL
-    ts = np.where(small, 1.0, t2)
+_I3 = np.eye(3)
+_I3.setflags(write=False)
+_SKEW_BASIS = np.zeros((3, 9))  # row j: hat(e_j) flattened, so hat(w) = w @ _SKEW_BASIS
+_SKEW_BASIS[0, [7, 5]] = 1.0, -1.0
+_SKEW_BASIS[1, [2, 6]] = 1.0, -1.0
+_SKEW_BASIS[2, [3, 1]] = 1.0, -1.0
+_SKEW_BASIS.setflags(write=False)
+
+
+def _skew_fast(w: np.ndarray) -> np.ndarray:
+    """``hat(w)`` of a finite real ``w`` by one matrix product (the fused paths'
+    version of :func:`_skew`; equal for finite input)."""
+    return (w @ _SKEW_BASIS).reshape(w.shape[:-1] + (3, 3))
+
+
+def _direct(ts: np.ndarray, which: str) -> tuple:
+    """Closed forms of the coefficients named in ``which`` at ``ts = t^2 > 0``
+    (``sin t``, ``sin(t/2)`` and ``cos(t/2)`` evaluated once and shared)."""
     t = np.sqrt(ts)
-    s, c = np.sin(t), np.cos(t)
-    a = np.where(small, 1 - t2 / 6 * (1 - t2 / 20 * (1 - t2 / 42)), s / t)
-    b = np.where(small, 0.5 - t2 / 24 * (1 - t2 / 30 * (1 - t2 / 56)), 2 * np.sin(t / 2) ** 2 / ts)
-    cc = np.where(small, 1 / 6 - t2 / 120 * (1 - t2 / 42 * (1 - t2 / 72)), (t - s) / (ts * t))
-    return a, b, cc
+    out = []
+    s = np.sin(t) if ("a" in which or "c" in which) else None
+    sh = np.sin(t / 2) if ("b" in which or "k" in which) else None
+    for w in which:
+        if w == "a":
+            out.append(s / t)
+        elif w == "b":
+            out.append(2 * sh**2 / ts)
+        elif w == "c":
+            out.append((t - s) / (ts * t))
+        else:  # "k": (1 - (t/2) cot(t/2)) / t^2, finite up to t -> 2 pi
+            out.append((1.0 - 0.5 * t * np.cos(t / 2) / sh) / ts)
+    return tuple(out)
+
+
+def _series(t2: np.ndarray, which: str) -> tuple:
+    """Taylor series of the same coefficients (truncated after t^6)."""
+    out = []
+    for w in which:
+        if w == "a":
+            out.append(1 - t2 / 6 * (1 - t2 / 20 * (1 - t2 / 42)))
+        elif w == "b":
+            out.append(0.5 - t2 / 24 * (1 - t2 / 30 * (1 - t2 / 56)))
+        elif w == "c":
+            out.append(1 / 6 - t2 / 120 * (1 - t2 / 42 * (1 - t2 / 72)))
+        else:
+            out.append(1 / 12 + t2 / 720 + t2 * t2 / 30240 + t2**3 / 1209600)
+    return tuple(out)
+
+
+def _coefficients(t2: np.ndarray, which: str = "abc") -> tuple:
+    """Coefficients of ``X`` and ``X^2`` in the closed forms, as functions of ``t^2``.
+
+    ``a = sin t / t``, ``b = (1 - cos t)/t^2``, ``c = (t - sin t)/t^3``,
+    ``k = (1 - (t/2) cot(t/2))/t^2``; ``which`` names the ones wanted, in
+    order. Below ``t^2 < 1e-3`` the series is used. When the whole batch is
+    on one side of the threshold only that side is evaluated (the common
+    case: no ``np.where`` and half the work); a mixed batch evaluates both
+    sides at safe arguments (``t^2 -> 1`` on the series side of the closed
+    form) so that neither produces a NaN, then picks.
+    """
+    small = t2 < _SMALL
+    if not np.any(small):
+        return _direct(t2, which)
+    if np.all(small):
+        return _series(np.asarray(t2, dtype=float), which)
+    ts = np.where(small, 1.0, t2)
+    return tuple(np.where(small, sr, dr) for sr, dr in zip(_series(t2, which), _direct(ts, which)))
 
 
 class SO3(MatrixLieGroup):
@@ -98,9 +155,9 @@ class SO3(MatrixLieGroup):
     def exp(self, xi):
         xi = np.asarray(xi)
         t2 = np.sum(xi * xi, axis=-1)
-        a, b, _ = _coefficients(t2)
+        a, b = _coefficients(t2, "ab")
         X = _skew(xi)
-        return np.eye(3) + a[..., None, None] * X + b[..., None, None] * (X @ X)
+        return _I3 + a[..., None, None] * X + b[..., None, None] * (X @ X)
 
     def log(self, g):
         q = self.as_quaternion(g)  # (x, y, z, w) with w >= 0
@@ -119,22 +176,67 @@ class SO3(MatrixLieGroup):
     def exp_right_jacobian(self, xi):
         xi = np.asarray(xi)
         t2 = np.sum(xi * xi, axis=-1)
-        _, b, c = _coefficients(t2)
+        b, c = _coefficients(t2, "bc")
         X = _skew(xi)
-        return np.eye(3) - b[..., None, None] * X + c[..., None, None] * (X @ X)
+        return _I3 - b[..., None, None] * X + c[..., None, None] * (X @ X)
 
     def exp_right_jacobian_inv(self, xi):
         xi = np.asarray(xi)
         t2 = np.sum(xi * xi, axis=-1)
-        small = t2 < _SMALL
-        ts = np.where(small, 1.0, t2)
-        t = np.sqrt(ts)
-        # (1 - (t/2) cot(t/2)) / t^2, finite up to t -> 2 pi
-        direct = (1.0 - 0.5 * t * np.cos(t / 2) / np.sin(t / 2)) / ts
-        series = 1 / 12 + t2 / 720 + t2 * t2 / 30240 + t2**3 / 1209600
-        k = np.where(small, series, direct)
+        (k,) = _coefficients(t2, "k")
         X = _skew(xi)
-        return np.eye(3) + 0.5 * X + k[..., None, None] * (X @ X)
+        return _I3 + 0.5 * X + k[..., None, None] * (X @ X)
+
+    # ------------------------------------------------ fused fast paths
+    # One evaluation of the scalar coefficients serves tau, J_r, J_r^{-1},
+    # J_l^{-1} = J_r^{-1}(-xi) and Ad_{tau^{-1}} = tau^T (the Newton loop
+    # needs them together at every iterate). The values equal the separate
+    # methods' (same formulas); a subclass that replaces one of the fused
+    # primitives gets the generic composition instead.
+    _FUSED_INV = ("retract", "_tau", "exp", "cayley", "hat", "tau_left_jacobian_inv",
+                  "tau_right_jacobian_inv", "exp_right_jacobian_inv", "_cayley_jac_inv")
+    _FUSED_FWD = ("retract", "retract_jacobians", "_tau", "exp", "cayley", "hat", "adjoint", "inverse",
+                  "tau_right_jacobian", "exp_right_jacobian")
+
+    def retract_with_inverse_jacobians(self, q0, xi):
+        if not self._inherits(SO3, self._FUSED_INV):
+            return super().retract_with_inverse_jacobians(q0, xi)
+        xi = np.asarray(xi)
+        t2 = np.sum(xi * xi, axis=-1)
+        X = _skew_fast(xi) if xi.dtype == float else _skew(xi)
+        XX = X @ X
+        if self.retraction == "exp":
+            a, b, k = _coefficients(t2, "abk")
+            tau = _I3 + a[..., None, None] * X + b[..., None, None] * XX
+            kXX = k[..., None, None] * XX
+            half = 0.5 * X
+            return q0 @ tau, -(_I3 - half + kXX), _I3 + half + kXX
+        f = 1.0 / (1.0 + t2 / 4)
+        tau = _I3 + f[..., None, None] * (X + 0.5 * XX)
+        outer = 0.25 * (xi[..., :, None] * xi[..., None, :])
+        half = 0.5 * X
+        return q0 @ tau, -(_I3 - half + outer), _I3 + half + outer
+
+    def retract_with_jacobians(self, q, xi):
+        if not self._inherits(SO3, self._FUSED_FWD):
+            return super().retract_with_jacobians(q, xi)
+        xi = np.asarray(xi)
+        t2 = np.sum(xi * xi, axis=-1)
+        X = _skew_fast(xi) if xi.dtype == float else _skew(xi)
+        if self.retraction == "exp":
+            XX = X @ X
+            a, b, c = _coefficients(t2, "abc")
+            tau = _I3 + a[..., None, None] * X + b[..., None, None] * XX
+            J_xi = _I3 - b[..., None, None] * X + c[..., None, None] * XX
+        else:
+            f = 1.0 / (1.0 + t2 / 4)
+            tau = _I3 + f[..., None, None] * (X + 0.5 * (X @ X))
+            J_xi = (2.0 / (4.0 + t2))[..., None, None] * (2.0 * _I3 - X)
+        q1 = q @ tau
+        J_q = np.swapaxes(tau, -1, -2)
+        if J_q.shape != q1.shape:  # q carries batch axes that xi does not
+            J_q, J_xi = np.broadcast_to(J_q, q1.shape), np.broadcast_to(J_xi, q1.shape)
+        return q1, J_q, J_xi
 
     # --------------------------------------------------- Cayley, closed forms
     def cayley(self, xi):

@@ -95,8 +95,7 @@ def node_geometry(
         return NodeGeometry(0.0, q0, None, None)  # P0 = I, P1 = 0
     if s == 1.0:
         return NodeGeometry(1.0, q1, None, None)  # P0 = 0, P1 = I
-    c = Q.retract(q0, s * xi)
-    Jq, Jx = Q.retract_jacobians(q0, s * xi)
+    c, Jq, Jx = Q.retract_with_jacobians(q0, s * xi)
     P0 = Jq + s * (Jx @ J0)
     P1 = s * (Jx @ J1)
     return NodeGeometry(s, c, P0, P1, Jx)
@@ -108,7 +107,7 @@ def _pullback(P: np.ndarray | None, which: int, s: float, cov: np.ndarray) -> np
         if (s == 0.0 and which == 0) or (s == 1.0 and which == 1):
             return cov
         return np.zeros_like(cov)
-    return np.einsum("...ji,...j->...i", P, cov)
+    return (cov[..., None, :] @ P)[..., 0, :]
 
 
 @dataclass(frozen=True)
@@ -254,21 +253,25 @@ class DiscreteLagrangian:
         D2 = 0.0
         fm = 0.0
         fp = 0.0
-        J0T = np.swapaxes(J0, -1, -2)
-        J1T = np.swapaxes(J1, -1, -2)
         force = force_override if force_override is not None else system.force
         for s, w in self.nodes:
             g = geo[s]
             dq, dv = system.partials(g.point, v)
-            D1 = D1 + w * (h * _pullback(g.P0, 0, s, dq) + np.einsum("...ij,...j->...i", J0T, dv))
-            D2 = D2 + w * (h * _pullback(g.P1, 1, s, dq) + np.einsum("...ij,...j->...i", J1T, dv))
+            # J^T dv as a row-vector product (one matmul instead of an einsum)
+            dv_row = dv[..., None, :]
+            D1 = D1 + w * (h * _pullback(g.P0, 0, s, dq) + (dv_row @ J0)[..., 0, :])
+            D2 = D2 + w * (h * _pullback(g.P1, 1, s, dq) + (dv_row @ J1)[..., 0, :])
             if force is not None:
                 F = force(t0 + s * h, g.point, v) if callable(force) else np.asarray(force)
                 fm = fm + (w * h) * _pullback(g.P0, 0, s, F)
                 fp = fp + (w * h) * _pullback(g.P1, 1, s, F)
-        zeros = np.zeros_like(D1)
-        fm = zeros + fm
-        fp = zeros + fp
+        if force is None:
+            fm = np.zeros_like(D1)
+            fp = np.zeros_like(D1)
+        else:
+            zeros = np.zeros_like(D1)
+            fm = zeros + fm
+            fp = zeros + fp
         nodes = tuple(geo[s] for s in dict.fromkeys(params + tuple(extra_nodes)))
         return DiscreteLagrangianValue(xi, J0, J1, D1, D2, fm, fp, nodes)
 

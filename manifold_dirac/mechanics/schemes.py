@@ -79,7 +79,7 @@ class StepEquations:
 
 
 def _matvec(M: np.ndarray, x: np.ndarray) -> np.ndarray:
-    return np.einsum("...ij,...j->...i", M, x)
+    return (M @ x[..., None])[..., 0]
 
 
 def _T(M: np.ndarray) -> np.ndarray:
@@ -174,9 +174,7 @@ class Scheme:
             G_minus = np.broadcast_to(_T(A0), (*ld.D1.shape[:-1], n, m))
             r1 = p_in + ld.D1 + ld.f_minus - _matvec(G_minus, mu)
             p_out = ld.D2 + ld.f_plus
-        scale = np.maximum(
-            np.max(np.abs(p_in), axis=-1, initial=0.0), np.max(np.abs(ld.D1), axis=-1, initial=0.0)
-        )
+        scale = np.maximum(np.abs(p_in).max(axis=-1, initial=0.0), np.abs(ld.D1).max(axis=-1, initial=0.0))
         return StepEquations(r1, r2, G_minus, p_out, q1, ld, scale)
 
     def reported_momentum(self, system: LagrangeDiracSystem, q0: Any, p_in: np.ndarray, mu: np.ndarray) -> np.ndarray:

@@ -138,72 +138,94 @@ def solve_step(
     todo = np.array(active, dtype=bool)
     iterations = np.zeros(B, dtype=int)
     condition = np.zeros(B)
-    eye = np.eye(n)
+    # the finite-difference directions e_j, one per leading index, broadcast over the batch
+    eye_fd = np.eye(n).reshape((n,) + (1,) * len(B) + (n,))
+    eye_K = np.eye(n + m)
+    # preallocated per solve: the stacked iterates and the Newton matrix, with a
+    # transposed view so that the difference quotients (direction axis first)
+    # land in their columns without a moveaxis copy
+    XI = np.empty((n + 1, *B, n))
+    K = np.zeros((*B, n + m, n + m))
+    Kt = np.moveaxis(K, -1, 0)  # Kt[j, ..., i] is K[..., i, j]
+    rhs = np.empty((*B, n + m, 1))
     eq0: StepEquations | None = None
     res = np.zeros(B)
-    for it in range(options.max_iter + 1):
-        d = options.fd_step * np.maximum(1.0, _inf(xi))  # (*B,)
-        XI = np.concatenate([xi[None], xi[None] + d[None, ..., None] * eye.reshape((n,) + (1,) * len(B) + (n,))])
-        MU = np.broadcast_to(mu, (n + 1, *B, m))
-        try:
-            with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):
+        for it in range(options.max_iter + 1):
+            xi_norm = np.abs(xi).max(axis=-1, initial=0.0)
+            d = options.fd_step * np.maximum(1.0, xi_norm)  # (*B,)
+            XI[0] = xi
+            np.add(xi, d[..., None] * eye_fd, out=XI[1:])
+            MU = np.broadcast_to(mu, (n + 1, *B, m))
+            try:
                 eq = scheme.equations(system, rule, q0, p_in, XI, MU, h, t0, force_override)
-        except RetractionDomainError as exc:
-            raise _DomainFailure(str(exc)) from exc
-        r1, r2 = eq.r1[0], eq.r2[0]
-        eq0 = eq
-        finite = np.all(np.isfinite(r1), axis=-1) & np.all(np.isfinite(r2), axis=-1)
-        bad = todo & ~finite
-        status = np.array(np.where(bad, FAILED_NONFINITE, status))
-        todo &= finite
-        n1, n2 = _inf(r1), _inf(r2)
-        res = np.maximum(n1, n2)
-        tol1 = options.atol + options.rtol * eq.scale[0]
-        tol2 = options.atol + options.rtol * _inf(xi)
-        conv = (n1 <= tol1) & (n2 <= tol2)
-        todo &= ~conv
-        if not np.any(todo) or it == options.max_iter:
-            break
-        # Newton matrix K = [[dr1/dxi, -G^-], [dr2/dxi, 0]]
-        with np.errstate(all="ignore"):
-            Jx1 = np.moveaxis((eq.r1[1:] - r1) / d[..., None], 0, -1)  # (*B, n, n)
-            Jx2 = np.moveaxis((eq.r2[1:] - r2) / d[..., None], 0, -1)  # (*B, m, n)
-        K = np.zeros((*B, n + m, n + m))
-        K[..., :n, :n] = Jx1
-        K[..., :n, n:] = -eq.G_minus[0]
-        K[..., n:, :n] = Jx2
-        rhs = -np.concatenate([r1, r2], axis=-1)
-        Kfinite = np.all(np.isfinite(K), axis=(-1, -2))
-        status = np.array(np.where(todo & ~Kfinite, FAILED_NONFINITE, status))
-        todo &= Kfinite
-        if check_condition and it == 0:
-            condition = np.where(todo | conv, _cond(K), condition)
-            sing = todo & (condition > options.singular_cond)
-            status = np.array(np.where(sing, FAILED_ILL_POSED, status))
-            todo &= ~sing
-        Ksafe = np.where(todo[..., None, None], K, np.eye(n + m))
-        try:
-            delta = np.linalg.solve(Ksafe, rhs[..., None])[..., 0]
-        except np.linalg.LinAlgError:
-            delta = np.zeros((*B, n + m))
-            for idx in np.ndindex(B):
-                if not todo[idx]:
-                    continue
-                try:
-                    delta[idx] = np.linalg.solve(Ksafe[idx], rhs[idx])
-                except np.linalg.LinAlgError:
-                    status[idx] = FAILED_ILL_POSED
-                    condition[idx] = _cond(Ksafe[idx])
-                    todo[idx] = False
-        upd = todo[..., None]
-        xi = np.where(upd, xi + delta[..., :n], xi)
-        mu = np.where(upd, mu + delta[..., n:], mu)
-        iterations = iterations + todo
-        # an update at round-off level means the iterate cannot improve further
-        tiny = _inf(delta[..., :n]) <= 4e-16 * (1.0 + _inf(xi))
-        tiny &= _inf(delta[..., n:]) <= 4e-16 * (1.0 + _inf(mu))
-        tiny &= res <= 1e3 * np.maximum(tol1, tol2)
-        todo &= ~tiny
+            except RetractionDomainError as exc:
+                raise _DomainFailure(str(exc)) from exc
+            eq0 = eq
+            r1, r2 = eq.r1[0], eq.r2[0]
+            # |r|_inf is NaN/inf exactly when an entry is: one reduction gives both
+            n1 = np.abs(r1).max(axis=-1, initial=0.0)
+            n2 = np.abs(r2).max(axis=-1, initial=0.0)
+            finite = np.isfinite(n1) & np.isfinite(n2)
+            if not finite.all():
+                bad = todo & ~finite
+                status = np.array(np.where(bad, FAILED_NONFINITE, status))
+                todo &= finite
+            res = np.maximum(n1, n2)
+            tol1 = options.atol + options.rtol * eq.scale[0]
+            tol2 = options.atol + options.rtol * xi_norm
+            conv = (n1 <= tol1) & (n2 <= tol2)
+            todo &= ~conv
+            if not todo.any() or it == options.max_iter:
+                break
+            # Newton matrix K = [[dr1/dxi, -G^-], [dr2/dxi, 0]]
+            dcol = d[..., None]
+            np.divide(eq.r1[1:] - r1, dcol, out=Kt[:n, ..., :n])
+            if m:
+                np.divide(eq.r2[1:] - r2, dcol, out=Kt[:n, ..., n:])
+                np.negative(eq.G_minus[0], out=K[..., :n, n:])
+            rhs[..., :n, 0] = r1
+            rhs[..., n:, 0] = r2
+            np.negative(rhs, out=rhs)
+            if not np.isfinite(K).all():
+                Kfinite = np.all(np.isfinite(K), axis=(-1, -2))
+                status = np.array(np.where(todo & ~Kfinite, FAILED_NONFINITE, status))
+                todo &= Kfinite
+            if check_condition and it == 0:
+                condition = np.where(todo | conv, _cond(K), condition)
+                sing = todo & (condition > options.singular_cond)
+                status = np.array(np.where(sing, FAILED_ILL_POSED, status))
+                todo &= ~sing
+            all_todo = bool(todo.all())
+            Ksafe = K if all_todo else np.where(todo[..., None, None], K, eye_K)
+            try:
+                delta = np.linalg.solve(Ksafe, rhs)[..., 0]
+            except np.linalg.LinAlgError:
+                delta = np.zeros((*B, n + m))
+                for idx in np.ndindex(B):
+                    if not todo[idx]:
+                        continue
+                    try:
+                        delta[idx] = np.linalg.solve(Ksafe[idx], rhs[idx][..., 0])
+                    except np.linalg.LinAlgError:
+                        status[idx] = FAILED_ILL_POSED
+                        condition[idx] = _cond(Ksafe[idx])
+                        todo[idx] = False
+                all_todo = bool(todo.all())
+            dxi, dmu = delta[..., :n], delta[..., n:]
+            if all_todo:
+                xi = xi + dxi
+                mu = mu + dmu
+            else:
+                upd = todo[..., None]
+                xi = np.where(upd, xi + dxi, xi)
+                mu = np.where(upd, mu + dmu, mu)
+            iterations = iterations + todo
+            # an update at round-off level means the iterate cannot improve further
+            tiny = np.abs(dxi).max(axis=-1, initial=0.0) <= 4e-16 * (1.0 + np.abs(xi).max(axis=-1, initial=0.0))
+            tiny &= np.abs(dmu).max(axis=-1, initial=0.0) <= 4e-16 * (1.0 + np.abs(mu).max(axis=-1, initial=0.0))
+            tiny &= res <= 1e3 * np.maximum(tol1, tol2)
+            todo &= ~tiny
     # leftovers: not converged within max_iter
     status = np.where(todo, FAILED_CONVERGENCE, status)
     status = np.where(status == -1, OK, status)  # inactive members keep their earlier status outside
