@@ -1,0 +1,84 @@
+"""The manifold-dirac command: subcommands, output, and one-line errors."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from manifold_dirac.cli import main
+
+
+def run_cli(*args, cwd=None):
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    env.pop("MANIFOLD_DIRAC_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "manifold_dirac.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["run", "nosuch"], "unknown system 'nosuch'; valid: chaplygin_sled"),
+        (["run", "heavy_top", "--retraction", "so2xr2"], "unknown retraction 'so2xr2'; valid: 'exp', 'cayley'"),
+        (["run", "heavy_top", "--h", "-1"], "argument --h: expected positive numbers, got '-1'"),
+        (["run", "heavy_top", "--steps", "zero"], "argument --steps: expected a positive integer, got 'zero'"),
+        (["run", "heavy_top", "--scheme", "rk4"], "unknown scheme 'rk4'; valid: 'plus', 'minus', 'symmetric'"),
+        (["run", "heavy_top", "--rule", "simpson"], "unknown discrete Lagrangian 'simpson'"),
+        (["study", "heavy_top", "--h", "0.1"], "need at least two positive step sizes"),
+        (["study", "knife_edge", "--retractions", "exp,quaternion"], "has no retraction 'quaternion'"),
+        (["bogus"], "invalid choice: 'bogus'"),
+        ([], "the following arguments are required: COMMAND"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(args, message, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("manifold-dirac: error: ") and message in err
+    assert "Traceback" not in err
+
+
+def test_failed_integration_exits_1_with_one_line(capsys):
+    assert main(["run", "heavy_top", "--h", "5", "--steps", "3", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "step 0 (t = 0): Newton's method did not converge" in err
+
+
+def test_help_for_each_command():
+    for cmd in ([], ["tour"], ["run"], ["study"], ["list"]):
+        proc = run_cli(*cmd, "--help")
+        assert proc.returncode == 0 and "usage: manifold-dirac" in proc.stdout
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "heavy_top" in out and "two_wheel_cart" in out and "retractions: exp, cayley" in out
+
+
+def test_run_writes_trajectory_and_figures(tmp_path, capsys):
+    assert main(["run", "inclined_knife_edge", "--retraction", "cayley", "--steps", "50", "--out", str(tmp_path),
+                 "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "error at t = 1 against the reference" in out
+    from manifold_dirac import Trajectory
+
+    tr = Trajectory.load(tmp_path / "inclined_knife_edge.npz")
+    assert tr.n_points == 51 and (tmp_path / "inclined_knife_edge_trajectory.png").exists()
+
+
+def test_study_writes_table_and_figure(tmp_path, capsys):
+    assert main(["study", "knife_edge", "--retractions", "exp,so2xr2", "--schemes", "symmetric",
+                 "--h", "0.1,0.05", "--T", "2", "--long-steps", "50", "--out", str(tmp_path), "--no-progress"]) == 0
+    table = (tmp_path / "table.md").read_text()
+    assert table.count("| symmetric |") == 2 and (tmp_path / "work_precision.png").exists()
+
+
+def test_tour_quick_writes_figures_and_names_the_folder(tmp_path):
+    proc = run_cli("tour", "--quick", "--out", str(tmp_path / "figs"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "figures and tables written to" in proc.stdout and str(tmp_path / "figs") in proc.stdout
+    for name in ("heavy_top", "rolling_disk", "spherical_pendulum", "two_wheel_cart"):
+        assert name in proc.stdout
+        assert (tmp_path / "figs" / f"{name}_trajectory.png").exists()
+    assert (tmp_path / "figs" / "study_inclined_knife_edge_work_precision.png").exists()
