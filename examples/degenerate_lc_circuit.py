@@ -6,10 +6,10 @@ import warnings
 import numpy as np
 from _common import output_dir
 
-from manifold_dirac import Euclidean, LagrangeDiracSystem, integrate
+from manifold_dirac import integrate
 from manifold_dirac.errors import DegenerateLagrangianWarning, StepError
 from manifold_dirac.plotting import plot_trajectory
-from manifold_dirac.systems import lc_circuit, lc_circuit_exact
+from manifold_dirac.systems import LOTKA_VOLTERRA_INITIAL, lc_circuit, lc_circuit_exact, lotka_volterra
 
 out = output_dir(__doc__)
 lc = lc_circuit(inductance=1.0, capacitance=0.25)
@@ -18,13 +18,13 @@ print(f"LC loop: charge error against cos(t / sqrt(LC)) {np.abs(tr.q[:, 0] - lc_
 plot_trajectory(tr, lc, path=out / "lc_circuit.png")
 
 # a Lagrangian linear in the velocities (Lotka-Volterra type)
-lv = LagrangeDiracSystem(Euclidean(2), lambda q, v: np.log(q[..., 1]) / q[..., 0] * v[..., 0]
-                         - (q[..., 0] - np.log(q[..., 0]) + q[..., 1] - np.log(q[..., 1])), name="lotka_volterra")
+lv = lotka_volterra()
+q0, p0 = LOTKA_VOLTERRA_INITIAL
 for rule in ("midpoint", "trapezoid"):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DegenerateLagrangianWarning)
         try:
-            t = integrate(lv, np.array([1.0, 2.0]), p0=np.array([np.log(2.0), 0.0]), h=0.05, n_steps=2000,
+            t = integrate(lv, q0, p0=p0, h=0.05, n_steps=2000,
                           discrete_lagrangian=rule)
             print(f"{rule:9s}: 2000 steps fine, warned: {bool(caught)}")
         except StepError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["observed_order", "energy_drift"]
+__all__ = ["energy_drift", "observed_order"]
 
 
 def observed_order(h, err) -> float:

@@ -11,12 +11,13 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 PROG = "manifold-dirac"
 
@@ -282,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+    except Exception as exc:
         from .errors import StepError
 
         if os.environ.get("MANIFOLD_DIRAC_DEBUG"):

@@ -26,8 +26,9 @@ subsystem's share of them divided by ``h``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,13 +44,13 @@ from .mechanics.system import LagrangeDiracSystem
 __all__ = [
     "Interaction",
     "InterconnectedSystem",
-    "SubsystemTrajectory",
     "SubsystemDiscreteLagrangian",
-    "interconnect",
+    "SubsystemTrajectory",
     "equal_velocities",
+    "interconnect",
     "linear_interaction",
-    "rolling_without_slipping",
     "rolling_ball_on_plane",
+    "rolling_without_slipping",
 ]
 
 
@@ -124,7 +125,7 @@ class Interaction:
     def __init__(self, forms: Any, *, needs_layout: bool = False, label: str = "interaction"):
         self._parts: list[tuple[Any, bool, str]] = [(forms, needs_layout, label)]
 
-    def __add__(self, other: "Interaction") -> "Interaction":
+    def __add__(self, other: Interaction) -> Interaction:
         if not isinstance(other, Interaction):
             return NotImplemented
         out = Interaction(None)

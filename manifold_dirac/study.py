@@ -17,8 +17,9 @@ as a :class:`StudyResult` with a markdown table and a work--precision figure.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from .errors import StepError
 from .mechanics.integrator import integrate
 from .systems.catalog import Example, get_example
 
-__all__ = ["StudyRow", "StudyResult", "retraction_study"]
+__all__ = ["StudyResult", "StudyRow", "retraction_study"]
 
 
 @dataclass(frozen=True)

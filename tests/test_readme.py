@@ -35,6 +35,6 @@ def test_docs_quote_the_same_commands():
 
 def test_readme_code_runs():
     ns: dict = {}
-    for block in re.findall(r"```python\n(.*?)```", README, re.S):
+    for block in re.findall(r"```python\n(.*?)```", README, re.DOTALL):
         exec(compile(block, "README.md", "exec"), ns)  # noqa: S102
     assert ns["tr"].ok

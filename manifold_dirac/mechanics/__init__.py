@@ -21,18 +21,18 @@ from .system import LagrangeDiracSystem
 from .trajectory import Trajectory
 
 __all__ = [
-    "LagrangeDiracSystem",
-    "DiscreteLagrangian",
     "DISCRETE_LAGRANGIANS",
-    "register_discrete_lagrangian",
-    "get_discrete_lagrangian",
-    "Scheme",
     "SCHEMES",
-    "get_scheme",
-    "SolverOptions",
+    "DiscreteLagrangian",
     "Integrator",
+    "LagrangeDiracSystem",
+    "Scheme",
+    "SolverOptions",
     "State",
     "StepInfo",
-    "integrate",
     "Trajectory",
+    "get_discrete_lagrangian",
+    "get_scheme",
+    "integrate",
+    "register_discrete_lagrangian",
 ]

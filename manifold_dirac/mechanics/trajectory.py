@@ -121,7 +121,7 @@ class Trajectory:
         return path if path.suffix == ".npz" else path.with_suffix(path.suffix + ".npz")
 
     @classmethod
-    def load(cls, path: str | Path) -> "Trajectory":
+    def load(cls, path: str | Path) -> Trajectory:
         """Read a file written by :meth:`save` (``allow_pickle=False``)."""
         with np.load(Path(path), allow_pickle=False) as data:
             header = json.loads(str(data["header"]))
@@ -132,7 +132,7 @@ class Trajectory:
         q = flat[0] if structure is None else _unflatten(structure, iter(flat))
         return cls(q=q, messages=tuple(header["messages"]), meta=header["meta"], **kw)
 
-    def equals(self, other: "Trajectory", rtol: float = 0.0, atol: float = 0.0) -> bool:
+    def equals(self, other: Trajectory, rtol: float = 0.0, atol: float = 0.0) -> bool:
         """Field-by-field comparison of the arrays (and points)."""
         for f in fields(self):
             if f.name in ("meta", "messages"):

@@ -8,6 +8,7 @@
 """
 
 from .circuits import KIRCHHOFF_LC, lc_circuit, lc_circuit_exact
+from .degenerate import LOTKA_VOLTERRA_INITIAL, lotka_volterra, lotka_volterra_invariant
 from .pendulums import (
     damped_oscillator,
     damped_oscillator_exact,
@@ -18,7 +19,7 @@ from .pendulums import (
     spherical_pendulum,
     spherical_pendulum_vertical_momentum,
 )
-from .rigid_bodies import free_rigid_body, heavy_top, spatial_angular_momentum
+from .rigid_bodies import free_rigid_body, heavy_top, heavy_top_reference, spatial_angular_momentum
 from .vehicles import (
     KNIFE_EDGE_CONSTRAINT,
     chaplygin_sled,
@@ -30,13 +31,34 @@ from .vehicles import (
 )
 
 __all__ = [
-    "harmonic_oscillator", "harmonic_oscillator_exact", "damped_oscillator", "damped_oscillator_exact",
-    "pendulum", "double_pendulum", "spherical_pendulum", "spherical_pendulum_vertical_momentum", "free_rigid_body", "heavy_top", "spatial_angular_momentum",
-    "knife_edge", "inclined_knife_edge", "inclined_knife_edge_exact", "chaplygin_sled", "chaplygin_sled_reference",
-    "differential_drive", "KNIFE_EDGE_CONSTRAINT", "lc_circuit", "lc_circuit_exact", "KIRCHHOFF_LC",
+    "KIRCHHOFF_LC",
+    "KNIFE_EDGE_CONSTRAINT",
+    "LOTKA_VOLTERRA_INITIAL",
+    "chaplygin_sled",
+    "chaplygin_sled_reference",
+    "damped_oscillator",
+    "damped_oscillator_exact",
+    "differential_drive",
+    "double_pendulum",
+    "free_rigid_body",
+    "harmonic_oscillator",
+    "harmonic_oscillator_exact",
+    "heavy_top",
+    "heavy_top_reference",
+    "inclined_knife_edge",
+    "inclined_knife_edge_exact",
+    "knife_edge",
+    "lc_circuit",
+    "lc_circuit_exact",
+    "lotka_volterra",
+    "lotka_volterra_invariant",
+    "pendulum",
+    "spatial_angular_momentum",
+    "spherical_pendulum",
+    "spherical_pendulum_vertical_momentum",
 ]
 
-from .interconnected import (  # noqa: E402  (needs the mechanics imported above)
+from .interconnected import (
     lc_from_elements,
     mass_spring_monolithic,
     mass_spring_torn,
@@ -49,6 +71,13 @@ from .interconnected import (  # noqa: E402  (needs the mechanics imported above
 )
 
 __all__ += [
-    "mass_spring_monolithic", "mass_spring_torn", "lc_from_elements", "rolling_disk", "rolling_disk_exact",
-    "rolling_ball", "rolling_ball_exact", "two_wheel_cart", "two_wheel_cart_flat",
+    "lc_from_elements",
+    "mass_spring_monolithic",
+    "mass_spring_torn",
+    "rolling_ball",
+    "rolling_ball_exact",
+    "rolling_disk",
+    "rolling_disk_exact",
+    "two_wheel_cart",
+    "two_wheel_cart_flat",
 ]

@@ -7,8 +7,9 @@ solution: a closed form, or a tight ``solve_ivp`` of the reduced equations.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from ..manifolds import SE2, SO3
 from ..mechanics.system import LagrangeDiracSystem
 from . import circuits, interconnected, pendulums, rigid_bodies, vehicles
 
-__all__ = ["Example", "EXAMPLES", "get_example"]
+__all__ = ["EXAMPLES", "Example", "get_example"]
 
 
 @dataclass(frozen=True)
@@ -83,23 +84,6 @@ class Example:
 
 
 # ---------------------------------------------------------------- helpers
-def _heavy_top_reference(T, sysm):
-    from scipy.integrate import solve_ivp
-
-    I, mgl, c = np.array(rigid_bodies.DEFAULT_INERTIA), 1.0, np.array([0.0, 0.0, 1.0])
-    G = SO3()
-    R0, w0 = _HEAVY_TOP_INITIAL
-
-    def f(_, y):
-        R = y[:9].reshape(3, 3)
-        w = y[9:]
-        torque = -mgl * np.cross(c, R.T @ np.array([0.0, 0.0, 1.0]))
-        return np.concatenate([(R @ G.hat(w)).ravel(), (np.cross(I * w, w) + torque) / I])
-
-    sol = solve_ivp(f, (0, T), np.concatenate([R0.ravel(), w0]), rtol=1e-12, atol=1e-12, method="DOP853")
-    return sol.y[:9, -1].reshape(3, 3)
-
-
 _HEAVY_TOP_INITIAL = (SO3().exp(np.array([0.3, 0.1, 0.0])), np.array([0.5, -0.2, 2.0]))
 
 
@@ -141,7 +125,7 @@ _add(Example(
 _add(Example(
     "heavy_top", "heavy top on SO(3) (reference: tight solve_ivp)", lambda r: rigid_bodies.heavy_top(retraction=r),
     lambda s: _HEAVY_TOP_INITIAL, h=0.01, T=2.0, retractions=("exp", "cayley"),
-    reference=lambda t, s: _heavy_top_reference(t, s), coordinates=_so3_compare, plot="so3",
+    reference=lambda t, s: rigid_bodies.heavy_top_reference(t, *_HEAVY_TOP_INITIAL), coordinates=_so3_compare, plot="so3",
 ))
 _add(Example(
     "knife_edge", "knife edge / Chaplygin skate on SE(2) (circles)", lambda r: vehicles.knife_edge(retraction=r),

@@ -14,7 +14,7 @@ import numpy as np
 from ..manifolds import Euclidean
 from ..mechanics.system import LagrangeDiracSystem
 
-__all__ = ["lc_circuit", "lc_circuit_exact", "KIRCHHOFF_LC"]
+__all__ = ["KIRCHHOFF_LC", "lc_circuit", "lc_circuit_exact"]
 
 KIRCHHOFF_LC = np.array([[1.0, -1.0]])
 """Kirchhoff's current law ``v_C - v_L = 0`` on coordinates ``(q_C, q_L)``."""

@@ -26,8 +26,15 @@ from ..mechanics.system import LagrangeDiracSystem
 from .vehicles import KNIFE_EDGE_CONSTRAINT
 
 __all__ = [
-    "mass_spring_monolithic", "mass_spring_torn", "lc_from_elements", "rolling_disk",
-    "rolling_disk_exact", "rolling_ball", "rolling_ball_exact", "two_wheel_cart", "two_wheel_cart_flat",
+    "lc_from_elements",
+    "mass_spring_monolithic",
+    "mass_spring_torn",
+    "rolling_ball",
+    "rolling_ball_exact",
+    "rolling_disk",
+    "rolling_disk_exact",
+    "two_wheel_cart",
+    "two_wheel_cart_flat",
 ]
 
 

@@ -8,8 +8,14 @@ from ..manifolds import Euclidean
 from ..mechanics.system import LagrangeDiracSystem
 
 __all__ = [
-    "harmonic_oscillator", "harmonic_oscillator_exact", "pendulum", "double_pendulum", "damped_oscillator",
-    "damped_oscillator_exact", "spherical_pendulum", "spherical_pendulum_vertical_momentum",
+    "damped_oscillator",
+    "damped_oscillator_exact",
+    "double_pendulum",
+    "harmonic_oscillator",
+    "harmonic_oscillator_exact",
+    "pendulum",
+    "spherical_pendulum",
+    "spherical_pendulum_vertical_momentum",
 ]
 
 

@@ -9,7 +9,7 @@ point and whose x-axis is the blade. "No sideways slip" is ``v_y = 0``:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -17,13 +17,13 @@ from ..manifolds import SE2
 from ..mechanics.system import LagrangeDiracSystem
 
 __all__ = [
-    "knife_edge",
-    "inclined_knife_edge",
-    "inclined_knife_edge_exact",
+    "KNIFE_EDGE_CONSTRAINT",
     "chaplygin_sled",
     "chaplygin_sled_reference",
     "differential_drive",
-    "KNIFE_EDGE_CONSTRAINT",
+    "inclined_knife_edge",
+    "inclined_knife_edge_exact",
+    "knife_edge",
 ]
 
 KNIFE_EDGE_CONSTRAINT = np.array([[0.0, 0.0, 1.0]])

@@ -3,14 +3,24 @@ the five worked systems, and bad input."""
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from manifold_dirac import SE2, SO3, Euclidean, LagrangeDiracSystem, SolverOptions, integrate
 from manifold_dirac import systems as S
-from manifold_dirac.dirac import DiscreteDiracStructure, LinearDirac, discrete_interconnect, in_discrete_structure
+from manifold_dirac.dirac import (
+    DiscreteDiracStructure,
+    LinearDirac,
+    discrete_interconnect,
+    in_discrete_structure,
+)
 from manifold_dirac.dirac import interconnect as dirac_interconnect
 from manifold_dirac.interconnection import (
-    Interaction, InterconnectedSystem, SubsystemDiscreteLagrangian, equal_velocities, interconnect,
+    Interaction,
+    InterconnectedSystem,
+    SubsystemDiscreteLagrangian,
+    equal_velocities,
+    interconnect,
     linear_interaction,
 )
 from manifold_dirac.mechanics.discrete_lagrangians import get_discrete_lagrangian
@@ -308,7 +318,7 @@ def test_a_non_product_retraction_breaks_the_equality():
     check_manifold_laws(CoupledPlane(), seeds=range(2), regimes=("near_zero", "generic"))  # a valid retraction
     osc = S.harmonic_oscillator(1)
     two = interconnect(osc, osc, names=("a", "b"))
-    L = lambda q, v: 0.5 * np.sum(v * v, -1) - 0.5 * np.sum(q * q, -1)  # noqa: E731
+    L = lambda q, v: 0.5 * np.sum(v * v, -1) - 0.5 * np.sum(q * q, -1)
     coupled = LagrangeDiracSystem(CoupledPlane(), L)
     q0, v0 = np.array([1.0, 0.5]), np.array([0.0, 1.0])
     a = integrate(two, (q0[:1], q0[1:]), v0=v0, h=0.1, n_steps=50, solver=TIGHT,

@@ -7,12 +7,11 @@ bound (a constraint constant in the frame), the test says so.
 
 import numpy as np
 import pytest
+from mech_helpers import heavy_top_reference, run_errors
 
 from manifold_dirac import SO3, Euclidean, Integrator, LagrangeDiracSystem
 from manifold_dirac import systems as S
 from manifold_dirac.analysis import observed_order
-
-from mech_helpers import heavy_top_reference, run_errors
 
 HS = np.array([0.04, 0.02, 0.01])
 

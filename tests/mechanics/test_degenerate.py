@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from manifold_dirac import Euclidean, LagrangeDiracSystem, integrate
+from manifold_dirac import integrate
 from manifold_dirac import systems as S
 from manifold_dirac.analysis import observed_order
 from manifold_dirac.errors import DegenerateLagrangianWarning, StepError
@@ -40,17 +40,10 @@ def test_lc_frequency_matches():
 
 def lotka_volterra():
     """``L = theta(q) . v - H(q)``, linear in the velocities (Kraus 2017)."""
-
-    def H(q):
-        return q[..., 0] - np.log(q[..., 0]) + q[..., 1] - np.log(q[..., 1])
-
-    def L(q, v):
-        return np.log(q[..., 1]) / q[..., 0] * v[..., 0] - H(q)
-
-    return LagrangeDiracSystem(Euclidean(2), L, name="lotka_volterra"), H
+    return S.lotka_volterra(), S.lotka_volterra_invariant
 
 
-Q0, P0 = np.array([1.0, 2.0]), np.array([np.log(2.0), 0.0])
+Q0, P0 = S.LOTKA_VOLTERRA_INITIAL
 
 
 def test_midpoint_is_stable_on_a_lagrangian_linear_in_velocities():

@@ -5,7 +5,7 @@ import zlib
 import numpy as np
 import pytest
 
-from manifold_dirac import Euclidean, LagrangeDiracSystem, ProductManifold, SO3, SE2
+from manifold_dirac import SE2, SO3, Euclidean, LagrangeDiracSystem, ProductManifold
 from manifold_dirac import systems as S
 
 BUNDLED = {

@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 
 from manifold_dirac import (
-    ConvergenceError, Euclidean, IllPosedStepError, Integrator, LagrangeDiracSystem,
-    NonFiniteError, SolverOptions, StepError, Trajectory, integrate,
+    ConvergenceError,
+    Euclidean,
+    IllPosedStepError,
+    Integrator,
+    LagrangeDiracSystem,
+    NonFiniteError,
+    SolverOptions,
+    StepError,
+    Trajectory,
+    integrate,
 )
 from manifold_dirac import systems as S
 from manifold_dirac.errors import DegenerateLagrangianWarning
@@ -91,18 +99,8 @@ def test_nan_from_the_lagrangian_is_reported_as_such():
         integrate(sysm, np.array([0.0]), v0=np.array([1.0]), h=0.1, n_steps=10)
 
 
-def lotka_volterra():
-    def H(q):
-        return q[..., 0] - np.log(q[..., 0]) + q[..., 1] - np.log(q[..., 1])
-
-    def L(q, v):
-        return np.log(q[..., 1]) / q[..., 0] * v[..., 0] - H(q)
-
-    return LagrangeDiracSystem(Euclidean(2), L, name="lotka_volterra"), H
-
-
 def test_ill_posed_step_is_not_a_convergence_failure():
-    lv, _ = lotka_volterra()
+    lv = S.lotka_volterra()
     with pytest.warns(DegenerateLagrangianWarning, match="rectangle\\+"):
         with pytest.raises(IllPosedStepError, match="step 0 .* the step equations are singular") as ei:
             integrate(lv, np.array([1.0, 2.0]), p0=np.array([np.log(2.0), 0.0]), h=0.05, n_steps=5,

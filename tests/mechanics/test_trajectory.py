@@ -5,7 +5,15 @@ import dataclasses
 import numpy as np
 import pytest
 
-from manifold_dirac import Euclidean, Integrator, LagrangeDiracSystem, ProductManifold, SO3, Trajectory, integrate
+from manifold_dirac import (
+    SO3,
+    Euclidean,
+    Integrator,
+    LagrangeDiracSystem,
+    ProductManifold,
+    Trajectory,
+    integrate,
+)
 from manifold_dirac import systems as S
 
 
