@@ -22,6 +22,13 @@ BUNDLED = {
     "chaplygin_sled": S.chaplygin_sled,
     "differential_drive": S.differential_drive,
     "lc_circuit": S.lc_circuit,
+    "spherical_pendulum": S.spherical_pendulum,
+    "mass_spring_monolithic": S.mass_spring_monolithic,
+    "mass_spring_torn": S.mass_spring_torn,
+    "lc_from_elements": S.lc_from_elements,
+    "rolling_disk": S.rolling_disk,
+    "rolling_ball": S.rolling_ball,
+    "two_wheel_cart": S.two_wheel_cart,
 }
 
 
