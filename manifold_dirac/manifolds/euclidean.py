@@ -68,6 +68,24 @@ class Euclidean(Manifold):
         eye = self._eye(batch)
         return eye, eye
 
+    # fused paths (one broadcast of the cached identity each); a subclass
+    # with its own retraction or Jacobians gets the generic composition
+    _FUSED = ("retract", "inverse_retract_jacobians", "retract_jacobians")
+
+    def retract_with_inverse_jacobians(self, q0, xi):
+        if not self._inherits(Euclidean, self._FUSED):
+            return super().retract_with_inverse_jacobians(q0, xi)
+        q1 = q0 + xi
+        eye = self._eye(q1.shape[:-1])
+        return q1, -eye, eye
+
+    def retract_with_jacobians(self, q, xi):
+        if not self._inherits(Euclidean, self._FUSED):
+            return super().retract_with_jacobians(q, xi)
+        q1 = q + xi
+        eye = self._eye(q1.shape[:-1])
+        return q1, eye, eye
+
     def ambient_tangent(self, q, eta):
         return np.broadcast_to(eta, np.broadcast_shapes(np.shape(q), np.shape(eta)))
 
