@@ -37,13 +37,13 @@ from ..manifolds.base import Manifold
 from .system import LagrangeDiracSystem
 
 __all__ = [
+    "DISCRETE_LAGRANGIANS",
     "DiscreteLagrangian",
-    "NodeGeometry",
     "DiscreteLagrangianValue",
+    "NodeGeometry",
+    "get_discrete_lagrangian",
     "node_geometry",
     "register_discrete_lagrangian",
-    "get_discrete_lagrangian",
-    "DISCRETE_LAGRANGIANS",
 ]
 
 

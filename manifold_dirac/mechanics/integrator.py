@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from ..errors import ConvergenceError, DegenerateLagrangianWarning, IllPosedStepError, NonFiniteError, StepError
+from ..errors import (
+    ConvergenceError,
+    DegenerateLagrangianWarning,
+    IllPosedStepError,
+    NonFiniteError,
+    StepError,
+)
 from .discrete_lagrangians import DiscreteLagrangian, get_discrete_lagrangian
 from .schemes import Scheme, StepEquations, get_scheme
 from .solver import (
@@ -29,7 +36,7 @@ from .solver import (
 from .system import LagrangeDiracSystem
 from .trajectory import Trajectory
 
-__all__ = ["State", "StepInfo", "Integrator", "integrate"]
+__all__ = ["Integrator", "State", "StepInfo", "integrate"]
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ import numpy as np
 from .discrete_lagrangians import DiscreteLagrangian, DiscreteLagrangianValue
 from .system import LagrangeDiracSystem
 
-__all__ = ["Scheme", "SCHEMES", "get_scheme", "StepEquations"]
+__all__ = ["SCHEMES", "Scheme", "StepEquations", "get_scheme"]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from .discrete_lagrangians import DiscreteLagrangian
 from .schemes import Scheme, StepEquations
 from .system import LagrangeDiracSystem
 
-__all__ = ["SolverOptions", "StepSolution", "solve_step", "OK", "FAILED_CONVERGENCE", "FAILED_ILL_POSED", "FAILED_NONFINITE"]
+__all__ = ["FAILED_CONVERGENCE", "FAILED_ILL_POSED", "FAILED_NONFINITE", "OK", "SolverOptions", "StepSolution", "solve_step"]
 
 OK, FAILED_CONVERGENCE, FAILED_ILL_POSED, FAILED_NONFINITE = 0, 1, 2, 3
 STATUS_NAMES = {
