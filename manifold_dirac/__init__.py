@@ -2,6 +2,7 @@
 
 from .errors import (
     ConvergenceError,
+    DegenerateLagrangianWarning,
     IllPosedStepError,
     NonFiniteError,
     RetractionDomainError,
@@ -30,6 +31,16 @@ from .mechanics import (
     register_discrete_lagrangian,
 )
 
+from .interconnection import (  # noqa: E402  (builds on the mechanics)
+    Interaction,
+    InterconnectedSystem,
+    equal_velocities,
+    interconnect,
+    linear_interaction,
+    rolling_ball_on_plane,
+    rolling_without_slipping,
+)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -51,9 +62,17 @@ __all__ = [
     "StepInfo",
     "integrate",
     "Trajectory",
+    "interconnect",
+    "Interaction",
+    "InterconnectedSystem",
+    "equal_velocities",
+    "linear_interaction",
+    "rolling_without_slipping",
+    "rolling_ball_on_plane",
     "RetractionDomainError",
     "StepError",
     "ConvergenceError",
     "IllPosedStepError",
     "NonFiniteError",
+    "DegenerateLagrangianWarning",
 ]
