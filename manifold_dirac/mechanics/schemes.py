@@ -140,6 +140,20 @@ class Scheme:
             Chart coordinates of ``q_{k+1}``; extra leading axes ``L`` (the
             solver's finite-difference directions) broadcast.
         mu : ndarray, shape=[*L, *B, m]
+
+        Returns
+        -------
+        StepEquations
+
+        Notes
+        -----
+        With ``q_{k+1} = R_{q_k}(xi)`` and ``D1, D2, f^-, f^+`` from the rule::
+
+            plus       r1 = p_k + D1 + f^- - A(q_k)^T mu,   r2 = A(q_k) xi                    (52d), (52a)
+            minus      r1 = p~_k + A(q_k)^T mu + D1 + f^-,  r2 = -A(q_{k+1}) R_{q_{k+1}}^{-1}(q_k)  (53c), (53a)
+            symmetric  r1 = p_k + D1 + f^- - A(q_k)^T mu,   r2 = A(c) J_xi(xi/2) xi
+
+        and ``p_out = D2 + f^+`` ((52c); for minus the pre-momentum of (53d)).
         """
         Q = system.Q
         q1, J0, J1 = Q.retract_with_inverse_jacobians(q0, xi)
