@@ -33,10 +33,12 @@ from typing import Any
 import numpy as np
 
 from .manifolds.product import ProductManifold
+from .manifolds.product import _block_diag
 from .mechanics.discrete_lagrangians import (
     DiscreteLagrangian,
     DiscreteLagrangianValue,
     NodeGeometry,
+    _pullback,
     get_discrete_lagrangian,
 )
 from .mechanics.system import LagrangeDiracSystem
@@ -169,7 +171,6 @@ class Interaction:
             batch = np.broadcast_shapes(*(b.shape[:-2] for b in blocks))
             return np.concatenate([np.broadcast_to(b, (*batch, *b.shape[-2:])) for b in blocks], axis=-2)
 
-        S_of_q.constant = all(not callable(f) for f, _ in fns)  # type: ignore[attr-defined]
         return S_of_q
 
 
@@ -267,7 +268,10 @@ class SubsystemTrajectory:
         The force the subsystem receives through ``Sigma`` over each stored
         step: the reaction impulse of the interaction rows divided by ``h``,
         ``-S_i(q_k)^T mu_S / h`` (``+`` for the ``minus`` scheme, whose
-        multiplier enters (53d) with the other sign).
+        multiplier enters (53d) with the other sign). At the first step of a
+        degenerate subsystem (a massless port) it is half the force: the given
+        ``p(0) = dL/dv`` differs from the discrete Legendre transform by ``O(h)``,
+        so ``mu_0`` carries half an impulse; the motion is unaffected.
     constraint_force : ndarray, shape=[K, *B, n_i]
         The reaction of the subsystem's own constraints, likewise from ``A_i``.
     """
@@ -335,10 +339,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
     @property
     def uses_automatic_partials(self) -> bool:
         """Whether some subsystem relies on complex-step partials."""
-        return any(
-            (s.uses_automatic_partials if isinstance(s, InterconnectedSystem) else s.analytic_partials is None)
-            for s in self.subsystems
-        )
+        return any(s.uses_automatic_partials for s in self.subsystems)
 
     def _own_blocks(self, q: Any) -> np.ndarray:
         blocks = [np.asarray(s.constraint_matrix(qi)) for s, qi in zip(self.subsystems, q)]
@@ -398,7 +399,9 @@ class InterconnectedSystem(LagrangeDiracSystem):
         Returns
         -------
         dict of str to SubsystemTrajectory
-            Including each subsystem's interaction force ``S_i^T mu_S / h``.
+            Including each subsystem's interaction force (``-S_i^T mu_S / h`` for
+            the plus and symmetric schemes, ``+`` for minus; see
+            :class:`SubsystemTrajectory`).
         """
         Q, h = self.Q, float(trajectory.meta["h"])
         K = trajectory.xi.shape[0]
@@ -530,13 +533,20 @@ class SubsystemDiscreteLagrangian(DiscreteLagrangian):
     def evaluate(self, system, q0, q1, h, t0=0.0, force_override=None, extra_nodes=(), jacobians=None):
         sysm: InterconnectedSystem = self._system
         Q = sysm.Q
-        if force_override is not None:
-            F = force_override
-            fo_parts: list[Any] = (
-                [None] * len(sysm.subsystems) if callable(F) else list(Q.split(np.asarray(F)))
-            )
+        k = len(sysm.subsystems)
+        # forces: an array override splits by subsystem; a callable override (on the
+        # product) replaces every subsystem's force, and so is applied at the product's
+        # nodes below, like the product-level force of interconnect(..., force=...)
+        product_force: Any = None
+        fo_parts: list[Any]
+        if force_override is None:
+            fo_parts = [None] * k
+            product_force = sysm._extra_force
+        elif callable(force_override):
+            fo_parts = [_zero_force] * k
+            product_force = force_override
         else:
-            fo_parts = [None] * len(sysm.subsystems)
+            fo_parts = list(Q.split(np.asarray(force_override)))
         jac_parts: Iterable[Any]
         if jacobians is not None:
             xi, J0, J1 = jacobians
@@ -551,11 +561,26 @@ class SubsystemDiscreteLagrangian(DiscreteLagrangian):
             extra = tuple(e for e in extra_nodes if e not in r.node_parameters())
             vals.append(r.evaluate(s, a, b, h, t0, fo, extra_nodes=extra, jacobians=jp))
         join = Q.join
-        from .manifolds.product import _block_diag
 
         def bd(mats):
             return _block_diag(mats, Q.dims)
 
+        f_minus = join([v.f_minus for v in vals])
+        f_plus = join([v.f_plus for v in vals])
+        if product_force is not None:
+            if len({r.nodes for r in self._rules}) != 1:
+                raise NotImplementedError(
+                    "SubsystemDiscreteLagrangian: a force on the product needs the same rule for every subsystem"
+                )
+            v_all = join([v.xi for v in vals]) / h
+            for s_, w in self._rules[0].nodes:
+                per = [next(g for g in v.nodes if g.s == s_) for v in vals]
+                point = tuple(g.point for g in per)
+                P0 = None if s_ in (0.0, 1.0) else bd([g.P0 for g in per])
+                P1 = None if s_ in (0.0, 1.0) else bd([g.P1 for g in per])
+                F = np.asarray(product_force(t0 + s_ * h, point, v_all))
+                f_minus = f_minus + (w * h) * _pullback(P0, 0, s_, F)
+                f_plus = f_plus + (w * h) * _pullback(P1, 1, s_, F)
         # node geometry: one node per requested extra parameter (the symmetric scheme's midpoint)
         nodes = []
         for s_ in tuple(extra_nodes):
@@ -565,9 +590,13 @@ class SubsystemDiscreteLagrangian(DiscreteLagrangian):
                                       bd([g.Jxi for g in per])))
         return DiscreteLagrangianValue(
             join([v.xi for v in vals]), bd([v.J0 for v in vals]), bd([v.J1 for v in vals]),
-            join([v.D1 for v in vals]), join([v.D2 for v in vals]),
-            join([v.f_minus for v in vals]), join([v.f_plus for v in vals]), tuple(nodes),
+            join([v.D1 for v in vals]), join([v.D2 for v in vals]), f_minus, f_plus, tuple(nodes),
         )
 
     def value(self, system, q0, q1, h):
         return sum(r.value(s, a, b, h) for s, r, a, b in zip(self._system.subsystems, self._rules, q0, q1))
+
+
+def _zero_force(t: Any, q: Any, v: np.ndarray) -> np.ndarray:
+    """No force (a subsystem whose force a product-level override replaces)."""
+    return np.zeros_like(v)

@@ -115,9 +115,8 @@ class StudyResult:
         return plot_work_precision(data, path=path, title=f"work-precision: {self.system}")
 
 
-def _run(example: Example, system: Any, h: float, T: float, scheme: str, rule: str, stride: int = 1):
+def _run(example: Example, system: Any, h: float, n: int, scheme: str, rule: str, stride: int = 1):
     q0, v0 = example.initial(system)
-    n = int(round(T / h))
     t0 = time.perf_counter()
     tr = integrate(system, q0, v0=v0, h=h, n_steps=n, scheme=scheme, discrete_lagrangian=rule, stride=stride)
     return tr, time.perf_counter() - t0, n
@@ -143,7 +142,8 @@ def retraction_study(
         Default: every retraction the example offers.
     schemes, rules : sequence of str
     hs : sequence of float, optional
-        At least two step sizes (default: the example's h times 2, 1, 1/2).
+        At least two different step sizes, each dividing ``T`` (default: the
+        example's h times 2, 1, 1/2).
     T : float, optional
         Time at which errors are measured (default: the example's).
     long_steps : int
@@ -163,12 +163,21 @@ def retraction_study(
                 f"study: {ex.name!r} has no retraction {r!r}; valid: " + ", ".join(repr(x) for x in ex.retractions)
             )
     hs = tuple(float(h) for h in (hs if hs is not None else (2 * ex.h, ex.h, ex.h / 2)))
-    if len(hs) < 2 or any(not (np.isfinite(h) and h > 0) for h in hs):
-        raise ValueError(f"study: need at least two positive step sizes, got {hs}")
-    hs = tuple(sorted(hs, reverse=True))
+    if any(not (np.isfinite(h) and h > 0) for h in hs):
+        raise ValueError(f"study: step sizes must be positive, got {hs}")
+    hs = tuple(sorted(set(hs), reverse=True))
+    if len(hs) < 2:
+        raise ValueError(f"study: need at least two positive step sizes, all different, got {hs}")
     T = float(T if T is not None else ex.T)
     if not (np.isfinite(T) and T > 0):
         raise ValueError(f"study: T must be positive, got {T}")
+    n_of = {h: int(round(T / h)) for h in hs}
+    off = [h for h in hs if abs(n_of[h] * h - T) > 1e-9 * T]
+    if off:
+        raise ValueError(
+            f"study: every step size must divide T = {T:g} (so all runs end at T); "
+            + ", ".join(f"{h:g}" for h in off) + " do not"
+        )
     if long_steps < 1:
         raise ValueError(f"study: long_steps must be positive, got {long_steps}")
     combos = [(r, s, u) for r in rets for s in schemes for u in rules]
@@ -186,7 +195,7 @@ def retraction_study(
         ref_kind = "closed form / solve_ivp" if ex.reference is not None else "self-convergence"
         try:
             for h in hs:
-                tr, wall, n = _run(ex, sysm, h, T, scheme, rule)
+                tr, wall, n = _run(ex, sysm, h, n_of[h], scheme, rule)
                 walls.append(wall)
                 steps.append(n)
                 its.append(tr.meta["total_iterations"])
@@ -195,10 +204,10 @@ def retraction_study(
                 if ex.reference is not None:
                     errors.append(ex.error(sysm, q_end, tr.t[-1]))
                 else:
-                    fine, _, _ = _run(ex, sysm, h / 16, T, scheme, rule, stride=16)
+                    fine, _, _ = _run(ex, sysm, h / 16, 16 * n, scheme, rule, stride=16)
                     d = sysm.Q.inverse_retract(sysm.Q.index_point(fine.q, -1), q_end)
                     errors.append(float(np.max(np.abs(d))))
-            sl, _, n_long = _run(ex, sysm, hs[0], hs[0] * long_steps, scheme, rule, stride=max(1, long_steps // 2000))
+            sl, _, _ = _run(ex, sysm, hs[0], long_steps, scheme, rule, stride=max(1, long_steps // 2000))
             e0 = float(sl.energy[0])
             energy = float(np.max(np.abs(sl.energy - e0)) / max(1.0, abs(e0)))
             cres.append(float(np.max(sl.constraint_residual, initial=0.0)))

@@ -82,3 +82,28 @@ def test_tour_quick_writes_figures_and_names_the_folder(tmp_path):
         assert name in proc.stdout
         assert (tmp_path / "figs" / f"{name}_trajectory.png").exists()
     assert (tmp_path / "figs" / "study_inclined_knife_edge_work_precision.png").exists()
+
+
+def test_study_rejects_repeated_or_non_dividing_steps(capsys):
+    assert main(["study", "pendulum", "--h", "0.02,0.02", "--T", "0.1", "--no-progress"]) == 2
+    assert "all different" in capsys.readouterr().err
+    assert main(["study", "pendulum", "--h", "0.3,0.15", "--T", "1", "--no-progress"]) == 2
+    assert "must divide T = 1" in capsys.readouterr().err
+
+
+def test_study_self_convergence_matches_a_direct_computation():
+    import numpy as np
+
+    from manifold_dirac import integrate
+    from manifold_dirac.study import retraction_study
+    from manifold_dirac.systems.catalog import get_example
+
+    res = retraction_study("pendulum", schemes=("symmetric",), hs=(0.3, 0.15), T=0.9, long_steps=3)
+    ex = get_example("pendulum")
+    s = ex.system()
+    q0, v0 = ex.initial(s)
+    for h, err in zip((0.3, 0.15), res.rows[0].errors):
+        n = int(round(0.9 / h))
+        coarse = integrate(s, q0, v0=v0, h=h, n_steps=n)
+        fine = integrate(s, q0, v0=v0, h=h / 16, n_steps=16 * n)
+        assert err == pytest.approx(abs(coarse.q[-1, 0] - fine.q[-1, 0]), rel=1e-9)

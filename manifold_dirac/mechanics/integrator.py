@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from .discrete_lagrangians import DiscreteLagrangian, get_discrete_lagrangian
 from .schemes import Scheme, StepEquations, get_scheme
 from .solver import (
     FAILED_CONVERGENCE,
+    FAILED_DOMAIN,
     FAILED_ILL_POSED,
     FAILED_NONFINITE,
     OK,
@@ -127,6 +128,11 @@ _HINTS = {
         "a non-finite value (NaN/inf) appeared in the step equations (residual {res:.3e}): the "
         "Lagrangian, force or constraint returned NaN/inf, or an iterate left the retraction's "
         "domain; check those functions near this state, or reduce h={h:g}.",
+    ),
+    FAILED_DOMAIN: (
+        ConvergenceError,
+        "a Newton iterate left the domain of the inverse retraction (e.g. Cayley at a rotation by "
+        "pi); the step h={h:g} is probably too large for the motion here, or use retraction='exp'.",
     ),
 }
 
@@ -283,6 +289,38 @@ class Integrator:
             mu=np.zeros((*B, m)), status=np.zeros(B, dtype=int),
         )
 
+    def velocity_from_momentum(self, q: Any, p: Any, tol: float = 1e-12, max_iter: int = 30) -> np.ndarray | None:
+        """Invert the Legendre transform: ``v`` with ``dL/dv(q, v) = p``.
+
+        Newton's method with a finite-difference Hessian of the exact
+        partials. Returns ``None`` for a degenerate Lagrangian (singular
+        ``d^2L/dv^2``), where ``v`` is not a function of ``(q, p)``.
+
+        Parameters
+        ----------
+        q : point, shape=[*B, ...]
+        p : array-like, shape=[*B, n]
+
+        Returns
+        -------
+        ndarray, shape=[*B, n], or None
+        """
+        sysm, n = self.system, self.system.dim
+        p = np.asarray(p, dtype=float)
+        v = np.zeros_like(p)
+        for _ in range(max_iter):
+            g = np.real(sysm.partials(q, v)[1])
+            r = g - p
+            if np.max(np.abs(r), initial=0.0) <= tol * (1.0 + np.max(np.abs(p), initial=0.0)):
+                return v
+            d = 1e-6 * (1.0 + np.max(np.abs(v), initial=0.0))
+            H = np.stack([(np.real(sysm.partials(q, v + d * e)[1]) - g) / d for e in np.eye(n)], -1)
+            s = np.linalg.svd(H, compute_uv=False)
+            if np.any(s[..., -1] <= 1e-10 * np.maximum(s[..., 0], 1e-300)):
+                return None
+            v = v - np.linalg.solve(H, r[..., None])[..., 0]
+        return None
+
     def _check_constraint_rank(self, q0: Any, m: int) -> None:
         """Refuse linearly dependent constraint one-forms (a non-regular distribution)."""
         A = np.asarray(self.system.constraint_matrix(q0), dtype=float)
@@ -368,7 +406,7 @@ class Integrator:
         for idx in zip(*np.nonzero(np.atleast_1d(new_fail))):
             key = tuple(int(i) for i in idx) if B else ()
             code = int(np.atleast_1d(sol.status)[idx])
-            exc_type, hint = _HINTS[code]
+            _, hint = _HINTS[code]
             msg = f"step {state.k} (t = {state.t:g})" + (f", batch member {list(key)}" if B else "") + ": " + hint.format(
                 max_iter=self.solver.max_iter, res=float(np.atleast_1d(sol.residual)[idx]), h=self.h,
                 cond=float(np.atleast_1d(sol.condition)[idx]),
@@ -427,7 +465,8 @@ class Integrator:
             Show a progress bar (tqdm) if the run takes more than a second.
         v0 : array-like, optional
             The initial velocity, recorded as ``v[0]`` (otherwise the forward
-            difference).
+            difference; :func:`integrate` passes the Legendre inverse of ``p0``
+            when only ``p0`` is given and ``L`` is regular).
 
         Returns
         -------
@@ -443,6 +482,7 @@ class Integrator:
         if not isinstance(stride, (int, np.integer)) or stride < 1:
             raise ValueError(f"stride must be a positive integer, got {stride!r}")
         rec = _Recorder(self, state, v0)
+        rec.stride = int(stride)
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -468,7 +508,10 @@ class Integrator:
         # closing solve: the multiplier and the forward chart difference at the last point
         try:
             _, info = self.step(state, raise_on_failure=False)
+            # the closing solve only completes the record; it must not mark a member as failed
             closing = info if np.all(info.status[state.status == OK] == OK) else None
+            if closing is not None:
+                closing = replace(closing, status=state.status, messages=())
         except StepError:
             closing = None
         return rec.finish(state, closing=closing, wall=time.perf_counter() - start)
@@ -482,7 +525,8 @@ class _Recorder:
         self.k0 = state.k
         self.prev_q: Any = None
         self.v0 = None if v0 is None else np.broadcast_to(np.asarray(v0, float), state.p.shape)
-        self.pts: dict[str, list] = {"t": [], "q": [], "p": [], "v": []}
+        self.stride = 1
+        self.pts: dict[str, list] = {"t": [], "q": [], "p": [], "v": [], "status": []}
         self.steps: dict[str, list] = {k: [] for k in ("xi", "mu", "cres", "res", "it")}
         self.messages: list[str] = []
         self.total_iterations = 0
@@ -507,13 +551,14 @@ class _Recorder:
         self.n_taken += 1
         self.messages.extend(info.messages)
         if store:
-            self._store_point(state, info.p_start, info.xi)
+            self._store_point(state, info.p_start, info.xi, info.status)
             for key, val in (("xi", info.xi), ("mu", info.mu), ("cres", info.constraint_residual),
                              ("res", info.residual), ("it", info.iterations)):
                 self.steps[key].append(val)
         self.prev_q = state.q
 
-    def _store_point(self, state: State, p: np.ndarray, xi_fwd: np.ndarray | None) -> None:
+    def _store_point(self, state: State, p: np.ndarray, xi_fwd: np.ndarray | None, status: np.ndarray) -> None:
+        self.pts["status"].append(status)
         self.pts["t"].append(state.t)
         self.pts["q"].append(state.q)
         self.pts["p"].append(p)
@@ -524,11 +569,16 @@ class _Recorder:
         sysm, Q = integ.system, integ.system.Q
         p_last = closing.p_start if closing is not None else state.p
         xi_last = closing.xi if closing is not None else None
-        self._store_point(state, p_last, xi_last)
+        self._store_point(state, p_last, xi_last, state.status if closing is None else closing.status)
         q = Q.stack_points(self.pts["q"])
         p = np.stack(self.pts["p"])
         v = np.stack(self.pts["v"])
         energy = np.real(sysm.energy(q, v, p))
+        # a member frozen by a failure has no velocity (nor energy) to difference
+        failed = np.stack(self.pts["status"]) != OK
+        if failed.any():
+            v = np.where(failed[..., None], np.nan, v)
+            energy = np.where(failed, np.nan, energy)
         B = state.status.shape
         n, m = sysm.dim, state.mu.shape[-1]
 
@@ -544,6 +594,7 @@ class _Recorder:
             "system": sysm.name or "unnamed",
             "manifold": repr(Q),
             "n_steps": self.n_taken,
+            "stride": self.stride,
             "total_iterations": self.total_iterations,
             "wall_time": wall,
             "names": getattr(sysm, "subsystem_slices", None),
@@ -629,5 +680,8 @@ def integrate(
     """
     integ = Integrator(system, h, scheme, discrete_lagrangian, solver, on_failure)
     state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0)
+    if v0 is None and not integ.scheme.carries_pre_momentum:
+        # record v[0] (and so E[0]) from the Legendre transform, not a one-sided difference
+        v0 = integ.velocity_from_momentum(state.q, state.p)
     return integ.run(state, n_steps, stride=stride, callback=callback, progress=progress, v0=v0)
 

@@ -181,7 +181,7 @@ class Scheme:
             r1 = p_in + ld.D1 + ld.f_minus - _matvec(G_minus, mu)
             p_out = ld.D2 + ld.f_plus
         else:  # symmetric: reaction at q_k, constraint on the tangent at the midpoint
-            mid = ld.nodes[-1]
+            mid = next(g for g in ld.nodes if g.s == 0.5)
             Am = system.constraint_matrix(mid.point)
             r2 = _matvec(Am, _matvec(mid.Jxi, xi))  # type: ignore[arg-type]
             A0 = system.constraint_matrix(q0)

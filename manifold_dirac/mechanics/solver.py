@@ -20,15 +20,20 @@ from .discrete_lagrangians import DiscreteLagrangian
 from .schemes import Scheme, StepEquations
 from .system import LagrangeDiracSystem
 
-__all__ = ["FAILED_CONVERGENCE", "FAILED_ILL_POSED", "FAILED_NONFINITE", "OK", "SolverOptions", "StepSolution", "solve_step"]
+__all__ = [
+    "FAILED_CONVERGENCE", "FAILED_DOMAIN", "FAILED_ILL_POSED", "FAILED_NONFINITE", "OK", "STATUS_NAMES",
+    "SolverOptions", "StepSolution", "solve_step",
+]
 
-OK, FAILED_CONVERGENCE, FAILED_ILL_POSED, FAILED_NONFINITE = 0, 1, 2, 3
+OK, FAILED_CONVERGENCE, FAILED_ILL_POSED, FAILED_NONFINITE, FAILED_DOMAIN = 0, 1, 2, 3, 4
 STATUS_NAMES = {
     OK: "ok",
     FAILED_CONVERGENCE: "no convergence",
     FAILED_ILL_POSED: "ill-posed (singular step equations)",
     FAILED_NONFINITE: "non-finite value",
+    FAILED_DOMAIN: "an iterate left the inverse retraction's domain",
 }
+"""Human-readable names of the status codes of :class:`StepSolution` and ``Trajectory.status``."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +50,10 @@ class SolverOptions:
     fd_step : float
         Relative step of the finite-difference Jacobian in ``xi``.
     singular_cond : float
-        Condition number of the Newton matrix above which a failing step is
-        reported as ill-posed rather than as non-convergent.
+        Condition number of the row- and column-equilibrated Newton matrix
+        above which a step is reported as ill-posed rather than as
+        non-convergent (equilibrated, so that large masses or small steps,
+        which scale the blocks of the matrix, do not look singular).
     """
 
     rtol: float = 1e-12
@@ -149,6 +156,7 @@ def solve_step(
     Kt = np.moveaxis(K, -1, 0)  # Kt[j, ..., i] is K[..., i, j]
     rhs = np.empty((*B, n + m, 1))
     eq0: StepEquations | None = None
+    K_last: np.ndarray | None = None
     res = np.zeros(B)
     with np.errstate(all="ignore"):
         for it in range(options.max_iter + 1):
@@ -160,7 +168,18 @@ def solve_step(
             try:
                 eq = scheme.equations(system, rule, q0, p_in, XI, MU, h, t0, force_override)
             except RetractionDomainError as exc:
-                raise _DomainFailure(str(exc)) from exc
+                if not B:
+                    raise _DomainFailure(str(exc)) from exc
+                # find the members whose iterates left the domain, mark and
+                # park them at xi = 0 (always in the domain), go on with the rest
+                out = _domain_failures(scheme, system, rule, q0, p_in, XI, MU, h, t0, force_override, B)
+                if not out.any():  # pragma: no cover - the batch failed but no member alone does
+                    raise _DomainFailure(str(exc)) from exc
+                status = np.array(np.where(out & todo, FAILED_DOMAIN, status))
+                todo &= ~out
+                xi = np.where(out[..., None], 0.0, xi)
+                mu = np.where(out[..., None], 0.0, mu)
+                continue
             eq0 = eq
             r1, r2 = eq.r1[0], eq.r2[0]
             # |r|_inf is NaN/inf exactly when an entry is: one reduction gives both
@@ -191,6 +210,7 @@ def solve_step(
                 Kfinite = np.all(np.isfinite(K), axis=(-1, -2))
                 status = np.array(np.where(todo & ~Kfinite, FAILED_NONFINITE, status))
                 todo &= Kfinite
+            K_last = K.copy() if it + 1 >= options.max_iter else None
             if check_condition and it == 0:
                 condition = np.where(todo | conv, _cond(K), condition)
                 sing = todo & (condition > options.singular_cond)
@@ -226,18 +246,48 @@ def solve_step(
             tiny &= np.abs(dmu).max(axis=-1, initial=0.0) <= 4e-16 * (1.0 + np.abs(mu).max(axis=-1, initial=0.0))
             tiny &= res <= 1e3 * np.maximum(tol1, tol2)
             todo &= ~tiny
-    # leftovers: not converged within max_iter
-    status = np.where(todo, FAILED_CONVERGENCE, status)
+    # leftovers: not converged within max_iter -- singular (ill-posed) or not?
+    if todo.any():
+        if K_last is not None:
+            condition = np.where(todo, _cond(K_last), condition)
+        status = np.where(todo & (condition > options.singular_cond), FAILED_ILL_POSED, status)
+        status = np.where(todo & (status != FAILED_ILL_POSED), FAILED_CONVERGENCE, status)
     status = np.where(status == -1, OK, status)  # inactive members keep their earlier status outside
     assert eq0 is not None
     final = _take_first(eq0)
     return StepSolution(xi, mu, final, iterations, res, status, condition)
 
 
+def _domain_failures(scheme, system, rule, q0, p_in, XI, MU, h, t0, force_override, B) -> np.ndarray:
+    """Which members' equations raise :class:`RetractionDomainError` (one by one)."""
+    Q = system.Q
+    out = np.zeros(B, dtype=bool)
+    for idx in np.ndindex(B):
+        sl = (slice(None),) + idx
+        f = force_override
+        if f is not None and not callable(f):
+            f = np.broadcast_to(np.asarray(f), (*B, XI.shape[-1]))[idx]
+        try:
+            scheme.equations(system, rule, Q.index_point(q0, idx) if Q.batch_shape(q0) else q0,
+                             p_in[idx], XI[sl], MU[sl], h, t0, f)
+        except RetractionDomainError:
+            out[idx] = True
+    return out
+
+
 def _cond(K: np.ndarray) -> np.ndarray:
-    """2-norm condition numbers, ``inf`` for singular or non-finite matrices."""
+    """Condition numbers of the equilibrated matrices, ``inf`` for singular or non-finite ones.
+
+    Rows, then columns, are scaled to unit max-norm first: the blocks of the
+    Newton matrix carry the physical scales (``M/h`` against ``A``), which
+    alone would make a well-posed step look singular.
+    """
     ok = np.all(np.isfinite(K), axis=(-1, -2))
     Ks = np.where(ok[..., None, None], K, np.eye(K.shape[-1]))
+    r = np.abs(Ks).max(axis=-1, keepdims=True)
+    Ks = Ks / np.where(r > 0, r, 1.0)
+    c = np.abs(Ks).max(axis=-2, keepdims=True)
+    Ks = Ks / np.where(c > 0, c, 1.0)
     with np.errstate(all="ignore"):
         s = np.linalg.svd(Ks, compute_uv=False)
     smin = s[..., -1]

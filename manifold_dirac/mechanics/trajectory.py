@@ -31,10 +31,13 @@ class Trajectory:
         momentum of (53d), ``p~_k + A(q_k)^T mu_k``).
     v : ndarray, shape=[K+1, *B, n]
         Velocities: the central difference ``(R_{q_k}^{-1}(q_{k+1}) - R_{q_k}^{-1}(q_{k-1}))/(2h)``
-        in the chart at ``q_k`` (second order), one-sided at the ends unless
-        ``v0`` was given.
+        in the chart at ``q_k`` (second order). At the last point ``q_{k+1}``
+        comes from a closing solve (one step more, not recorded); at the first
+        ``v0`` is used when given (or the Legendre inverse of ``p0``), else the
+        forward difference. NaN for a batch member from the step at which it
+        failed on (its ``status`` says why; its ``q`` and ``p`` stay frozen).
     energy : ndarray, shape=[K+1, *B]
-        ``<p, v> - L(q, v)``.
+        ``<p, v> - L(q, v)`` (NaN where ``v`` is).
 
     Per stored step (the step that starts at each stored point but the
     last; ``K`` of them):

@@ -131,3 +131,15 @@ def test_chaplygin_sled_order_depends_on_retraction_symmetry(retraction, order):
                       lambda tr: np.abs(sled.Q.to_coordinates(tr.q[-1]) - ref).max())
     assert declared(sled, "symmetric", "midpoint") == order
     assert observed_order(HS, errs) == pytest.approx(order, abs=0.1)
+
+
+def test_symmetric_scheme_finds_the_midpoint_node_of_any_rule():
+    """A registered rule whose midpoint node is not listed last (Simpson's rule)."""
+    from manifold_dirac import DiscreteLagrangian
+
+    simpson = DiscreteLagrangian("simpson-test", ((0.5, 4 / 6), (0.0, 1 / 6), (1.0, 1 / 6)), order=2, symmetric=True)
+    sysm = knife_edge_euclidean()
+    exact = S.inclined_knife_edge_exact(2.0)
+    errs = run_errors(sysm, np.zeros(3), np.array([0.0, 0.0, 1.0]), 2.0, HS,
+                      lambda tr: np.abs(tr.q[-1] - exact).max(), discrete_lagrangian=simpson)
+    assert observed_order(HS, errs) == pytest.approx(2, abs=0.1)

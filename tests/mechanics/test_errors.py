@@ -119,8 +119,10 @@ def test_batch_marks_a_failed_member_and_finishes_the_others():
     assert len(tr.messages) == 1 and "batch member [2]" in tr.messages[0]
     ref = integrate(pend, q0[:2], v0=np.zeros((2, 1)), h=0.05, n_steps=20)
     np.testing.assert_allclose(tr.q[:, :2], ref.q, rtol=0, atol=1e-14)
-    # the failed member is frozen at its initial state, not NaN
+    # the failed member is frozen at its initial state; its velocity and energy are
+    # NaN from its failure on (there is nothing to difference), flagged by status
     assert np.all(np.isfinite(tr.q)) and np.all(tr.q[:, 2] == 0.3)
+    assert np.all(np.isnan(tr.v[:, 2])) and np.all(np.isfinite(tr.v[:, :2]))
     with pytest.raises(NonFiniteError, match="batch member \\[2\\]"):
         integrate(bad, q0, v0=np.zeros((3, 1)), h=0.05, n_steps=20, on_failure="raise")
 
@@ -128,3 +130,37 @@ def test_batch_marks_a_failed_member_and_finishes_the_others():
 def test_integrator_rejects_non_systems():
     with pytest.raises(ValueError, match="system must be a LagrangeDiracSystem"):
         Integrator(object(), 0.1)
+
+
+def test_a_domain_failure_marks_only_that_member():
+    """A Cayley iterate past a rotation by pi in one member must not end the batch."""
+    from manifold_dirac.mechanics.solver import FAILED_DOMAIN
+    from manifold_dirac.systems.catalog import get_example
+
+    ball = S.rolling_ball(0.5, retraction="cayley")
+    (R0, x0), v0 = get_example("rolling_ball").initial(ball)
+    v = np.stack([v0, 2e9 * v0])
+    q = (np.stack([R0, R0]), np.stack([x0, x0]))
+    tr = integrate(ball, q, v0=v, h=0.05, n_steps=5, scheme="minus")
+    assert list(tr.status) == [0, FAILED_DOMAIN]
+    assert "batch member [1]" in tr.messages[0] and "left the domain of the inverse retraction" in tr.messages[0]
+    ref = integrate(ball, (R0, x0), v0=v0, h=0.05, n_steps=5, scheme="minus")
+    np.testing.assert_allclose(tr.q[1][:, 0], ref.q[1], atol=1e-13)
+    assert np.all(np.isnan(tr.energy[:, 1])) and np.all(np.isfinite(tr.energy[:, 0]))
+
+
+def test_large_masses_and_small_steps_are_not_ill_posed():
+    """The condition number is taken after equilibration: M/h against A is a scale, not a singularity."""
+    heavy = S.knife_edge(mass=1e4, inertia=5e3)
+    tr = integrate(heavy, heavy.Q.identity(), v0=np.array([0.8, 1.0, 0.0]), h=1e-3, n_steps=20)
+    light = integrate(S.knife_edge(), S.knife_edge().Q.identity(), v0=np.array([0.8, 1.0, 0.0]), h=1e-3, n_steps=20)
+    assert tr.ok
+    np.testing.assert_allclose(tr.q, light.q, atol=1e-12)
+
+
+def test_a_late_singular_step_is_reported_with_its_condition_number():
+    lv = S.lotka_volterra()
+    with pytest.warns(DegenerateLagrangianWarning), pytest.raises(IllPosedStepError) as ei:
+        integrate(lv, *S.LOTKA_VOLTERRA_INITIAL[:1], p0=S.LOTKA_VOLTERRA_INITIAL[1], h=0.05, n_steps=400,
+                  discrete_lagrangian="trapezoid")
+    assert ei.value.step > 10 and "condition number 0.000e+00" not in str(ei.value)

@@ -109,3 +109,17 @@ def test_minus_scheme_reports_the_momentum_of_53d():
         integ = Integrator(ke, 0.1, "minus")
         ld = integ.rule.evaluate(ke, tr.q[k], tr.q[k + 1], 0.1)
         np.testing.assert_allclose(tr.p[k], -ld.D1, atol=1e-12)
+
+
+def test_meta_records_the_stride():
+    tr = integrate(S.pendulum(), np.array([0.5]), v0=np.array([0.0]), h=0.01, n_steps=20, stride=4)
+    assert tr.meta["stride"] == 4
+
+
+def test_p0_only_records_the_legendre_velocity():
+    """Given only p0, v[0] and E[0] come from the Legendre inverse, not a one-sided difference."""
+    pend = S.pendulum()
+    a = integrate(pend, np.array([0.5]), v0=np.array([0.0]), h=0.1, n_steps=50)
+    b = integrate(pend, np.array([0.5]), p0=np.array([0.0]), h=0.1, n_steps=50)
+    np.testing.assert_allclose(b.v[0], a.v[0], atol=1e-12)
+    assert b.energy_error == pytest.approx(a.energy_error, rel=1e-9)
