@@ -161,33 +161,26 @@ class Scheme:
         ld = rule.evaluate(system, q0, q1, h, t0, force_override, extra_nodes=extra, jacobians=(xi, J0, J1))
         m = mu.shape[-1]
         n = xi.shape[-1]
+        lead = ld.D1.shape[:-1]
+        # the schemes differ only in the discrete constraint r2 and the reaction G^-
         if m == 0:
-            G_minus = np.zeros((*ld.D1.shape, 0))
+            G_minus = np.zeros((*lead, n, 0))
             r2 = np.zeros((*xi.shape[:-1], 0))
-            r1 = p_in + ld.D1 + ld.f_minus
-            p_out = ld.D2 + ld.f_plus
-        elif self.name == "plus":
+        else:
             A0 = system.constraint_matrix(q0)
-            r2 = _matvec(A0, xi)
-            G_minus = np.broadcast_to(_T(A0), (*ld.D1.shape[:-1], n, m))
-            r1 = p_in + ld.D1 + ld.f_minus - _matvec(G_minus, mu)
-            p_out = ld.D2 + ld.f_plus
-        elif self.name == "minus":
-            A0 = system.constraint_matrix(q0)
-            A1 = system.constraint_matrix(q1)
-            eta = Q.inverse_retract(q1, q0)
-            r2 = -_matvec(A1, eta)
-            G_minus = np.broadcast_to(-_T(A0), (*ld.D1.shape[:-1], n, m))
-            r1 = p_in + ld.D1 + ld.f_minus - _matvec(G_minus, mu)
-            p_out = ld.D2 + ld.f_plus
-        else:  # symmetric: reaction at q_k, constraint on the tangent at the midpoint
-            mid = next(g for g in ld.nodes if g.s == 0.5)
-            Am = system.constraint_matrix(mid.point)
-            r2 = _matvec(Am, _matvec(mid.Jxi, xi))  # type: ignore[arg-type]
-            A0 = system.constraint_matrix(q0)
-            G_minus = np.broadcast_to(_T(A0), (*ld.D1.shape[:-1], n, m))
-            r1 = p_in + ld.D1 + ld.f_minus - _matvec(G_minus, mu)
-            p_out = ld.D2 + ld.f_plus
+            if self.name == "plus":
+                r2 = _matvec(A0, xi)
+            elif self.name == "minus":
+                r2 = -_matvec(system.constraint_matrix(q1), Q.inverse_retract(q1, q0))
+            else:  # symmetric: constraint on the tangent at the midpoint
+                mid = next(g for g in ld.nodes if g.s == 0.5)
+                r2 = _matvec(system.constraint_matrix(mid.point), _matvec(mid.Jxi, xi))  # type: ignore[arg-type]
+            sign = -1.0 if self.carries_pre_momentum else 1.0  # (53c): p~_k + A^T mu, (52d): p_k - A^T mu
+            G_minus = np.broadcast_to(sign * _T(A0), (*lead, n, m))
+        r1 = p_in + ld.D1 + ld.f_minus
+        if m:
+            r1 = r1 - _matvec(G_minus, mu)
+        p_out = ld.D2 + ld.f_plus
         scale = np.maximum(np.abs(p_in).max(axis=-1, initial=0.0), np.abs(ld.D1).max(axis=-1, initial=0.0))
         return StepEquations(r1, r2, G_minus, p_out, q1, ld, scale)
 
