@@ -41,7 +41,7 @@ from .mechanics.discrete_lagrangians import (
     _pullback,
     get_discrete_lagrangian,
 )
-from .mechanics.system import LagrangeDiracSystem
+from .mechanics.system import LagrangeDiracSystem, as_one_forms
 
 __all__ = [
     "Interaction",
@@ -147,17 +147,7 @@ class Interaction:
             if callable(f):
                 fns.append((f, label))
             else:
-                S = np.asarray(f, dtype=float)
-                if S.ndim == 1:
-                    S = S[None, :]
-                if S.ndim != 2 or S.shape[1] != N:
-                    raise ValueError(
-                        f"{label}: the interaction one-forms must have shape (r, N) with N = {N} "
-                        f"(the product's dimension), got {S.shape}"
-                    )
-                if not np.all(np.isfinite(S)):
-                    raise ValueError(f"{label}: non-finite entries in the interaction one-forms")
-                fns.append((S, label))
+                fns.append((as_one_forms(f, N, label, rows="r"), label))
 
         def S_of_q(q: Any) -> np.ndarray:
             blocks = []

@@ -34,6 +34,36 @@ def _add_complex_step(Q: Manifold, q: Any, dq: Any) -> Any:
     return q + (1j * _CS_STEP) * dq
 
 
+def as_one_forms(forms: Any, n: int, label: str, rows: str = "m") -> np.ndarray:
+    """A constant matrix of one-forms in frame coordinates, validated.
+
+    Parameters
+    ----------
+    forms : array-like, shape=[rows, n] (a single row may be 1-d)
+    n : int
+        Dimension of the (product) manifold.
+    label : str
+        What the forms are, for the message.
+    rows : str
+        Name of the row count in the message.
+
+    Raises
+    ------
+    ValueError
+        For a wrong shape or non-finite entries.
+    """
+    A = np.asarray(forms, dtype=float)
+    if A.ndim == 1:
+        A = A[None, :]
+    if A.ndim != 2 or A.shape[1] != n:
+        raise ValueError(
+            f"{label}: constant one-forms are a ({rows}, {n}) matrix in frame coordinates, got shape {A.shape}"
+        )
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{label}: non-finite entries in the one-forms")
+    return A
+
+
 class LagrangeDiracSystem:
     """A (possibly degenerate, constrained, forced) Lagrange--Dirac system.
 
@@ -103,17 +133,7 @@ class LagrangeDiracSystem:
             self._A_const = None
             self._A_fun = constraint
         else:
-            A = np.asarray(constraint, dtype=float)
-            if A.ndim == 1:
-                A = A[None, :]
-            if A.ndim != 2 or A.shape[1] != n:
-                raise ValueError(
-                    f"constraint: a constant constraint is an (m, {n}) matrix of one-forms "
-                    f"in frame coordinates, got shape {A.shape}"
-                )
-            if not np.all(np.isfinite(A)):
-                raise ValueError("constraint: non-finite entries in the constraint matrix")
-            self._A_const = A
+            self._A_const = as_one_forms(constraint, n, "constraint")
             self._A_fun = None
         self._m = n_constraints
 

@@ -75,7 +75,7 @@ def test_solver_options_validated():
 
 
 def test_constant_constraint_shape():
-    with pytest.raises(ValueError, match=r"an \(m, 3\) matrix of one-forms"):
+    with pytest.raises(ValueError, match=r"constraint: constant one-forms are a \(m, 3\) matrix in frame coordinates, got shape \(1, 2\)"):
         LagrangeDiracSystem(Euclidean(3), lambda q, v: 0 * v[..., 0], constraint=np.ones((1, 2)))
 
 
