@@ -13,6 +13,7 @@ __all__ = [
     "ConvergenceError",
     "IllPosedStepError",
     "NonFiniteError",
+    "StepDomainError",
     "StepError",
     "DegenerateLagrangianWarning",
 ]
@@ -78,3 +79,10 @@ class DegenerateLagrangianWarning(UserWarning):
     trapezoid rule excites parasitic modes that grow within a few hundred
     steps (Kraus, arXiv 1708.07356; Ellison et al., Phys. Plasmas 2018). The
     midpoint rule is stable there."""
+
+
+class StepDomainError(StepError):
+    """A step's chart coordinate left the retraction's domain of injectivity
+    (``|xi| >= pi`` for ``exp`` on SO(3) or SE(2); near a rotation by pi for
+    Cayley): the step is too large for the motion, and the recorded velocity
+    would be aliased."""

@@ -1,0 +1,334 @@
+"""The planar rigid-motion group SE(2): points as 3x3 homogeneous poses, body twists.
+
+A tangent vector is a body twist ``xi = (w, v_x, v_y)``: angular velocity
+first, then the velocity of the body origin in body axes (a knife edge is
+``A = [0, 0, 1]``). Retractions ``R_q(xi) = q tau(xi)``, each a registered
+class with closed forms (``c = cos w``, ``s = sin w``):
+
+* ``"exp"`` (:class:`SE2Exp`): ``tau = (rot w, V(w) v)``, ``V = [[A, -B], [B, A]]``
+  with ``A = sin w / w``, ``B = (1 - cos w)/w`` (Sola et al., arXiv
+  1812.01537, eq. 156); ``log``: ``w = atan2(s, c)``, ``v = V^{-1} t`` with
+  ``V^{-1} = [[h, w/2], [-w/2, h]]``, ``h = (w/2) cot(w/2)`` (eq. 157). The
+  right Jacobian (eq. 163, reordered to ``(w, v)``; ``C = (w - sin w)/w^2``,
+  ``D = (1 - cos w)/w^2``) and its inverse (``k = (1 - h)/w^2``)::
+
+      J_r = [[1, 0, 0], [C v_x - D v_y, A, B], [D v_x + C v_y, -B, A]],
+      J_r^{-1} = [[1, 0, 0], [k w v_x + v_y/2, h, -w/2], [k w v_y - v_x/2, w/2, h]];
+
+  ``J_l(xi) = J_r(-xi)`` (eq. 164). Domain ``|w| < pi``.
+* ``"cayley"`` (:class:`SE2Cayley`): with ``f = 1/(1 + w^2/4)``,
+  ``cay(xi) = (rot, f (v_x - w v_y/2, v_y + w v_x/2))``, ``c = f (1 - w^2/4)``,
+  ``s = f w``; ``cay^{-1}``: ``w = 2 sin/(1 + cos)``, ``v = (I - W/2) t``;
+  ``J_r^{-1} = [[1 + w^2/4, 0, 0], [v_y/2 + w v_x/4, 1, -w/2], [-v_x/2 + w v_y/4, w/2, 1]]``,
+  ``J_r = f [[1, 0, 0], [-v_y/2, 1, w/2], [v_x/2, -w/2, 1]]``. The rotation
+  angle is ``2 atan(w/2)``; only ``w`` bounds the domain.
+* ``"so2xr2"`` (:class:`SO2xR2`): rotation and translation retracted
+  separately, ``tau = (rot w, v)``: the new position is ``x + R v`` with the
+  *old* heading. ``J_r = diag(1, rot(-w))``, ``J_l^{-1} = [[1, 0], [J v, I]]``
+  with ``J v = (-v_y, v_x)``. Not symmetric: ``tau(xi)^{-1} = (rot(-w),
+  -rot(-w) v) != tau(-xi)``, so the midpoint and trapezoid rules lose their
+  second order with it.
+
+``J_q = Ad_{tau^{-1}}`` with ``Ad_g = [[1, 0], [(t_y, -t_x), R]]`` (eq. 161).
+Small-angle branches below ``w^2 < 1e-3`` share the SO(3) coefficients
+(``sin w/w``, ``(1 - cos w)/w^2``, ...) and their NaN-free double-``where``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .base import register_retraction
+from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
+from .so3 import coefficients, mm
+
+__all__ = ["SE2", "SE2Cayley", "SE2Exp", "SO2xR2"]
+
+# the generic Cayley's band: refuse rotations within ~0.1 rad of pi (|w| = 2 tan(theta/2))
+_CAYLEY_MAX_W2 = float((2.0 * np.tan(0.5 * (np.pi - 0.1))) ** 2)
+
+
+def _m3(rows) -> jax.Array:
+    """A ``(*batch, 3, 3)`` matrix from a 3x3 nested list of broadcastable arrays or numbers."""
+    flat = jnp.broadcast_arrays(*(jnp.asarray(x, dtype=float) for r in rows for x in r))
+    return jnp.stack([jnp.stack(flat[3 * i : 3 * i + 3], -1) for i in range(3)], -2)
+
+
+def _pose(c, s, tx, ty) -> jax.Array:
+    """``[[c, -s, t_x], [s, c, t_y], [0, 0, 1]]``."""
+    return _m3([[c, -s, tx], [s, c, ty], [0.0, 0.0, 1.0]])
+
+
+def _ad_inv(c, s, tx, ty) -> jax.Array:
+    """``Ad_{g^{-1}}`` of ``g = (rot, t)``: ``[[1, 0], [(s t_x - c t_y, c t_x + s t_y), rot^T]]``."""
+    return _m3([[1.0, 0.0, 0.0], [s * tx - c * ty, c, s], [c * tx + s * ty, -s, c]])
+
+
+def _parts(xi: jax.Array):
+    xi = jnp.asarray(xi)
+    return xi[..., 0], xi[..., 1], xi[..., 2]
+
+
+def _exp_coefficients(w: jax.Array):
+    """``A, B, C, D, h, k`` of the module docstring, NaN-free at ``w = 0``."""
+    a, d, c3, k = coefficients(w * w, "abck")  # sin/w, (1-cos)/w^2, (w-sin)/w^3, (1-h)/w^2
+    return a, w * d, w * c3, d, 1.0 - w * w * k, k
+
+
+class SE2(MatrixLieGroup):
+    """The special Euclidean group SE(2), left-trivialized.
+
+    Points are ``(*batch, 3, 3)`` homogeneous matrices ``[[R, x], [0, 1]]``;
+    tangent vectors are body twists ``(w, v_x, v_y)`` ``(*batch, 3)``.
+
+    Parameters
+    ----------
+    retraction : {"exp", "cayley", "so2xr2"} or GroupRetraction
+        See the module docstring. ``exp``'s and ``so2xr2``'s inverses give
+        the principal angle ``(-pi, pi]``; Cayley's is singular at a rotation
+        by pi.
+
+    Notes
+    -----
+    Human coordinates (:meth:`to_coordinates`) are ``(x, y, theta)`` with
+    ``theta`` in ``(-pi, pi]``.
+    """
+
+    dim = 3
+    matrix_size: ClassVar[int] = 3
+    coordinate_names = ("x", "y", "theta")
+
+    def hat(self, xi):
+        w, vx, vy = _parts(xi)
+        return _m3([[0.0, -w, vx], [w, 0.0, vy], [0.0, 0.0, 0.0]])
+
+    def vee(self, X):
+        return jnp.stack([0.5 * (X[..., 1, 0] - X[..., 0, 1]), X[..., 0, 2], X[..., 1, 2]], -1)
+
+    def inverse(self, g):
+        r00, r01, r10, r11, tx, ty = g[..., 0, 0], g[..., 0, 1], g[..., 1, 0], g[..., 1, 1], g[..., 0, 2], g[..., 1, 2]
+        return _m3([[r00, r10, -(r00 * tx + r10 * ty)], [r01, r11, -(r01 * tx + r11 * ty)], [0.0, 0.0, 1.0]])
+
+    def between(self, g0, g1):
+        """``g0^{-1} g1``, its translation as ``R0^T (t1 - t0)`` (no cancellation at large ``|t|``)."""
+        R0t = jnp.swapaxes(g0[..., :2, :2], -1, -2)
+        R = mm(R0t, g1[..., :2, :2])
+        t = jnp.sum(R0t * (g1[..., :2, 2] - g0[..., :2, 2])[..., None, :], -1)
+        return _m3([[R[..., 0, 0], R[..., 0, 1], t[..., 0]], [R[..., 1, 0], R[..., 1, 1], t[..., 1]], [0.0, 0.0, 1.0]])
+
+    def adjoint(self, g):
+        return _m3([[1.0, 0.0, 0.0], [g[..., 1, 2], g[..., 0, 0], g[..., 0, 1]], [-g[..., 0, 2], g[..., 1, 0], g[..., 1, 1]]])
+
+    def ad(self, xi):
+        w, vx, vy = _parts(xi)
+        return _m3([[0.0, 0.0, 0.0], [vy, 0.0, -w], [-vx, w, 0.0]])
+
+    def retract(self, q, xi):
+        return mm(q, self.retraction.tau(self, jnp.asarray(xi)))
+
+    def inverse_retract(self, q0, q1):
+        return self.retraction.tau_inv(self, self.between(q0, q1))
+
+    def retract_with_inverse_jacobians(self, q0, xi):
+        t, J0, J1 = self.retraction.tau_with_inverse_jacobians(self, jnp.asarray(xi))
+        return mm(q0, t), J0, J1
+
+    def retract_with_jacobians(self, q, xi):
+        t, Jq, Jx = self.retraction.tau_with_jacobians(self, jnp.asarray(xi))
+        return mm(q, t), Jq, Jx
+
+    def ambient_tangent(self, q, eta):
+        return mm(q, self.hat(eta))
+
+    # ---------------------------------------------------------------- exp/log
+    def exp(self, xi):
+        w, vx, vy = _parts(xi)
+        A, B = _exp_coefficients(w)[:2]
+        return _pose(jnp.cos(w), jnp.sin(w), A * vx - B * vy, B * vx + A * vy)
+
+    def log(self, g):
+        w = jnp.arctan2(g[..., 1, 0], g[..., 0, 0])
+        h = _exp_coefficients(w)[4]
+        tx, ty = g[..., 0, 2], g[..., 1, 2]
+        return jnp.stack([w, h * tx + 0.5 * w * ty, h * ty - 0.5 * w * tx], -1)
+
+    def exp_right_jacobian(self, xi):
+        w, vx, vy = _parts(xi)
+        A, B, C, D = _exp_coefficients(w)[:4]
+        return _m3([[1.0, 0.0, 0.0], [C * vx - D * vy, A, B], [D * vx + C * vy, -B, A]])
+
+    def exp_right_jacobian_inv(self, xi):
+        w, vx, vy = _parts(xi)
+        h, k = _exp_coefficients(w)[4:]
+        return _m3([[1.0, 0.0, 0.0], [k * w * vx + 0.5 * vy, h, -0.5 * w], [k * w * vy - 0.5 * vx, 0.5 * w, h]])
+
+    def exp_in_domain(self, xi):
+        return jnp.abs(jnp.asarray(xi)[..., 0]) < np.pi
+
+    # ------------------------------------------------------------- sampling
+    def random_point(self, rng, batch_shape=()):
+        th = rng.uniform(-np.pi, np.pi, batch_shape)
+        t = rng.standard_normal((*batch_shape, 2))
+        return _pose(np.cos(th), np.sin(th), t[..., 0], t[..., 1])
+
+    def sample_tangent(self, rng, batch_shape, regime):
+        if regime == "near_singular":
+            xi = rng.standard_normal((*batch_shape, 3))
+            sign = rng.choice([-1.0, 1.0], batch_shape)
+            if self.retraction.name == "cayley":
+                xi[..., 0] = sign * 10.0 ** rng.uniform(0.5, 1.5, batch_shape)  # rotations up to ~3 rad
+            else:
+                xi[..., 0] = sign * (np.pi - 10.0 ** rng.uniform(-8, -2, batch_shape))  # nearly pi
+            return jnp.asarray(xi)
+        return super().sample_tangent(rng, batch_shape, regime)
+
+    # ---------------------------------------------------------- validation
+    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
+        a = self._as_matrix_array(q, 3, name, "SE2")
+        R = a[..., :2, :2]
+        defects = (
+            ("the rotation block is not a rotation, |R^T R - I|", np.linalg.norm(np.swapaxes(R, -1, -2) @ R - np.eye(2), axis=(-2, -1))),
+            ("the last row is not [0, 0, 1], off by", np.linalg.norm(a[..., 2, :] - np.array([0.0, 0.0, 1.0]), axis=-1)),
+        )
+        for what, err in defects:
+            if err.size and np.max(err) > atol:
+                idx = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
+                raise ValueError(
+                    f"{name}: not a pose (SE2) at batch index {[int(i) for i in idx]}: "
+                    f"{what} {np.max(err):.3e} > atol = {atol:.1e}"
+                )
+        det = np.linalg.det(R)
+        if np.any(det < 0):
+            idx = np.argwhere(det < 0)[0].tolist() if np.ndim(det) else []
+            raise ValueError(
+                f"{name}: not a pose (SE2) at batch index {idx}: the rotation block has det = -1 (a reflection)"
+            )
+        return jnp.asarray(a)
+
+    # ------------------------------------------------------ human coordinates
+    def to_coordinates(self, q):
+        """``(x, y, theta)``, ``(*batch, 3)``, ``theta`` in ``(-pi, pi]``."""
+        q = jnp.asarray(q)
+        return jnp.stack([q[..., 0, 2], q[..., 1, 2], jnp.arctan2(q[..., 1, 0], q[..., 0, 0])], -1)
+
+    def from_coordinates(self, c):
+        """The pose with ``(x, y, theta)`` ``(*batch, 3)``."""
+        c = jnp.asarray(c, dtype=float)
+        if c.shape[-1:] != (3,):
+            raise ValueError(f"SE2.from_coordinates: coordinates are (..., 3) = (x, y, theta), got shape {c.shape}")
+        return _pose(jnp.cos(c[..., 2]), jnp.sin(c[..., 2]), c[..., 0], c[..., 1])
+
+
+@register_retraction(SE2)
+class SE2Exp(Exp):
+    """``exp`` on SE(2) with fused closed forms: one evaluation of the angle's
+    coefficients serves ``tau``, ``J_r``, ``J_r^{-1}``, ``J_l^{-1}(xi) = J_r^{-1}(-xi)``
+    and ``Ad_{tau^{-1}}``."""
+
+    def tau_with_inverse_jacobians(self, G, xi):
+        w, vx, vy = _parts(xi)
+        A, B, _, _, h, k = _exp_coefficients(w)
+        kw, hw = k * w, 0.5 * w
+        tau = _pose(jnp.cos(w), jnp.sin(w), A * vx - B * vy, B * vx + A * vy)
+        J0 = _m3([[-1.0, 0.0, 0.0], [0.5 * vy - kw * vx, -h, -hw], [-kw * vy - 0.5 * vx, hw, -h]])
+        J1 = _m3([[1.0, 0.0, 0.0], [kw * vx + 0.5 * vy, h, -hw], [kw * vy - 0.5 * vx, hw, h]])
+        return tau, J0, J1
+
+    def tau_with_jacobians(self, G, xi):
+        w, vx, vy = _parts(xi)
+        A, B, C, D, _, _ = _exp_coefficients(w)
+        c, s = jnp.cos(w), jnp.sin(w)
+        tx, ty = A * vx - B * vy, B * vx + A * vy
+        Jxi = _m3([[1.0, 0.0, 0.0], [C * vx - D * vy, A, B], [D * vx + C * vy, -B, A]])
+        return _pose(c, s, tx, ty), _ad_inv(c, s, tx, ty), Jxi
+
+
+@register_retraction(SE2)
+class SE2Cayley(Cayley):
+    """The Cayley map of se(2) in closed form (module docstring); symmetric.
+
+    Its domain is bounded by the rotation only: ``|w| < 2 tan((pi - 0.1)/2)``
+    (the generic Cayley's band), whatever the translation.
+    """
+
+    @staticmethod
+    def _tau(xi):
+        w, vx, vy = _parts(xi)
+        f = 1.0 / (1.0 + 0.25 * w * w)
+        return f, _pose(f * (1.0 - 0.25 * w * w), f * w, f * (vx - 0.5 * w * vy), f * (vy + 0.5 * w * vx))
+
+    def tau(self, G, xi):
+        return self._tau(xi)[1]
+
+    def tau_inv(self, G, g):
+        w = 2.0 * (g[..., 1, 0] - g[..., 0, 1]) / (2.0 + g[..., 0, 0] + g[..., 1, 1])
+        tx, ty = g[..., 0, 2], g[..., 1, 2]
+        return jnp.stack([w, tx + 0.5 * w * ty, ty - 0.5 * w * tx], -1)
+
+    def right_jacobian(self, G, xi):
+        return self._tau_with_right_jacobian(xi)[1]
+
+    def _jac_inv(self, G, xi, sign):
+        w, vx, vy = _parts(sign * jnp.asarray(xi))  # sign -1: J_l^{-1}(xi) = J_r^{-1}(-xi)
+        return _m3([[1.0 + 0.25 * w * w, 0.0, 0.0], [0.5 * vy + 0.25 * w * vx, 1.0, -0.5 * w], [0.25 * w * vy - 0.5 * vx, 0.5 * w, 1.0]])
+
+    def in_domain(self, G, xi):
+        w = jnp.asarray(xi)[..., 0]
+        return w * w < _CAYLEY_MAX_W2
+
+    def _tau_with_right_jacobian(self, xi):
+        w, vx, vy = _parts(xi)
+        f, tau = self._tau(xi)
+        hw = 0.5 * w
+        return tau, _m3([[f, 0.0, 0.0], [-0.5 * f * vy, f, f * hw], [0.5 * f * vx, -f * hw, f]])
+
+    def tau_with_inverse_jacobians(self, G, xi):
+        return self.tau(G, xi), -self._jac_inv(G, xi, -1.0), self._jac_inv(G, xi, 1.0)
+
+    def tau_with_jacobians(self, G, xi):
+        tau, Jr = self._tau_with_right_jacobian(xi)
+        return tau, _ad_inv(tau[..., 0, 0], tau[..., 1, 0], tau[..., 0, 2], tau[..., 1, 2]), Jr
+
+
+@register_retraction(SE2)
+class SO2xR2(GroupRetraction):
+    """``tau(w, v) = (rot w, v)``: SO(2) x R^2 inside SE(2); not symmetric.
+
+    ``tau^{-1}(g) = (atan2(R_10, R_00), t)``, ``J_r = diag(1, rot(-w))``,
+    ``J_l^{-1} = [[1, 0, 0], [-v_y, 1, 0], [v_x, 0, 1]]``; domain ``|w| < pi``.
+    """
+
+    name = "so2xr2"
+    symmetric = False
+
+    def tau(self, G, xi):
+        w, vx, vy = _parts(xi)
+        return _pose(jnp.cos(w), jnp.sin(w), vx, vy)
+
+    def tau_inv(self, G, g):
+        return jnp.stack([jnp.arctan2(g[..., 1, 0], g[..., 0, 0]), g[..., 0, 2], g[..., 1, 2]], -1)
+
+    def right_jacobian(self, G, xi):
+        w = jnp.asarray(xi)[..., 0]
+        c, s = jnp.cos(w), jnp.sin(w)
+        return _m3([[1.0, 0.0, 0.0], [0.0, c, s], [0.0, -s, c]])
+
+    def right_jacobian_inv(self, G, xi):
+        return jnp.swapaxes(self.right_jacobian(G, xi), -1, -2)
+
+    def left_jacobian_inv(self, G, xi):
+        _, vx, vy = _parts(xi)
+        return _m3([[1.0, 0.0, 0.0], [-vy, 1.0, 0.0], [vx, 0.0, 1.0]])
+
+    def in_domain(self, G, xi):
+        return jnp.abs(jnp.asarray(xi)[..., 0]) < np.pi
+
+    def tau_with_jacobians(self, G, xi):
+        w, vx, vy = _parts(xi)
+        c, s = jnp.cos(w), jnp.sin(w)
+        Jxi = _m3([[1.0, 0.0, 0.0], [0.0, c, s], [0.0, -s, c]])
+        return _pose(c, s, vx, vy), _ad_inv(c, s, vx, vy), Jxi

@@ -1,0 +1,172 @@
+"""The discrete Lagrange--Dirac schemes: (+) (52), (-) (53) and symmetric.
+
+Each scheme turns one step ``k -> k+1`` into ``n + m`` equations in the
+unknowns ``xi`` (``q_{k+1} = R_{q_k}(xi)``, the chart centred at ``q_k``) and
+the multipliers ``mu``::
+
+    r1 = p_in + D1 L_d(q_k, q_{k+1}) + f^- - G mu = 0     (n)
+    r2 = c(xi) = 0                                         (m)
+    p_out = D2 L_d(q_k, q_{k+1}) + f^+
+
+=========  ===============================================  ==============  =====
+scheme     discrete constraint ``c(xi)``                    reaction ``G``  order
+=========  ===============================================  ==============  =====
+plus       ``A(q_k) xi``                              (42+)  ``A(q_k)^T``    1
+minus      ``-A(q_{k+1}) R_{q_{k+1}}^{-1}(q_k)``      (42-)  ``-A(q_k)^T``   1
+symmetric  ``A(c) J_xi(xi/2) xi``, ``c = R_{q_k}(xi/2)``      ``A(q_k)^T``    2
+=========  ===============================================  ==============  =====
+
+* **plus** is (52): ``p_k = -D1 L_d + A(q_k)^T mu``, ``p_{k+1} = D2 L_d``.
+* **minus** is (53) as a one-step map: the state carries the pre-momentum
+  ``p~_k = D2 L_d(q_{k-1}, q_k)``; the step finds ``mu_k`` and reports
+  ``p_k = p~_k + A(q_k)^T mu_k``, the momentum of (53d).
+* **symmetric** keeps the reaction of (52) at ``q_k`` and evaluates the
+  discrete constraint on the tangent of the retraction curve at its midpoint
+  (``J_xi(xi/2) xi`` in the frame at ``c``; equal to ``xi`` for ``exp`` on a
+  Lie group and on a vector space): the discrete Lagrange--d'Alembert
+  equations with a symmetric discrete constraint (McLachlan & Perlmutter,
+  J. Nonlinear Sci. 2006), second order and time-reversible for a symmetric
+  rule and retraction.
+
+A scheme is one small class: its discrete constraint, the sign of its
+reaction, and whether it carries the pre-momentum; :func:`register_scheme`
+makes a new one available by name. Without constraints all three reduce to
+the variational integrator of ``L_d``.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from ..manifolds.base import Manifold
+from .rules import QuadratureRule, RuleValue
+from .system import LagrangeDiracSystem
+
+__all__ = ["SCHEMES", "Minus", "Plus", "Scheme", "Symmetric", "get_scheme", "register_scheme"]
+
+
+class Scheme(abc.ABC):
+    """A discrete Lagrange--Dirac scheme (see the module docstring).
+
+    Attributes
+    ----------
+    name : str
+        Registry name.
+    order : int
+        Order with constraints and a symmetric rule and retraction (a lower
+        bound: some systems do better, see ``docs/schemes.md``).
+    symmetric : bool
+        Whether the scheme is time-reversible with a symmetric rule and retraction.
+    reaction_sign : float
+        ``G = reaction_sign * A(q_k)^T`` in ``r1``.
+    carries_pre_momentum : bool
+        Whether the state's momentum is the pre-momentum ``p~_k`` (minus).
+    extra_nodes : tuple of float
+        Nodes of the retraction curve whose geometry :meth:`discrete_constraint` needs.
+    """
+
+    name: ClassVar[str]
+    order: ClassVar[int]
+    symmetric: ClassVar[bool]
+    reaction_sign: ClassVar[float] = 1.0
+    carries_pre_momentum: ClassVar[bool] = False
+    extra_nodes: ClassVar[tuple[float, ...]] = ()
+
+    @abc.abstractmethod
+    def discrete_constraint(
+        self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, ld: RuleValue, params: Any
+    ) -> jax.Array:
+        """``c(xi)``, shape ``(m,)``, at one point."""
+
+    def reaction(self, system: LagrangeDiracSystem, q0: Any, params: Any) -> jax.Array:
+        """``G``, shape ``(n, m)``: ``r1 = ... - G mu``."""
+        return self.reaction_sign * system.constraint_matrix(q0, params).T
+
+    def reported_momentum(self, system: LagrangeDiracSystem, q0: Any, p_in: jax.Array, mu: jax.Array, params: Any) -> jax.Array:
+        """The momentum ``p_k`` at the start of a solved step."""
+        if self.carries_pre_momentum and system.n_constraints:
+            return p_in + system.constraint_matrix(q0, params).T @ mu
+        return p_in
+
+    def order_with(self, rule: QuadratureRule, Q: Manifold, constrained: bool = True) -> int:
+        """Declared order with ``rule`` on ``Q``'s retraction (constrained or not)."""
+        o = rule.order_on(Q)
+        return o if (not constrained or self.symmetric) else min(o, self.order)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+class Plus(Scheme):
+    """(52): ``c(xi) = A(q_k) xi``, reaction ``A(q_k)^T mu``."""
+
+    name = "plus"
+    order = 1
+    symmetric = False
+
+    def discrete_constraint(self, system, q0, xi, ld, params):
+        return system.constraint_matrix(q0, params) @ xi
+
+
+class Minus(Scheme):
+    """(53): ``c(xi) = -A(q_{k+1}) R_{q_{k+1}}^{-1}(q_k)``, carrying ``p~_k``."""
+
+    name = "minus"
+    order = 1
+    symmetric = False
+    reaction_sign = -1.0
+    carries_pre_momentum = True
+
+    def discrete_constraint(self, system, q0, xi, ld, params):
+        return -system.constraint_matrix(ld.q1, params) @ system.Q.inverse_retract(ld.q1, q0)
+
+
+class Symmetric(Scheme):
+    """``c(xi) = A(c) J_xi(xi/2) xi`` at the retraction midpoint ``c = R_{q_k}(xi/2)``."""
+
+    name = "symmetric"
+    order = 2
+    symmetric = True
+    extra_nodes = (0.5,)
+
+    def discrete_constraint(self, system, q0, xi, ld, params):
+        mid = ld.nodes[0.5]
+        return system.constraint_matrix(mid.point, params) @ (mid.Jxi @ xi)
+
+
+SCHEMES: dict[str, type[Scheme]] = {cls.name: cls for cls in (Plus, Minus, Symmetric)}
+
+
+def register_scheme(cls: type[Scheme], *, overwrite: bool = False) -> type[Scheme]:
+    """Make a :class:`Scheme` subclass available by its ``name`` (usable as a decorator)."""
+    if not (isinstance(cls, type) and issubclass(cls, Scheme)):
+        raise TypeError(f"register_scheme: give a Scheme subclass, got {cls!r}")
+    if cls.name in SCHEMES and not overwrite:
+        raise ValueError(f"a scheme named {cls.name!r} exists; pass overwrite=True")
+    SCHEMES[cls.name] = cls
+    return cls
+
+
+def get_scheme(scheme: str | Scheme | type[Scheme]) -> Scheme:
+    """A scheme instance from a name, a class or an instance."""
+    if isinstance(scheme, Scheme):
+        return scheme
+    if isinstance(scheme, type) and issubclass(scheme, Scheme):
+        return scheme()
+    try:
+        return SCHEMES[scheme]()  # type: ignore[index]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown scheme {scheme!r}; valid: " + ", ".join(repr(k) for k in SCHEMES)
+            + " (add one with register_scheme)"
+        ) from None

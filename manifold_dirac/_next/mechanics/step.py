@@ -1,0 +1,182 @@
+"""The step map: ``(system, scheme, rule)`` bound once into a pure function of the state.
+
+:class:`StepMap` reads like (52)/(53): :meth:`StepMap.equations` is the
+residual in the unknowns ``z = (xi, mu)`` (plus the state), and
+:meth:`StepMap.step` solves it with the generic Newton method and advances
+the state. Everything here is for **one** trajectory member; a batch is
+``jax.vmap`` of it, and a failure is a status value, never an exception.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ..manifolds.base import tree_where
+from .newton import SolverOptions, newton
+from .rules import QuadratureRule
+from .schemes import Scheme
+from .status import Status
+from .system import LagrangeDiracSystem
+
+__all__ = ["State", "StepMap", "StepRecord"]
+
+
+class State(NamedTuple):
+    """The state of one member at ``t_k`` (a pytree).
+
+    Attributes
+    ----------
+    q : point
+    p : array, shape=[n]
+        ``p_k``, or for the ``minus`` scheme the pre-momentum ``p~_k``.
+    xi, mu : array, shape=[n], [m]
+        Warm start of the next step (the last step's solution).
+    status : int32 array, shape=[]
+        ``Status.OK`` while healthy; once failed, the member is frozen.
+    fail_step : int32 array, shape=[]
+        The step at which it failed (-1 while healthy).
+    fail_error : array, shape=[]
+        Newton's scaled residual at the failure.
+    """
+
+    q: Any
+    p: jax.Array
+    xi: jax.Array
+    mu: jax.Array
+    status: jax.Array
+    fail_step: jax.Array
+    fail_error: jax.Array
+
+
+class StepRecord(NamedTuple):
+    """What one step computed (for one member).
+
+    Attributes
+    ----------
+    p_start : array, shape=[n]
+        The momentum ``p_k`` of (52)/(53) at the start of the step.
+    xi, mu : array
+        The step's solution (the frozen warm start for a failed member).
+    error : array, shape=[]
+        Newton's scaled residual at the solution.
+    iterations : int32 array, shape=[]
+    constraint_residual : array, shape=[]
+        ``|c(xi)|_inf``, the scheme's discrete constraint at the solution.
+    status : int32 array, shape=[]
+        The member's status after the step.
+    """
+
+    p_start: jax.Array
+    xi: jax.Array
+    mu: jax.Array
+    error: jax.Array
+    iterations: jax.Array
+    constraint_residual: jax.Array
+    status: jax.Array
+
+
+class StepMap:
+    """One step of ``scheme`` with the discrete Lagrangian ``rule`` for ``system``.
+
+    Parameters
+    ----------
+    system : LagrangeDiracSystem
+    scheme : Scheme
+    rule : QuadratureRule
+    options : SolverOptions
+
+    Notes
+    -----
+    The residual (:meth:`equations`), with ``q_{k+1} = R_{q_k}(xi)``::
+
+        r1 = p_in + D1 L_d(q_k, q_{k+1}) + f^- - G(q_k) mu     (52d) / (53c)
+        r2 = c(xi)                                             (52a) / (53a) / symmetric
+        p_out = D2 L_d(q_k, q_{k+1}) + f^+                     (52c) / (53d)
+
+    with ``G`` and ``c`` from the scheme and ``D1, D2, f^-, f^+`` from the rule.
+    """
+
+    def __init__(self, system: LagrangeDiracSystem, scheme: Scheme, rule: QuadratureRule, options: SolverOptions):
+        self.system, self.scheme, self.rule, self.options = system, scheme, rule, options
+        self.n, self.m = system.dim, system.n_constraints
+
+    def _key(self) -> tuple:
+        return (id(self.system), self.scheme, self.rule, self.options)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StepMap) and self._key() == other._key() and self.system is other.system
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    # ------------------------------------------------------------ equations
+    def equations(self, z: jax.Array, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any, u: Any = None):
+        """Residual, per-equation scale and ``(q1, p_out, c(xi))`` at ``z = (xi, mu)``.
+
+        Returns
+        -------
+        r : array, shape=[n + m]
+        scale : array, shape=[n + m]
+        aux : (q1, p_out, constraint)
+        """
+        sysm, n = self.system, self.n
+        xi, mu = z[:n], z[n:]
+        ld = self.rule.evaluate(sysm, q0, xi, h, t0, params, u, self.scheme.extra_nodes)
+        r1 = p_in + ld.D1 + ld.f_minus
+        s1 = jnp.maximum(jnp.max(jnp.abs(p_in)), ld.scale)
+        if self.m:
+            reaction = self.scheme.reaction(sysm, q0, params) @ mu
+            r1 = r1 - reaction
+            s1 = jnp.maximum(s1, jnp.max(jnp.abs(reaction)))
+            c = self.scheme.discrete_constraint(sysm, q0, xi, ld, params)
+        else:
+            c = jnp.zeros(0)
+        r = jnp.concatenate([r1, c])
+        scale = jnp.concatenate([jnp.full(n, s1), jnp.full(self.m, jnp.max(jnp.abs(xi)))])
+        return r, scale, (ld.q1, ld.D2 + ld.f_plus, c)
+
+    # ----------------------------------------------------------------- step
+    def step(self, state: State, k: Any, t: Any, h: Any, params: Any, u: Any = None) -> tuple[State, StepRecord]:
+        """Solve the step ``k -> k+1`` from ``state`` and advance (a failed member stays frozen)."""
+        sysm, n = self.system, self.n
+        active = state.status == Status.OK
+        z0 = jnp.concatenate([state.xi, state.mu])
+        res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options)
+        q1, p_out, c = res.aux
+        xi, mu = res.z[:n], res.z[n:]
+        status = res.status
+        in_domain = sysm.Q.in_domain(xi)
+        status = jnp.where((status == Status.OK) & ~in_domain, Status.DOMAIN, status).astype(jnp.int32)
+        newly_failed = active & (status != Status.OK)
+        status = jnp.where(active, status, state.status)
+        ok = status == Status.OK
+        p_start = self.scheme.reported_momentum(sysm, state.q, state.p, mu, params)
+        new = State(
+            q=tree_where(ok, q1, state.q),
+            p=jnp.where(ok, p_out, state.p),
+            xi=jnp.where(ok, xi, state.xi),
+            mu=jnp.where(ok, mu, state.mu),
+            status=status,
+            fail_step=jnp.where(newly_failed, jnp.asarray(k, jnp.int32), state.fail_step),
+            fail_error=jnp.where(newly_failed, res.error, state.fail_error),
+        )
+        record = StepRecord(
+            p_start=jnp.where(active, p_start, state.p),
+            xi=new.xi,
+            mu=new.mu,
+            error=res.error,
+            iterations=res.iterations,
+            constraint_residual=jnp.max(jnp.abs(c), initial=0.0),
+            status=status,
+        )
+        return new, record
+
+    def initial(self, q0: Any, p0: jax.Array, xi0: jax.Array) -> State:
+        """The state at step 0 for one member."""
+        return State(
+            q=q0, p=p0, xi=xi0, mu=jnp.zeros(self.m), status=jnp.int32(Status.OK),
+            fail_step=jnp.int32(-1), fail_error=jnp.zeros(()),
+        )

@@ -1,0 +1,258 @@
+"""Lagrange--Dirac systems: a manifold, a Lagrangian, constraints and forces.
+
+The continuous equations (19)/(23) of the paper, in frame coordinates::
+
+    qdot = v in Delta_Q(q),   pdot - dL/dq - F in Delta_Q°(q),   p = dL/dv,
+
+with ``Delta_Q(q) = ker A(q)``. The user writes ``L(q, v)`` for **one** point
+with ``jax.numpy``; the partials ``dL/dq`` (along the retraction, ``v`` held
+fixed) and ``dL/dv`` are taken by automatic differentiation
+(``docs/derivatives.md``), exact to round-off. Batches come from ``vmap``,
+never from the user's indexing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..manifolds.base import Manifold
+
+__all__ = ["LagrangeDiracSystem", "as_one_forms", "over_batch"]
+
+_TRACE_HINT = (
+    "Write it with jax.numpy (`import jax.numpy as jnp`; jnp.sin, jnp.sum, x[i] indexing, ...) for ONE "
+    "point: plain numpy, math, float() or Python `if` on values cannot be traced by JAX, which the "
+    "library uses for exact derivatives and compiled steps. Use jnp.where instead of `if`."
+)
+
+
+def as_one_forms(forms: Any, n: int, label: str, rows: str = "m") -> np.ndarray:
+    """A constant matrix of one-forms in frame coordinates, validated.
+
+    Parameters
+    ----------
+    forms : array-like, shape=[rows, n] (a single row may be 1-d)
+    n : int
+        Dimension of the manifold.
+    label, rows : str
+        What the forms are and the name of their count, for messages.
+
+    Raises
+    ------
+    ValueError
+        For a wrong shape or non-finite entries.
+    """
+    A = np.asarray(forms, dtype=float)
+    if A.ndim == 1:
+        A = A[None, :]
+    if A.ndim != 2 or A.shape[1] != n:
+        raise ValueError(f"{label}: constant one-forms are a ({rows}, {n}) matrix in frame coordinates, got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{label}: non-finite entries in the one-forms")
+    return A
+
+
+def over_batch(fn: Callable, n_batch: int) -> Callable:
+    """``fn`` mapped over ``n_batch`` leading axes of every argument (nested ``vmap``)."""
+    for _ in range(n_batch):
+        fn = jax.vmap(fn)
+    return fn
+
+
+def _probe(what: str, fn: Callable, *args: Any) -> Any:
+    """``jax.eval_shape`` of ``fn(*args)`` with an error that says what to change."""
+    try:
+        return jax.eval_shape(fn, *args)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
+            jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError) as exc:
+        raise TypeError(f"{what} cannot be traced by JAX ({type(exc).__name__}). {_TRACE_HINT}") from None
+
+
+class LagrangeDiracSystem:
+    """A (possibly degenerate, constrained, forced) Lagrange--Dirac system.
+
+    Parameters
+    ----------
+    Q : Manifold
+        The configuration manifold.
+    lagrangian : callable ``L(q, v) -> scalar``
+        For one point: ``q`` in the manifold's representation (a tuple on a
+        product), ``v`` frame coordinates ``(dim,)``; written with
+        ``jax.numpy``. With ``params`` given, ``L(q, v, params)``.
+    constraint : array ``(m, dim)`` or callable ``A(q) -> (m, dim)``, optional
+        Constraint one-forms in frame coordinates, ``Delta_Q(q) = ker A(q)``
+        (``A(q, params)`` with ``params``).
+    force : callable ``F(t, q, v) -> (dim,)``, optional
+        External force, a covector in frame coordinates (``F(t, q, v, params)``
+        with ``params``).
+    partials : callable ``(q, v) -> (dL/dq, dL/dv)``, optional
+        Analytic partials in frame coordinates (``dL/dq`` along
+        ``q -> R_q(e eta)`` with ``v`` fixed); by default automatic.
+    name : str, optional
+    params : pytree, optional
+        Parameters passed to every user function as the last argument; they
+        are traced (changing them does not recompile) and differentiable.
+
+    Notes
+    -----
+    ``dL/dq_j`` is the derivative of ``e -> L(q + e T_q(e_j), v)`` at 0 with
+    ``T_q(eta) = Q.ambient_tangent(q, eta)``: the straight line agrees with
+    the retraction curve to first order, so autodiff never passes through
+    ``exp`` or ``log``.
+    """
+
+    def __init__(
+        self,
+        Q: Manifold,
+        lagrangian: Callable[..., Any],
+        constraint: Any = None,
+        force: Callable[..., Any] | None = None,
+        *,
+        partials: Callable[..., Any] | None = None,
+        name: str | None = None,
+        params: Any = None,
+    ):
+        if not isinstance(Q, Manifold):
+            raise TypeError(f"LagrangeDiracSystem: Q must be a Manifold, got {type(Q).__name__}")
+        for label, f in (("lagrangian", lagrangian), ("force", force), ("partials", partials)):
+            if f is not None and not callable(f):
+                raise TypeError(f"LagrangeDiracSystem: {label} must be callable, got {type(f).__name__}")
+        if lagrangian is None:
+            raise TypeError("LagrangeDiracSystem: a lagrangian L(q, v) is required")
+        self.Q = Q
+        self.name = name
+        self.params = params
+        self._user_L = lagrangian
+        self._user_F = force
+        self._user_partials = partials
+        n = Q.dim
+        if constraint is None:
+            self._A_const: np.ndarray | None = np.zeros((0, n))
+            self._A_fun = None
+        elif callable(constraint):
+            self._A_const, self._A_fun = None, constraint
+        else:
+            self._A_const, self._A_fun = as_one_forms(constraint, n, "constraint"), None
+        self._probe_user_functions()
+
+    # ------------------------------------------------------------ user calls
+    def _args(self, params: Any) -> tuple:
+        return () if self.params is None else (params,)
+
+    def lagrangian(self, q: Any, v: jax.Array, params: Any = None) -> jax.Array:
+        """``L(q, v)`` at one point (scalar)."""
+        return jnp.asarray(self._user_L(q, v, *self._args(params)))
+
+    def constraint_matrix(self, q: Any, params: Any = None) -> jax.Array:
+        """``A(q)``, ``(m, dim)``."""
+        if self._A_const is not None:
+            return jnp.asarray(self._A_const)
+        return jnp.asarray(self._A_fun(q, *self._args(params)))  # type: ignore[misc]
+
+    def force(self, t: Any, q: Any, v: jax.Array, params: Any = None) -> jax.Array | None:
+        """``F(t, q, v)``, ``(dim,)``, or None without a force."""
+        if self._user_F is None:
+            return None
+        return jnp.asarray(self._user_F(t, q, v, *self._args(params)))
+
+    @property
+    def has_force(self) -> bool:
+        return self._user_F is not None
+
+    @property
+    def dim(self) -> int:
+        """Dimension ``n`` of the configuration manifold."""
+        return self.Q.dim
+
+    @property
+    def n_constraints(self) -> int:
+        """Number ``m`` of constraint one-forms."""
+        return self._m
+
+    @property
+    def has_constant_constraint(self) -> bool:
+        """Whether ``A`` does not depend on ``q`` in frame coordinates."""
+        return self._A_const is not None
+
+    @property
+    def uses_automatic_partials(self) -> bool:
+        return self._user_partials is None
+
+    # ----------------------------------------------------------- derivatives
+    def partials(self, q: Any, v: jax.Array, params: Any = None) -> tuple[jax.Array, jax.Array]:
+        """Exact ``(dL/dq, dL/dv)`` at one point, each ``(dim,)`` (see the class Notes)."""
+        if self._user_partials is not None:
+            dq, dv = self._user_partials(q, v, *self._args(params))
+            return jnp.asarray(dq), jnp.asarray(dv)
+
+        def ell(eta, w):
+            return self.lagrangian(self.Q.first_order_curve(q, eta), w, params)
+
+        return jax.grad(ell, argnums=(0, 1))(jnp.zeros(self.dim, dtype=jnp.result_type(v)), v)
+
+    def momentum(self, q: Any, v: jax.Array, params: Any = None) -> jax.Array:
+        """``p = dL/dv(q, v)``, ``(dim,)``."""
+        return self.partials(q, v, params)[1]
+
+    def energy(self, q: Any, v: jax.Array, p: jax.Array, params: Any = None) -> jax.Array:
+        """``E = <p, v> - L(q, v)`` at one point (scalar)."""
+        return jnp.dot(p, v) - self.lagrangian(q, v, params)
+
+    # ------------------------------------------------------- eager, batched
+    def evaluate(self, method: str, q: Any, *arrays: Any) -> Any:
+        """Call ``method`` (``"lagrangian"``, ``"energy"``, ``"partials"``, ``"momentum"``,
+        ``"constraint_matrix"``) on points with leading batch axes, eagerly.
+
+        Parameters
+        ----------
+        q : point, shape=[*B, *point_shape]
+        *arrays : arrays with the same leading ``*B``
+        """
+        B = self.Q.batch_shape(q)
+        fn = getattr(self, method)
+        return over_batch(lambda qq, *aa: fn(qq, *aa, self.params), len(B))(q, *(jnp.asarray(a) for a in arrays))
+
+    # ------------------------------------------------------------ validation
+    def _probe_user_functions(self) -> None:
+        """Trace each user function once at an abstract point: shapes, types, traceability."""
+        Q, n = self.Q, self.dim
+        q = Q.default_point()
+        v = jnp.zeros(n)
+        args = self._args(self.params)
+        out = _probe("the Lagrangian", lambda qq, vv, *a: self._user_L(qq, vv, *a), q, v, *args)
+        if not hasattr(out, "shape") or out.shape != ():
+            raise ValueError(
+                "the Lagrangian must return a scalar for one point (q, v), got "
+                + (f"shape {out.shape}" if hasattr(out, "shape") else type(out).__name__)
+                + "; write L for a single point and let the library batch it"
+            )
+        if not jnp.issubdtype(out.dtype, jnp.floating):
+            raise TypeError(f"the Lagrangian must return a real float, got dtype {out.dtype}")
+        if self._A_fun is not None:
+            A = _probe("the constraint A(q)", lambda qq, *a: self._A_fun(qq, *a), q, *args)
+            if not hasattr(A, "shape") or len(A.shape) != 2 or A.shape[1] != n:
+                got = A.shape if hasattr(A, "shape") else type(A).__name__
+                raise ValueError(f"the constraint A(q) must return an (m, {n}) array of one-forms for one point, got {got}")
+            self._m = int(A.shape[0])
+        else:
+            self._m = int(self._A_const.shape[0])  # type: ignore[union-attr]
+        if self._user_F is not None:
+            F = _probe("the force F(t, q, v)", lambda t, qq, vv, *a: self._user_F(t, qq, vv, *a), 0.0, q, v, *args)
+            if not hasattr(F, "shape") or F.shape != (n,):
+                got = F.shape if hasattr(F, "shape") else type(F).__name__
+                raise ValueError(f"the force F(t, q, v) must return a covector of shape ({n},), got {got}")
+            if not jnp.issubdtype(F.dtype, jnp.floating):
+                raise TypeError(f"the force F(t, q, v) must return real floats, got dtype {F.dtype}")
+        if self._user_partials is not None:
+            P = _probe("the analytic partials", lambda qq, vv, *a: self._user_partials(qq, vv, *a), q, v, *args)
+            ok = isinstance(P, (tuple, list)) and len(P) == 2 and all(getattr(x, "shape", None) == (n,) for x in P)
+            if not ok:
+                raise ValueError(f"partials(q, v) must return a pair (dL/dq, dL/dv) of arrays of shape ({n},)")
+
+    def __repr__(self) -> str:
+        return f"LagrangeDiracSystem({self.name or 'unnamed'}, Q={self.Q!r}, constraints={self._m})"
