@@ -132,6 +132,12 @@ def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_
 
 
 def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
+    """The compiled chunk: ``CHUNK`` slots, each one stored point and ``stride`` steps.
+
+    The step map appears once in the program (the slot's sub-steps are a
+    ``scan`` whose first iteration also records the point), which keeps
+    compile time to one step's worth.
+    """
     member_step = sm.step
     member_point = _member_point
     if batched:
@@ -139,48 +145,45 @@ def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
         member_point = jax.vmap(_member_point, in_axes=(None, 0, 0, 0, None, 0, None, None, None, None))
 
     def chunk(members, q_prev, have_prev, v_init, k0, slot0, n_slots, n_total, t0, h, params, controls):
-        def advance(carry):
-            st, qp, k = carry
-            t = t0 + k * h
-            u = None if controls is None else controls[jnp.clip(k, 0, controls.shape[0] - 1)]
-            st2, _ = member_step(st, k, t, h, params, u)
-            return st2, st.q, k + 1
+        def control(k):
+            return None if controls is None else controls[..., jnp.clip(k, 0, controls.shape[-2] - 1), :]
 
         def slot(carry, j):
             st, qp, hp, k = carry
             live = slot0 + j < n_slots
+            k_end = jnp.where(live, jnp.minimum(k + stride, n_total), k)
 
-            def record(carry):
-                st, qp, hp, k = carry
-                t = t0 + k * h
-                closing = k >= n_total
-                u = None if controls is None else controls[jnp.clip(k, 0, controls.shape[0] - 1)]
-                new, rec = member_step(st, k, t, h, params, u)
-                pt = member_point(sm, st, rec, qp, hp, v_init, k == 0, closing, h, params)
-                st_next = jax.lax.cond(closing, lambda: st, lambda: new)
-                qp_next = jax.lax.cond(closing, lambda: qp, lambda: st.q)
-                k_next = jnp.where(closing, k, k + 1)
-                k_end = jnp.minimum(k + stride, n_total)
+            def sub(c, i):
+                st, qp, kk, out = c
+                first = (i == 0) & live
+                solve = first | (kk < k_end)
 
-                def inner(c, _):
-                    return jax.lax.cond(c[2] < k_end, advance, lambda c: c, c), None
+                def do(c):
+                    st, qp, kk, out = c
+                    new, rec = member_step(st, kk, t0 + kk * h, h, params, control(kk))
+                    advance = kk < k_end
+                    out = jax.lax.cond(
+                        first,
+                        lambda: (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h, params), rec),
+                        lambda: out,
+                    )
+                    st2 = jax.lax.cond(advance, lambda: new, lambda: st)
+                    qp2 = jax.lax.cond(advance, lambda: st.q, lambda: qp)
+                    return st2, qp2, kk + advance.astype(kk.dtype), out
 
-                (st_next, qp_next, k_next), _ = jax.lax.scan(inner, (st_next, qp_next, k_next), None, length=stride - 1)
-                out = (t, pt, rec, ~closing)
-                return (st_next, qp_next, jnp.bool_(True), k_next), out
+                return jax.lax.cond(solve, do, lambda c: c, c), None
 
-            def skip(carry):
-                st, qp, hp, k = carry
-                dummy_rec = StepRecord(st.p, st.xi, st.mu, jnp.zeros_like(st.fail_error), jnp.zeros_like(st.status),
-                                       jnp.zeros_like(st.fail_error), st.status)
-                pt = Point(st.q, st.p, jnp.full_like(st.p, jnp.nan), jnp.full_like(st.fail_error, jnp.nan), st.status)
-                return carry, (t0 + k * h, pt, dummy_rec, jnp.bool_(False))
-
-            return jax.lax.cond(live, record, skip, carry)
+            empty = (
+                Point(st.q, st.p, jnp.full_like(st.p, jnp.nan), jnp.full_like(st.fail_error, jnp.nan), st.status),
+                StepRecord(st.p, st.xi, st.mu, jnp.zeros_like(st.fail_error), jnp.zeros_like(st.status),
+                           jnp.zeros_like(st.fail_error), st.status),
+            )
+            (st, qp2, k2, (pt, rec)), _ = jax.lax.scan(sub, (st, qp, k, empty), jnp.arange(stride))
+            hp2 = hp | (k2 > k)
+            return (st, qp2, hp2, k2), (t0 + k * h, pt, rec, live & (k < n_total), live)
 
         carry0 = (members, q_prev, have_prev, k0)
-        (members, q_prev, have_prev, k), out = jax.lax.scan(slot, carry0, jnp.arange(CHUNK))
-        return (members, q_prev, have_prev, k), out
+        return jax.lax.scan(slot, carry0, jnp.arange(CHUNK))
 
     return jax.jit(chunk)
 

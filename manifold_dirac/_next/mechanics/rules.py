@@ -83,6 +83,10 @@ class RuleValue(NamedTuple):
         Discrete forces (Lagrange--d'Alembert--Pontryagin, (24)).
     scale : array, shape=[]
         Size of the terms summed into ``D1`` (for relative tolerances).
+    finite : bool array, shape=[]
+        Whether every value of ``L`` at the nodes is finite (the step
+        equations use only derivatives, which can be finite where ``L`` is not:
+        ``d/dx log(x) = 1/x`` at ``x < 0``; such a step is a failure).
     nodes : dict of float to NodeGeometry
         The rule's nodes and any the scheme asked for.
     """
@@ -95,6 +99,7 @@ class RuleValue(NamedTuple):
     f_minus: jax.Array
     f_plus: jax.Array
     scale: jax.Array
+    finite: jax.Array
     nodes: dict
 
 
@@ -176,9 +181,11 @@ class QuadratureRule:
             tuple(s for s, _ in self.nodes) + tuple(extra_nodes))}
         D1 = D2 = fm = fp = jnp.zeros(Q.dim)
         scale = jnp.zeros(())
+        finite = jnp.bool_(True)
         for s, w in self.nodes:
             g = nodes[s]
-            dq, dv = system.partials(g.point, v, params)
+            val, dq, dv = system.value_and_partials(g.point, v, params)
+            finite = finite & jnp.isfinite(val)
             hdq = h * dq
             D1 = D1 + w * (hdq @ g.P0 + dv @ J0)
             D2 = D2 + w * (hdq @ g.P1 + dv @ J1)
@@ -190,7 +197,7 @@ class QuadratureRule:
                 fm = fm + (w * h) * (F @ g.P0)
                 fp = fp + (w * h) * (F @ g.P1)
                 scale = jnp.maximum(scale, h * jnp.max(jnp.abs(F)))
-        return RuleValue(q1, J0, J1, D1, D2, fm, fp, scale, nodes)
+        return RuleValue(q1, J0, J1, D1, D2, fm, fp, scale, finite, nodes)
 
 
 RECTANGLE_PLUS = QuadratureRule("rectangle+", ((0.0, 1.0),), order=1, symmetric=False)

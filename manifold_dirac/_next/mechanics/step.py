@@ -125,7 +125,7 @@ class StepMap:
         sysm, n = self.system, self.n
         xi, mu = z[:n], z[n:]
         ld = self.rule.evaluate(sysm, q0, xi, h, t0, params, u, self.scheme.extra_nodes)
-        r1 = p_in + ld.D1 + ld.f_minus
+        r1 = p_in + ld.D1 + ld.f_minus + jnp.where(ld.finite, 0.0, jnp.nan)  # a NaN/inf L fails the step
         s1 = jnp.maximum(jnp.max(jnp.abs(p_in)), ld.scale)
         if self.m:
             reaction = self.scheme.reaction(sysm, q0, params) @ mu

@@ -195,6 +195,17 @@ class LagrangeDiracSystem:
 
         return jax.grad(ell, argnums=(0, 1))(jnp.zeros(self.dim, dtype=jnp.result_type(v)), v)
 
+    def value_and_partials(self, q: Any, v: jax.Array, params: Any = None) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """``(L, dL/dq, dL/dv)`` at one point: the value comes free with reverse-mode autodiff."""
+        if self._user_partials is not None:
+            return (self.lagrangian(q, v, params), *self.partials(q, v, params))
+
+        def ell(eta, w):
+            return self.lagrangian(self.Q.first_order_curve(q, eta), w, params)
+
+        val, (dq, dv) = jax.value_and_grad(ell, argnums=(0, 1))(jnp.zeros(self.dim, dtype=jnp.result_type(v)), v)
+        return val, dq, dv
+
     def momentum(self, q: Any, v: jax.Array, params: Any = None) -> jax.Array:
         """``p = dL/dv(q, v)``, ``(dim,)``."""
         return self.partials(q, v, params)[1]
