@@ -13,6 +13,7 @@ __all__ = [
     "ConvergenceError",
     "IllPosedStepError",
     "NonFiniteError",
+    "RunInterrupted",
     "StepDomainError",
     "StepError",
     "DegenerateLagrangianWarning",
@@ -86,3 +87,13 @@ class StepDomainError(StepError):
     (``|xi| >= pi`` for ``exp`` on SO(3) or SE(2); near a rotation by pi for
     Cayley): the step is too large for the motion, and the recorded velocity
     would be aliased."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run was interrupted (Ctrl-C): ``.trajectory`` holds every point computed
+    before the interruption, with status ``INTERRUPTED`` for members that were
+    still running."""
+
+    def __init__(self, message: str, trajectory: Any = None) -> None:
+        super().__init__(message)
+        self.trajectory = trajectory

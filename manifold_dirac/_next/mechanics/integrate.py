@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...errors import DegenerateLagrangianWarning, StepError
+from ...errors import DegenerateLagrangianWarning, RunInterrupted, StepError
 from ..manifolds.base import tree_where
 from .newton import SolverOptions
 from .rules import QuadratureRule, get_rule
@@ -298,10 +298,38 @@ class Integrator:
             xi0 = np.zeros((*B, n))
             v_init = None
         assert pp is not None
+        if not self.rule.degenerate_safe:
+            self._warn_if_degenerate(q0, vv if vv is not None else np.zeros((*B, n)))
         nb = len(B)
         members = over_batch(self.stepmap.initial, nb)(q0, jnp.asarray(pp), jnp.asarray(xi0))
         return RunState(k=0, t0=t0, members=_flatten_batch(members, nb), batch_shape=B,
                         q_prev=None, v_init=None if v_init is None else _flatten_batch(jnp.asarray(v_init), nb))
+
+    def _warn_if_degenerate(self, q0: Any, v0: np.ndarray) -> None:
+        """Warn when ``d^2L/dv^2`` is singular on ``ker A(q0)`` and the rule is not degenerate-safe."""
+        sysm = self.system
+        hess = lambda q, v: jax.jacfwd(lambda w: sysm.momentum(q, w, sysm.params))(v)  # noqa: E731
+        H = np.asarray(over_batch(hess, len(Q_batch := sysm.Q.batch_shape(q0)))(q0, jnp.asarray(v0)))
+        H = H.reshape(-1, *H.shape[-2:])
+        if sysm.n_constraints:
+            A = np.asarray(sysm.evaluate("constraint_matrix", q0)).reshape(-1, sysm.n_constraints, sysm.dim)
+            A = np.broadcast_to(A, (H.shape[0], *A.shape[1:]))
+            _, _, vt = np.linalg.svd(A)
+            N = np.swapaxes(vt[..., sysm.n_constraints:, :], -1, -2)
+            H = np.swapaxes(N, -1, -2) @ H @ N
+        del Q_batch
+        if H.shape[-1] == 0:
+            return
+        sv = np.linalg.svd(H, compute_uv=False)
+        if np.any(sv[..., -1] <= 1e-8 * np.maximum(sv[..., 0], 1e-300)):
+            warnings.warn(
+                f"the Lagrangian of {sysm.name or 'this system'} is degenerate on the constraint distribution "
+                f"(d2L/dv2 is singular there: linear in some velocities) and the discrete Lagrangian "
+                f"{self.rule.name!r} is not known to be stable for such systems (rectangle rules: singular "
+                "steps; trapezoid: parasitic modes). Use discrete_lagrangian='midpoint'.",
+                DegenerateLagrangianWarning,
+                stacklevel=3,
+            )
 
     # ---------------------------------------------------------------- step
     def step(self, state: RunState, u: Any = None) -> tuple[RunState, StepRecord]:
@@ -338,7 +366,7 @@ class Integrator:
 
     # ----------------------------------------------------------------- run
     def run(self, state: RunState, n_steps: int, *, stride: int = 1, controls: Any = None,
-            progress: bool = False) -> Trajectory:
+            progress: bool = False, callback: Callable[[RunState], Any] | None = None) -> Trajectory:
         """Take ``n_steps`` steps from ``state`` and record every ``stride``-th point (and the last).
 
         Parameters
@@ -351,6 +379,11 @@ class Integrator:
             Control covectors added to the force, one per step (zero-order hold).
         progress : bool
             Show a progress bar (tqdm) if the run takes more than a second.
+        callback : callable ``(state) -> bool | None``, optional
+            Called on the host after every compiled chunk (``CHUNK * stride``
+            steps) with the current :class:`RunState`; returning ``False``
+            stops the run there. (A per-step Python callback would defeat the
+            compiled loop: step by step, use :meth:`step`.)
 
         Returns
         -------
@@ -360,6 +393,8 @@ class Integrator:
         ------
         StepError
             With ``.trajectory`` holding the points computed so far.
+        RunInterrupted
+            On Ctrl-C, with ``.trajectory`` holding the points computed so far.
         """
         n_steps = _count(n_steps, "n_steps", minimum=0)
         stride = _count(stride, "stride", minimum=1)
@@ -409,6 +444,10 @@ class Integrator:
                 st = np.asarray(members.status)
                 if np.all(st != Status.OK) or (np.any(st != Status.OK) and self._raises(B)):
                     break
+                if callback is not None and slot0 < n_slots:
+                    if callback(RunState(k, state.t0, members, B, q_prev, None)) is False:
+                        n_slots = min(n_slots, slot0)
+                        break
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -417,9 +456,9 @@ class Integrator:
         final = RunState(k, state.t0, members, B, q_prev, None)
         tr = self._assemble(chunks, n_slots, final, stride, time.perf_counter() - start, interrupted)
         if interrupted:
-            raise KeyboardInterrupt(
-                "integration interrupted; the trajectory computed so far is attached as .trajectory"
-            ) from _attach(tr)
+            raise RunInterrupted(
+                f"integration interrupted at step {k} (t = {state.t0 + k * h:g}); the {tr.n_points} points "
+                "computed so far are in .trajectory", tr)
         self._raise_if_failed(final, Trajectory_partial=tr, prev=None)
         return tr
 
@@ -434,16 +473,26 @@ class Integrator:
         if np.all(st == Status.OK):
             return
         i = int(np.argmax(st != Status.OK))
-        code = Status(int(st[i]))
+        code, msg = self._diagnosed(state, i)
+        fs = int(np.atleast_1d(np.asarray(state.members.fail_step))[i])
+        err = float(np.atleast_1d(np.asarray(state.members.fail_error))[i])
+        exc_type = code.exception or StepError
+        raise exc_type(msg, step=fs, time=state.t0 + fs * self.h, residual=err, trajectory=Trajectory_partial)
+
+    def _message(self, state: RunState, i: int) -> str:
+        return self._diagnosed(state, i)[1]
+
+    def _diagnosed(self, state: RunState, i: int) -> tuple[Status, str]:
+        """The refined status of failed member ``i`` (flat index) and its full message."""
+        code = Status(int(np.atleast_1d(np.asarray(state.members.status))[i]))
+        if code == Status.INTERRUPTED:
+            return code, code.summary
         fs = int(np.atleast_1d(np.asarray(state.members.fail_step))[i])
         err = float(np.atleast_1d(np.asarray(state.members.fail_error))[i])
         member = tuple(int(x) for x in np.unravel_index(i, state.batch_shape)) if state.batch_shape else None
-        detail = self._diagnose(state, i, code, fs)
-        code, detail = detail
-        msg = code.describe(step=fs, time=state.t0 + fs * self.h, member=member, h=self.h, residual=err,
-                            max_iter=self.solver.max_iter, detail=detail)
-        exc_type = code.exception or StepError
-        raise exc_type(msg, step=fs, time=state.t0 + fs * self.h, residual=err, trajectory=Trajectory_partial)
+        code, detail = self._diagnose(state, i, code, fs)
+        return code, code.describe(step=fs, time=state.t0 + fs * self.h, member=member, h=self.h, residual=err,
+                                   max_iter=self.solver.max_iter, detail=detail)
 
     def _diagnose(self, state: RunState, i: int, code: Status, k: int) -> tuple[Status, str]:
         """Refine a failure eagerly at the frozen state of member ``i`` (outside compiled code)."""
@@ -505,20 +554,15 @@ class Integrator:
             "names": getattr(sysm, "subsystem_slices", None), "interrupted": interrupted,
         }
         status = np.asarray(final.members.status).reshape(B) if nb else np.asarray(final.members.status)
+        messages = tuple(self._message(final, i) for i in np.flatnonzero(np.atleast_1d(status).ravel() != Status.OK))
         if interrupted:
             status = np.where(status == Status.OK, int(Status.INTERRUPTED), status)
         return Trajectory(
             t=t[keep], q=q, p=unflat(pts.p[keep]), v=unflat(pts.v[keep]), energy=unflat(pts.energy[keep]),
             xi=unflat(recs.xi[steps]), mu=unflat(recs.mu[steps]),
             constraint_residual=unflat(recs.constraint_residual[steps]), residual=unflat(recs.error[steps]),
-            iterations=unflat(recs.iterations[steps]), status=status, messages=(), meta=meta,
+            iterations=unflat(recs.iterations[steps]), status=status, messages=messages, meta=meta,
         )
-
-
-def _attach(tr: Trajectory) -> BaseException:
-    exc = RuntimeError("partial trajectory")
-    exc.trajectory = tr  # type: ignore[attr-defined]
-    return exc
 
 
 # ------------------------------------------------------------- validation
@@ -594,6 +638,7 @@ def integrate(
     stride: int = 1,
     controls: Any = None,
     progress: bool = False,
+    callback: Callable[[RunState], Any] | None = None,
     on_failure: str | None = None,
     solver: SolverOptions | None = None,
 ) -> Trajectory:
@@ -618,7 +663,8 @@ def integrate(
         Store every ``stride``-th point (and the last).
     controls : array-like, shape=[n_steps, *B, n], optional
         Control covectors added to the force, one per step.
-    progress : bool
+    progress, callback
+        See :meth:`Integrator.run`.
     on_failure : {"raise", "mark"}, optional
     solver : SolverOptions, optional
 
@@ -635,7 +681,7 @@ def integrate(
     state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0)
     if v0 is None and not integ.scheme.carries_pre_momentum:
         state.v_init = legendre_inverse(system, state)
-    return integ.run(state, n_steps, stride=stride, controls=controls, progress=progress)
+    return integ.run(state, n_steps, stride=stride, controls=controls, progress=progress, callback=callback)
 
 
 def legendre_inverse(system: LagrangeDiracSystem, state: RunState, max_iter: int = 30) -> jax.Array | None:

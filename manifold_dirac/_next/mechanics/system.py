@@ -214,6 +214,28 @@ class LagrangeDiracSystem:
         """``E = <p, v> - L(q, v)`` at one point (scalar)."""
         return jnp.dot(p, v) - self.lagrangian(q, v, params)
 
+    def check_partials(self, q: Any, v: Any, rtol: float = 1e-6) -> float:
+        """Compare :meth:`partials` with central finite differences at one point (eager).
+
+        Returns the largest relative deviation; raises ``ValueError`` above
+        ``rtol`` (wrong analytic partials, or a Lagrangian that is not smooth here).
+        """
+        Q, n = self.Q, self.dim
+        v = jnp.asarray(v, dtype=float)
+        dq, dv = (np.asarray(a) for a in self.partials(q, v, self.params))
+        eps = 1e-6
+        L = lambda qq, vv: float(self.lagrangian(qq, vv, self.params))  # noqa: E731
+        fd_q = np.array([(L(Q.retract(q, eps * e), v) - L(Q.retract(q, -eps * e), v)) / (2 * eps) for e in np.eye(n)])
+        fd_v = np.array([(L(q, v + eps * e) - L(q, v - eps * e)) / (2 * eps) for e in np.eye(n)])
+        scale = 1.0 + max(np.abs(fd_q).max(initial=0), np.abs(fd_v).max(initial=0))
+        err = max(np.abs(fd_q - dq).max(initial=0), np.abs(fd_v - dv).max(initial=0)) / scale
+        if not err <= rtol:
+            raise ValueError(
+                f"partials of {self.name or 'the Lagrangian'} disagree with finite differences (relative "
+                f"{err:.2e} > {rtol:.0e}): check the analytic partials (dL/dq is along q -> R_q(e eta) with v fixed)"
+            )
+        return float(err)
+
     # ------------------------------------------------------- eager, batched
     def evaluate(self, method: str, q: Any, *arrays: Any) -> Any:
         """Call ``method`` (``"lagrangian"``, ``"energy"``, ``"partials"``, ``"momentum"``,
