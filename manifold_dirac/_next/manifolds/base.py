@@ -35,7 +35,7 @@ import numpy as np
 from ...errors import RetractionDomainError
 
 __all__ = [
-    "Manifold", "Point", "Retraction", "RetractionDomainError", "register_retraction", "resolve_retraction",
+    "Chart", "Manifold", "Point", "Retraction", "RetractionDomainError", "register_retraction", "resolve_retraction",
     "tree_where",
 ]
 
@@ -127,6 +127,27 @@ def resolve_retraction(M: type[Manifold], retraction: Any) -> Retraction:
         + M.__name__
         + ") (docs/adding-a-manifold.md)."
     )
+
+
+class Chart:
+    """Local coordinates centred at ``q``: ``phi_q = R_q^{-1}``, ``phi_q^{-1} = R_q``.
+
+    Parameters
+    ----------
+    manifold : Manifold
+    center : point
+    """
+
+    def __init__(self, manifold: "Manifold", center: Any):
+        self.manifold, self.center = manifold, center
+
+    def to_local(self, q1: Any) -> jax.Array:
+        """Coordinates ``R_q^{-1}(q1)``, ``(*batch, dim)``."""
+        return self.manifold.inverse_retract(self.center, q1)
+
+    def from_local(self, xi: Any) -> Any:
+        """The point ``R_q(xi)``."""
+        return self.manifold.retract(self.center, jnp.asarray(xi))
 
 
 class Manifold(abc.ABC):
@@ -268,6 +289,10 @@ class Manifold(abc.ABC):
                 f"{self.retraction.name!r} at q0 (batch index {idx})"
             )
         return xi
+
+    def chart(self, q: Point) -> Chart:
+        """The chart centred at ``q``."""
+        return Chart(self, q)
 
     def batch_shape(self, q: Point) -> tuple[int, ...]:
         """The leading batch shape of a point."""

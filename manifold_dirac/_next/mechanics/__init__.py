@@ -1,0 +1,26 @@
+"""The mechanics: systems, discrete Lagrangians, schemes, the step map, Newton, runs, results.
+
+* :mod:`.system` -- :class:`LagrangeDiracSystem`, exact partials by autodiff;
+* :mod:`.rules` -- discrete Lagrangians: quadrature rules along the retraction;
+* :mod:`.schemes` -- the (+) (52), (-) (53) and symmetric schemes, one class each;
+* :mod:`.step` -- :class:`StepMap`: ``(system, scheme, rule)`` bound into one step;
+* :mod:`.newton` -- the generic compiled Newton solve;
+* :mod:`.integrate` -- :class:`Integrator` and :func:`integrate` (compiled chunks of ``lax.scan``);
+* :mod:`.trajectory` -- the :class:`Trajectory` result;
+* :mod:`.status` -- :class:`Status`, failures as values.
+"""
+
+from .integrate import Integrator, RunState, integrate
+from .newton import SolverOptions
+from .rules import RULES, QuadratureRule, get_rule, register_rule
+from .schemes import SCHEMES, Minus, Plus, Scheme, Symmetric, get_scheme, register_scheme
+from .status import Status
+from .step import State, StepMap, StepRecord
+from .system import LagrangeDiracSystem
+from .trajectory import Trajectory
+
+__all__ = [
+    "RULES", "SCHEMES", "Integrator", "LagrangeDiracSystem", "Minus", "Plus", "QuadratureRule", "RunState",
+    "Scheme", "SolverOptions", "State", "Status", "StepMap", "StepRecord", "Symmetric", "Trajectory",
+    "get_rule", "get_scheme", "integrate", "register_rule", "register_scheme",
+]
