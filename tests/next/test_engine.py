@@ -5,6 +5,8 @@ objects (the compile cache lives with the system), and runs use a few fixed
 batch shapes.
 """
 
+import importlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -152,7 +154,8 @@ def test_results_are_float64_numpy_arrays():
 # -------------------------------------------------- compile once, trace h
 def test_changing_h_initial_data_and_step_count_does_not_recompile():
     integrate(TOP, Q0, v0=V0, h=0.01, n_steps=10)
-    fn = next(f for k, f in manifold_dirac._next.mechanics.integrate._COMPILED[TOP].items() if k[-1][0] == "chunk")
+    engine = importlib.import_module("manifold_dirac._next.mechanics.integrate")
+    fn = next(f for k, f in engine._COMPILED[TOP].items() if k[-1][0] == "chunk")
     before = fn._cache_size()
     integrate(TOP, SO3().exp(jnp.array([0.0, 0.2, 0.1])), v0=2 * V0, h=0.003, n_steps=1000)
     integrate(TOP, Q0, p0=INERTIA * V0, h=0.02, n_steps=3)
@@ -172,13 +175,15 @@ def test_stride_stores_every_kth_point_and_the_last():
 
 # -------------------------------------------------------------- batches
 def test_batch_members_equal_single_runs():
+    """Same equations per member; XLA vectorizes the batched program differently (SIMD, fused
+    multiply-adds), so members agree with single runs to the last bit or two, not bit for bit."""
     q0 = jnp.stack([Q0, SO3().exp(jnp.array([0.1, 0.0, 0.2]))])
     v0 = np.stack([V0, 0.5 * V0])
     tb = integrate(TOP, q0, v0=v0, h=0.01, n_steps=50)
     for i in range(2):
         ts = integrate(TOP, q0[i], v0=v0[i], h=0.01, n_steps=50)
-        np.testing.assert_array_equal(tb.q[:, i], ts.q)
-        np.testing.assert_array_equal(tb.energy[:, i], ts.energy)
+        np.testing.assert_allclose(tb.q[:, i], ts.q, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(tb.energy[:, i], ts.energy, rtol=1e-14)
 
 
 def test_a_failing_member_is_marked_and_the_others_go_on():

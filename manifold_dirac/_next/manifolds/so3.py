@@ -240,7 +240,10 @@ class SO3(MatrixLieGroup):
             ],
             -2,
         )
-        qk = jnp.take_along_axis(cand, k[..., None, None], axis=-2)[..., 0, :]
+        # select the pivot's row with where (a gather is slow on XLA CPU inside loops)
+        qk = cand[..., 3, :]
+        for i in (2, 1, 0):
+            qk = jnp.where((k == i)[..., None], cand[..., i, :], qk)
         qk = qk / jnp.linalg.norm(qk, axis=-1, keepdims=True)
         return jnp.where(qk[..., 3:] < 0, -qk, qk)
 

@@ -131,61 +131,93 @@ def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_
     return Point(state.q, rec.p_start, v, energy, status)
 
 
+def _pack(tree: Any, spec: list, batched: bool) -> jax.Array:
+    """All leaves of ``tree`` raveled into one float64 vector per member (``(B, F)`` if batched).
+
+    One output array per stored point instead of one per field: on a CPU,
+    each separate output of a ``scan`` costs a dynamic update per iteration.
+    ``spec`` receives ``(treedef, [(shape, dtype), ...])`` at trace time.
+    """
+    leaves, treedef = jax.tree.flatten(tree)
+    lead = 1 if batched else 0
+    if not spec:
+        spec.append((treedef, [(tuple(x.shape[lead:]), x.dtype) for x in leaves]))
+    if batched:
+        return jnp.concatenate([jnp.reshape(x, (x.shape[0], -1)).astype(jnp.float64) for x in leaves], axis=-1)
+    return jnp.concatenate([jnp.ravel(x).astype(jnp.float64) for x in leaves])
+
+
+def _unpack(flat: np.ndarray, spec: tuple) -> Any:
+    """Inverse of :func:`_pack` on host arrays ``(..., F)``."""
+    treedef, shapes = spec
+    out, i = [], 0
+    for shape, dtype in shapes:
+        size = int(np.prod(shape))
+        out.append(flat[..., i:i + size].reshape(*flat.shape[:-1], *shape).astype(dtype))
+        i += size
+    return jax.tree.unflatten(treedef, out)
+
+
 def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
     """The compiled chunk: ``CHUNK`` slots, each one stored point and ``stride`` steps.
 
-    The step map appears once in the program (the slot's sub-steps are a
-    ``scan`` whose first iteration also records the point), which keeps
-    compile time to one step's worth.
+    Inside a slot the ``stride`` steps are a ``scan`` whose first iteration
+    also records the point, so the step map appears once in the program
+    (compile time of one step). Control flow around the step is kept to one
+    ``lax.cond`` per slot (skipping slots past the end): selects, not
+    branches, inside, because each level of branching around the step costs
+    buffer traffic on a CPU. Steps past the end inside the last live slot
+    (at most ``stride - 1``) are computed and discarded.
     """
     member_step = sm.step
     member_point = _member_point
     if batched:
         member_step = jax.vmap(sm.step, in_axes=(0, None, None, None, None, 0))
         member_point = jax.vmap(_member_point, in_axes=(None, 0, 0, 0, None, 0, None, None, None, None))
+    spec: list = []
 
     def chunk(members, q_prev, have_prev, v_init, k0, slot0, n_slots, n_total, t0, h, params, controls):
         def control(k):
             return None if controls is None else controls[..., jnp.clip(k, 0, controls.shape[-2] - 1), :]
 
-        def slot(carry, j):
-            st, qp, hp, k = carry
-            live = slot0 + j < n_slots
-            k_end = jnp.where(live, jnp.minimum(k + stride, n_total), k)
-
-            def sub(c, i):
-                st, qp, kk, out = c
-                first = (i == 0) & live
-                solve = first | (kk < k_end)
-
-                def do(c):
-                    st, qp, kk, out = c
-                    new, rec = member_step(st, kk, t0 + kk * h, h, params, control(kk))
-                    advance = kk < k_end
-                    out = jax.lax.cond(
-                        first,
-                        lambda: (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h, params), rec),
-                        lambda: out,
-                    )
-                    st2 = jax.lax.cond(advance, lambda: new, lambda: st)
-                    qp2 = jax.lax.cond(advance, lambda: st.q, lambda: qp)
-                    return st2, qp2, kk + advance.astype(kk.dtype), out
-
-                return jax.lax.cond(solve, do, lambda c: c, c), None
-
-            empty = (
+        def empty(st):
+            return (
                 Point(st.q, st.p, jnp.full_like(st.p, jnp.nan), jnp.full_like(st.fail_error, jnp.nan), st.status),
                 StepRecord(st.p, st.xi, st.mu, jnp.zeros_like(st.fail_error), jnp.zeros_like(st.status),
                            jnp.zeros_like(st.fail_error), st.status),
             )
-            (st, qp2, k2, (pt, rec)), _ = jax.lax.scan(sub, (st, qp, k, empty), jnp.arange(stride))
-            hp2 = hp | (k2 > k)
-            return (st, qp2, hp2, k2), (t0 + k * h, pt, rec, live & (k < n_total), live)
 
-        carry0 = (members, q_prev, have_prev, k0)
-        return jax.lax.scan(slot, carry0, jnp.arange(CHUNK))
+        def run_slot(carry):
+            st, qp, hp, k = carry
+            k_end = jnp.minimum(k + stride, n_total)
 
-    return jax.jit(chunk)
+            def sub(c, i):
+                st, qp, kk, out = c
+                new, rec = member_step(st, kk, t0 + kk * h, h, params, control(kk))
+                advance = kk < k_end
+                if stride == 1:
+                    out = (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h, params), rec)
+                else:
+                    out = tree_where(i == 0, (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h,
+                                                           params), rec), out)
+                return (tree_where(advance, new, st), tree_where(advance, st.q, qp), kk + advance, out), None
+
+            (st2, qp2, k2, (pt, rec)), _ = jax.lax.scan(sub, (st, qp, k, empty(st)), jnp.arange(stride))
+            slot_info = jnp.stack([t0 + k * h, (k < n_total).astype(jnp.float64), 1.0])
+            return (st2, qp2, hp | (k2 > k), k2), (slot_info, _pack((pt, rec), spec, batched))
+
+        def skip(carry):
+            st, qp, hp, k = carry
+            return carry, (jnp.stack([t0 + k * h, 0.0, 0.0]), _pack(empty(st), spec, batched))
+
+        def slot(carry, j):
+            return jax.lax.cond(slot0 + j < n_slots, run_slot, skip, carry)
+
+        return jax.lax.scan(slot, (members, q_prev, have_prev, k0), jnp.arange(CHUNK))
+
+    compiled = jax.jit(chunk)
+    compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
+    return compiled
 
 
 # -------------------------------------------------------------- integrator
@@ -454,7 +486,7 @@ class Integrator:
             if bar is not None:
                 bar.close()
         final = RunState(k, state.t0, members, B, q_prev, None)
-        tr = self._assemble(chunks, n_slots, final, stride, time.perf_counter() - start, interrupted)
+        tr = self._assemble(chunks, fn.spec[0], n_slots, final, stride, time.perf_counter() - start, interrupted)
         if interrupted:
             raise RunInterrupted(
                 f"integration interrupted at step {k} (t = {state.t0 + k * h:g}); the {tr.n_points} points "
@@ -526,15 +558,13 @@ class Integrator:
         return code, ""
 
     # ------------------------------------------------------------- assemble
-    def _assemble(self, chunks: list, n_slots: int, final: RunState, stride: int, wall: float,
+    def _assemble(self, chunks: list, spec: tuple, n_slots: int, final: RunState, stride: int, wall: float,
                   interrupted: bool) -> Trajectory:
         sysm, Q = self.system, self.system.Q
         B, nb = final.batch_shape, len(final.batch_shape)
-        cat = lambda xs: np.concatenate(xs, axis=0) if xs else None  # noqa: E731
-        t = cat([c[0] for c in chunks])
-        pts = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *[c[1] for c in chunks])
-        recs = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *[c[2] for c in chunks])
-        is_step = cat([c[3] for c in chunks])
+        info = np.concatenate([c[0] for c in chunks], axis=0)
+        pts, recs = _unpack(np.concatenate([c[1] for c in chunks], axis=0), spec)
+        t, is_step = info[:, 0], info[:, 1] > 0
         n_rec = min(len(t), n_slots)
         # a raised failure: keep the points up to the failed step
         st = np.atleast_1d(np.asarray(final.members.status))
