@@ -1,0 +1,168 @@
+"""Pendulums and oscillators on vector spaces (Euclidean coordinates), and the
+spherical pendulum on S^2.
+
+Lagrangians, forces and analytic partials are written for one point with
+``jax.numpy``. The physical parameters are the system's ``params`` (traced:
+a system built with other values reuses the compiled step, and they are
+differentiable); called without them, the functions use the system's own.
+The exact solutions and the momentum map work on numpy arrays over leading
+axes.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..manifolds import Euclidean
+from ..mechanics.system import LagrangeDiracSystem
+
+__all__ = [
+    "damped_oscillator",
+    "damped_oscillator_exact",
+    "double_pendulum",
+    "harmonic_oscillator",
+    "harmonic_oscillator_exact",
+    "pendulum",
+    "spherical_pendulum",
+    "spherical_pendulum_vertical_momentum",
+]
+
+
+def _oscillator(P: dict):
+    """The oscillator's ``L(q, v, p)`` and analytic partials for parameters like ``P`` (shared by the damped one)."""
+
+    def L(q, v, p=None):
+        p = P if p is None else p
+        return 0.5 * p["mass"] * jnp.sum(v * v) - 0.5 * p["stiffness"] * jnp.sum(q * q)
+
+    def partials(q, v, p=None):
+        p = P if p is None else p
+        return -p["stiffness"] * q, p["mass"] * v
+
+    return L, partials
+
+
+def harmonic_oscillator(n: int = 1, mass: float = 1.0, stiffness: float = 1.0) -> LagrangeDiracSystem:
+    """``L = m/2 |v|^2 - k/2 |q|^2`` on ``R^n``; exact solution :func:`harmonic_oscillator_exact`."""
+    P = {"mass": np.float64(mass), "stiffness": np.float64(stiffness)}
+    L, partials = _oscillator(P)
+    return LagrangeDiracSystem(Euclidean(n), L, partials=partials, name="harmonic_oscillator", params=P)
+
+
+def harmonic_oscillator_exact(t, q0, v0, mass: float = 1.0, stiffness: float = 1.0):
+    """``q(t), v(t)`` of :func:`harmonic_oscillator`, ``t`` of shape ``(T,)`` -> ``(T, n)``."""
+    w = np.sqrt(stiffness / mass)
+    t = np.asarray(t, dtype=float)[..., None]
+    q = q0 * np.cos(w * t) + v0 / w * np.sin(w * t)
+    v = -q0 * w * np.sin(w * t) + v0 * np.cos(w * t)
+    return q, v
+
+
+def damped_oscillator(mass: float = 1.0, stiffness: float = 1.0, damping: float = 0.2) -> LagrangeDiracSystem:
+    """Oscillator on ``R^1`` with the force ``F = -c v`` (Lagrange--d'Alembert--Pontryagin, (24))."""
+    P = {"mass": np.float64(mass), "stiffness": np.float64(stiffness), "damping": np.float64(damping)}
+    L, partials = _oscillator(P)
+
+    def force(t, q, v, p=None):
+        p = P if p is None else p
+        return -p["damping"] * v
+
+    return LagrangeDiracSystem(Euclidean(1), L, force=force, partials=partials, name="damped_oscillator", params=P)
+
+
+def damped_oscillator_exact(t, q0: float, v0: float, mass: float = 1.0, stiffness: float = 1.0, damping: float = 0.2):
+    """Exact ``q(t)`` of the underdamped :func:`damped_oscillator`."""
+    t = np.asarray(t, dtype=float)
+    g = damping / (2 * mass)
+    wd = np.sqrt(stiffness / mass - g * g)
+    return np.exp(-g * t) * (q0 * np.cos(wd * t) + (v0 + g * q0) / wd * np.sin(wd * t))
+
+
+def pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81) -> LagrangeDiracSystem:
+    """Planar pendulum, angle from the downward vertical: ``L = m l^2/2 v^2 + m g l cos q``."""
+    P = {"ml2": np.float64(mass * length**2), "mgl": np.float64(mass * gravity * length)}
+
+    def L(q, v, p=None):
+        p = P if p is None else p
+        return 0.5 * p["ml2"] * v[0] ** 2 + p["mgl"] * jnp.cos(q[0])
+
+    def partials(q, v, p=None):
+        p = P if p is None else p
+        return -p["mgl"] * jnp.sin(q), p["ml2"] * v
+
+    return LagrangeDiracSystem(Euclidean(1, names=("theta",)), L, partials=partials, name="pendulum", params=P)
+
+
+def double_pendulum(
+    l1: float = 1.0, l2: float = 1.0, m1: float = 1.0, m2: float = 1.0, gravity: float = 9.81
+) -> LagrangeDiracSystem:
+    """Planar double pendulum, absolute angles from the downward vertical."""
+    P = {"l1": np.float64(l1), "l2": np.float64(l2), "m1": np.float64(m1), "m2": np.float64(m2),
+         "gravity": np.float64(gravity)}
+
+    def unpack(p):
+        p = P if p is None else p
+        return p["l1"], p["l2"], p["m1"], p["m2"], p["gravity"]
+
+    def L(q, v, p=None):
+        l1, l2, m1, m2, g = unpack(p)
+        a, b = q[0], q[1]
+        va, vb = v[0], v[1]
+        T = 0.5 * (m1 + m2) * l1**2 * va**2 + 0.5 * m2 * l2**2 * vb**2 + m2 * l1 * l2 * va * vb * jnp.cos(a - b)
+        V = -(m1 + m2) * g * l1 * jnp.cos(a) - m2 * g * l2 * jnp.cos(b)
+        return T - V
+
+    def partials(q, v, p=None):
+        l1, l2, m1, m2, g = unpack(p)
+        a, b = q[0], q[1]
+        va, vb = v[0], v[1]
+        s = jnp.sin(a - b)
+        c = jnp.cos(a - b)
+        dqa = -m2 * l1 * l2 * va * vb * s - (m1 + m2) * g * l1 * jnp.sin(a)
+        dqb = m2 * l1 * l2 * va * vb * s - m2 * g * l2 * jnp.sin(b)
+        dva = (m1 + m2) * l1**2 * va + m2 * l1 * l2 * vb * c
+        dvb = m2 * l2**2 * vb + m2 * l1 * l2 * va * c
+        return jnp.stack([dqa, dqb]), jnp.stack([dva, dvb])
+
+    return LagrangeDiracSystem(Euclidean(2, names=("theta1", "theta2")), L, partials=partials, name="double_pendulum",
+                               params=P)
+
+
+def spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81) -> LagrangeDiracSystem:
+    """Spherical pendulum on S^2 through the geomstats adapter.
+
+    Points are unit vectors ``q`` (the bob's direction from the pivot, ``z`` up),
+    velocities frame coordinates in the adapter's orthonormal frame ``E(q)``:
+    ``L = m l^2/2 |v|^2 - m g l q_z``. Invariants: the energy and the vertical
+    angular momentum ``m l^2 e3 . (q x E(q) v)`` (rotations about ``e3``).
+    The adapter's closed forms do not import geomstats (only its
+    ``values="geomstats"`` cross-check does).
+
+    Notes
+    -----
+    ``dL/dq`` along ``q -> R_q(e eta)`` with ``v`` fixed is ``-m g l E(q)^T e3``
+    (the frame is orthonormal, so ``|v|`` does not depend on ``q``).
+    """
+    from ..manifolds.geomstats_adapter import Sphere2
+
+    S2 = Sphere2()
+    P = {"ml2": np.float64(mass * length**2), "mgl": np.float64(mass * gravity * length)}
+
+    def L(q, v, p=None):
+        p = P if p is None else p
+        return 0.5 * p["ml2"] * jnp.sum(v * v) - p["mgl"] * q[2]
+
+    def partials(q, v, p=None):
+        p = P if p is None else p
+        E = S2.frame(q)
+        return -p["mgl"] * E[2, :], p["ml2"] * v
+
+    return LagrangeDiracSystem(S2, L, partials=partials, name="spherical_pendulum", params=P)
+
+
+def spherical_pendulum_vertical_momentum(Q, q, p):
+    """``e3 . (q x E(q) p)``: the momentum map of rotations about the vertical, ``(..., )`` (numpy)."""
+    q = np.asarray(q)
+    Ep = np.einsum("...ij,...j->...i", np.asarray(Q.frame(q)), np.asarray(p))
+    return np.cross(q, Ep)[..., 2]
