@@ -1,0 +1,769 @@
+"""Interconnection of Lagrange--Dirac systems on product manifolds (eqs. 25--34).
+
+Subsystems ``(L_i, Delta_i)`` on ``Q_i`` are joined through an interaction
+distribution ``Sigma_Q = ker S(q)`` on ``Q = Q_1 x ... x Q_k``. By (32)
+``(D_{Delta_1} (+) ... (+) D_{Delta_k}) [x] D_int = D_{Delta_Q}`` with
+``Delta_Q = (Delta_1 (+) ... (+) Delta_k) ∩ Sigma_Q`` (31), so the
+interconnected system is the ordinary Lagrange--Dirac system (33) with
+``L = sum_i L_i(q_i, v_i)`` and the constraint one-forms
+``[blockdiag(A_i(q_i)); S(q)]``, and external forces pulled back factor by
+factor (34). :func:`interconnect` returns exactly that, an
+:class:`InterconnectedSystem` -- a
+:class:`~manifold_dirac._next.mechanics.system.LagrangeDiracSystem` built
+through its public constructor, which every scheme integrates and which can
+be interconnected again.
+
+Every function here that the engine calls is written for **one** point with
+``jax.numpy`` (a product point is the tuple of the subsystems' points);
+batches come from ``jax.vmap`` inside the engine.
+
+Discretely, with the product retraction and a quadrature linear in ``L``,
+discretizing the subsystems and then interconnecting the discrete Dirac
+structures gives the same equations as discretizing the interconnected
+system; :class:`SubsystemDiscreteLagrangian` is the first route (each
+subsystem's ``L_d`` through its own rule and retraction).
+
+The interaction-force view (Jacobs & Yoshimura 2014): the multipliers of the
+interaction rows are the impulses of the constraint forces
+``S(q_k)^T mu_S``; :meth:`InterconnectedSystem.parts` reports each
+subsystem's share of them divided by ``h``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .manifolds.product import ProductManifold, block_diag
+from .mechanics.rules import NodeGeometry, QuadratureRule, RuleValue, get_rule
+from .mechanics.schemes import get_scheme
+from .mechanics.system import LagrangeDiracSystem, as_one_forms
+
+__all__ = [
+    "Interaction",
+    "InterconnectedSystem",
+    "Layout",
+    "SubsystemDiscreteLagrangian",
+    "SubsystemTrajectory",
+    "equal_velocities",
+    "interconnect",
+    "linear_interaction",
+    "rolling_ball_on_plane",
+    "rolling_without_slipping",
+]
+
+
+# --------------------------------------------------------------------- layout
+@dataclass(frozen=True)
+class Layout:
+    """Where each named subsystem sits in the product's frame coordinates.
+
+    Attributes
+    ----------
+    names : tuple of str
+    offsets, dims : tuple of int
+        Start and length of each subsystem's block in frame coordinates
+        (tangent vectors and covectors of the product, shape ``(N,)``).
+    systems : tuple of LagrangeDiracSystem
+    """
+
+    names: tuple[str, ...]
+    offsets: tuple[int, ...]
+    dims: tuple[int, ...]
+    systems: tuple[LagrangeDiracSystem, ...]
+
+    @property
+    def dim(self) -> int:
+        """``N``, the dimension of the product."""
+        return int(sum(self.dims))
+
+    def _walk(self, name: str) -> list[tuple[Layout, int]]:
+        """The (layout, index) pairs along a dotted name, outermost first."""
+        path, layout = [], self
+        parts = name.split(".")
+        for depth, head in enumerate(parts):
+            if layout is None:
+                outer = ".".join(parts[:depth])
+                raise ValueError(
+                    f"interaction: {outer!r} is not an interconnected system, so {name!r} does not exist"
+                )
+            if head not in layout.names:
+                raise ValueError(
+                    f"interaction: no subsystem named {head!r}"
+                    + (f" in {'.'.join(parts[:depth])!r}" if depth else "")
+                    + "; the subsystems are " + ", ".join(repr(n) for n in layout.names)
+                )
+            i = layout.names.index(head)
+            path.append((layout, i))
+            inner = layout.systems[i]
+            layout = inner.layout if isinstance(inner, InterconnectedSystem) else None
+        return path
+
+    def locate(self, name: str) -> tuple[int, int]:
+        """``(offset, dim)`` of a subsystem, dotted names reaching into nested ones
+        (``"cart.left"``)."""
+        path = self._walk(name)
+        return sum(lay.offsets[i] for lay, i in path), path[-1][0].dims[path[-1][1]]
+
+    def index(self, name: str, component: int) -> int:
+        """Frame-coordinate index of ``component`` of subsystem ``name``."""
+        off, dim = self.locate(name)
+        integer = isinstance(component, (int, np.integer)) and not isinstance(component, bool)
+        if not integer or not 0 <= component < dim:
+            raise ValueError(
+                f"interaction: {name!r} has {dim} frame components; component {component!r} does not exist"
+            )
+        return off + int(component)
+
+    def system(self, name: str) -> LagrangeDiracSystem:
+        """The subsystem called ``name`` (dotted for nested ones)."""
+        lay, i = self._walk(name)[-1]
+        return lay.systems[i]
+
+    def point(self, q: Any, name: str) -> Any:
+        """The point of subsystem ``name`` inside the product point ``q`` (a nested tuple)."""
+        for _, i in self._walk(name):
+            q = q[i]
+        return q
+
+
+# ---------------------------------------------------------------- interaction
+class Interaction:
+    """One-forms ``S(q)`` on the product whose kernel is ``Sigma_Q`` (25).
+
+    Build one with the helpers (:func:`equal_velocities`,
+    :func:`rolling_without_slipping`, :func:`rolling_ball_on_plane`,
+    :func:`linear_interaction`) or directly, and add interactions with ``+``
+    (their rows are stacked).
+
+    Parameters
+    ----------
+    forms : array ``(r, N)``, or callable ``S(q) -> (r, N)``, or callable ``layout -> (either)``
+        ``q`` is ONE product point (a tuple of the subsystems' points); a
+        callable is written with ``jax.numpy``. Rows are one-forms in the
+        product's frame coordinates.
+    needs_layout : bool
+        Whether ``forms`` is a factory taking the :class:`Layout` (what the
+        helpers use to resolve subsystem names).
+    label : str
+        A name used in error messages.
+    """
+
+    def __init__(self, forms: Any, *, needs_layout: bool = False, label: str = "interaction"):
+        self._parts: list[tuple[Any, bool, str]] = [(forms, needs_layout, label)]
+
+    def __add__(self, other: Interaction) -> Interaction:
+        if not isinstance(other, Interaction):
+            return NotImplemented
+        out = Interaction(None)
+        out._parts = self._parts + other._parts
+        return out
+
+    def __repr__(self) -> str:
+        return "Interaction(" + " + ".join(self.labels) + ")"
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(p[2] for p in self._parts)
+
+    def _resolved(self, layout: Layout) -> list[tuple[Any, str]]:
+        """Each part as a validated constant ``(r, N)`` numpy array or a function of ``q``."""
+        N = layout.dim
+        out = []
+        for forms, needs_layout, label in self._parts:
+            f = forms(layout) if needs_layout else forms
+            out.append((f if callable(f) else as_one_forms(f, N, label, rows="r"), label))
+        return out
+
+    def constant_forms(self, layout: Layout) -> np.ndarray | None:
+        """``S`` as a constant ``(r, N)`` array if no part depends on ``q``, else None."""
+        parts = self._resolved(layout)
+        if any(callable(f) for f, _ in parts):
+            return None
+        return np.concatenate([f for f, _ in parts], axis=0)
+
+    def resolve(self, layout: Layout) -> Callable[[Any], jax.Array]:
+        """The function ``q -> S(q)``, shape ``(r, N)``, for one product point of this layout."""
+        N = layout.dim
+        parts = self._resolved(layout)
+
+        def S_of_q(q: Any) -> jax.Array:
+            blocks = []
+            for f, label in parts:
+                S = jnp.asarray(f(q), dtype=float) if callable(f) else jnp.asarray(f)
+                if S.ndim != 2 or S.shape[-1] != N:
+                    raise ValueError(
+                        f"{label}: the interaction one-forms of one point must have shape (r, N) "
+                        f"with N = {N}, got {S.shape}"
+                    )
+                blocks.append(S)
+            return jnp.concatenate(blocks, axis=0)
+
+        return S_of_q
+
+
+Coefficients = Mapping[tuple[str, int], float]
+
+
+def linear_interaction(coefficients: Coefficients | Sequence[Coefficients],
+                       label: str = "linear interaction") -> Interaction:
+    """Constant one-forms given by coefficients on named components.
+
+    Parameters
+    ----------
+    coefficients : dict ``{(name, component): c}`` or a list of them (one per row)
+        Each row is ``sum c v_name[component] = 0``; names may be dotted
+        (``"left.body"``) to reach into nested interconnections.
+    label : str
+    """
+    rows = [coefficients] if isinstance(coefficients, Mapping) else list(coefficients)
+
+    def build(layout: Layout) -> np.ndarray:
+        S = np.zeros((len(rows), layout.dim))
+        for r, row in enumerate(rows):
+            for (name, comp), c in row.items():
+                S[r, layout.index(name, comp)] += float(c)
+        return S
+
+    return Interaction(build, needs_layout=True, label=label)
+
+
+def equal_velocities(a: tuple[str, int], b: tuple[str, int], ratio: float = 1.0) -> Interaction:
+    """``v_a[i] = ratio * v_b[j]``: two velocity components tied together.
+
+    Parameters
+    ----------
+    a, b : (name, component)
+        Subsystem names (dotted for nested ones) and frame-coordinate indices.
+    ratio : float
+    """
+    return linear_interaction({a: 1.0, b: -float(ratio)}, label=f"equal_velocities{a}{b}")
+
+
+def rolling_without_slipping(body: str, wheel: str, radius: float, body_component: int = 1,
+                             wheel_component: int = 0) -> Interaction:
+    """A wheel of radius ``r`` rolling on a body: ``v_body[body_component] = r * v_wheel[wheel_component]``.
+
+    With a planar body on SE(2) (twist ``(omega, v_x, v_y)``) the default is
+    ``v_x = r phi'``: the body frame's forward velocity equals the rim speed.
+    """
+    if not (np.isfinite(radius) and radius > 0):
+        raise ValueError(f"rolling_without_slipping: radius must be positive, got {radius!r}")
+    return linear_interaction({(body, body_component): 1.0, (wheel, wheel_component): -float(radius)},
+                              label=f"rolling_without_slipping({body}, {wheel})")
+
+
+def rolling_ball_on_plane(ball: str, centre: str, radius: float) -> Interaction:
+    """A ball (on SO(3), body angular velocity ``w``) rolling on a plane with
+    its centre (on R^2): ``x' = r (R w) x e3``, i.e. ``x1' = r (R w)_2``,
+    ``x2' = -r (R w)_1``.
+
+    Configuration dependent: the rows are ``(-r R[1, :], 1, 0)`` and
+    ``(r R[0, :], 0, 1)`` in the ``(w, x')`` columns. Both names may be dotted.
+    """
+    if not (np.isfinite(radius) and radius > 0):
+        raise ValueError(f"rolling_ball_on_plane: radius must be positive, got {radius!r}")
+    r = float(radius)
+
+    def build(layout: Layout):
+        ob, db = layout.locate(ball)
+        oc, dc = layout.locate(centre)
+        if db != 3 or dc != 2:
+            raise ValueError(f"rolling_ball_on_plane: {ball!r} must be 3-dimensional (SO(3)) and {centre!r} "
+                             "2-dimensional (R^2)")
+        N = layout.dim
+
+        def S(q):
+            R = jnp.asarray(layout.point(q, ball))
+            out = jnp.zeros((2, N), dtype=R.dtype)
+            out = out.at[0, ob:ob + 3].set(-r * R[1, :]).at[0, oc].set(1.0)
+            return out.at[1, ob:ob + 3].set(r * R[0, :]).at[1, oc + 1].set(1.0)
+
+        return S
+
+    return Interaction(build, needs_layout=True, label=f"rolling_ball_on_plane({ball}, {centre})")
+
+
+# ------------------------------------------------------- interconnected system
+@dataclass(frozen=True)
+class SubsystemTrajectory:
+    """One subsystem's share of an interconnected trajectory.
+
+    Attributes
+    ----------
+    name : str
+    t : ndarray, shape=[K+1]
+    q : point, shape=[K+1, *B, *point_shape]
+    v, p : ndarray, shape=[K+1, *B, n_i]
+    interaction_force : ndarray, shape=[K, *B, n_i]
+        The force the subsystem receives through ``Sigma`` over each stored
+        step: the reaction impulse of the interaction rows divided by ``h``,
+        ``-S_i(q_k)^T mu_S / h`` (``+`` for the ``minus`` scheme, whose
+        multiplier enters (53d) with the other sign). At the first step of a
+        degenerate subsystem (a massless port) it is half the force: the given
+        ``p(0) = dL/dv`` differs from the discrete Legendre transform by ``O(h)``,
+        so ``mu_0`` carries half an impulse; the motion is unaffected.
+    constraint_force : ndarray, shape=[K, *B, n_i]
+        The reaction of the subsystem's own constraints, likewise from ``A_i``.
+    """
+
+    name: str
+    t: np.ndarray
+    q: Any
+    v: np.ndarray
+    p: np.ndarray
+    interaction_force: np.ndarray
+    constraint_force: np.ndarray
+
+
+class InterconnectedSystem(LagrangeDiracSystem):
+    """The interconnection of named subsystems through an interaction (31)--(34).
+
+    An ordinary :class:`LagrangeDiracSystem` on ``ProductManifold(Q_1, ...)``,
+    built through its public constructor from, for one point
+    ``q = (q_1, ..., q_k)``, ``v = (v_1, ..., v_k)``:
+
+    * ``L(q, v) = sum_i L_i(q_i, v_i)`` (33);
+    * the constraint one-forms ``[blockdiag(A_i(q_i)); S(q)]`` (31), a
+      constant matrix when every ``A_i`` and ``S`` is constant;
+    * the force ``(F_1(t, q_1, v_1), ..., F_k(t, q_k, v_k)) + F(t, q, v)``:
+      the subsystems' forces pulled back factor by factor (34), plus an
+      optional force ``F`` on the product;
+    * analytic partials ``(dL_i/dq_i, dL_i/dv_i)`` concatenated when every
+      subsystem has analytic partials (otherwise automatic ones of the sum,
+      which are the same numbers);
+    * ``params``: the tuple of the subsystems' parameters when any subsystem
+      has some (each subsystem receives its own), else None.
+
+    Built by :func:`interconnect`.
+
+    Attributes
+    ----------
+    subsystems : tuple of LagrangeDiracSystem
+    names : tuple of str
+    layout : Layout
+    interaction : Interaction or None
+    product_force : callable ``F(t, q, v) -> (N,)`` or None
+        The force on the product given to :func:`interconnect`.
+    """
+
+    def __init__(self, subsystems: Sequence[LagrangeDiracSystem], names: Sequence[str],
+                 interaction: Interaction | None = None, name: str | None = None,
+                 force: Callable[[Any, Any, jax.Array], jax.Array] | None = None):
+        self.subsystems = tuple(subsystems)
+        self.names = tuple(str(n) for n in names)
+        Q = ProductManifold(*(s.Q for s in self.subsystems))
+        self.layout = Layout(self.names, Q.offsets, Q.dims, self.subsystems)
+        self.interaction = interaction
+        self.product_force = force
+        self._S = interaction.resolve(self.layout) if interaction is not None else None
+        k, N = len(self.subsystems), Q.dim
+        has_params = any(s.params is not None for s in self.subsystems)
+        params = tuple(s.params for s in self.subsystems) if has_params else None
+        self._no_params = (None,) * k
+
+        # constant one-forms stay a constant matrix (the engine then skips A(q))
+        constraint: Any = self._constraint
+        if all(s.has_constant_constraint for s in self.subsystems):
+            S_const = interaction.constant_forms(self.layout) if interaction is not None else np.zeros((0, N))
+            if S_const is not None:
+                own = [np.asarray(s.constraint_matrix(s.Q.default_point()), dtype=float)
+                       for s in self.subsystems]
+                rows = [self._widen(A, i, np) for i, A in enumerate(own)] + [S_const]
+                constraint = np.concatenate(rows, axis=0)
+                if constraint.shape[0] == 0:
+                    constraint = None
+        has_force = force is not None or any(s.has_force for s in self.subsystems)
+        analytic = all(not s.uses_automatic_partials for s in self.subsystems)
+        super().__init__(
+            Q,
+            self._lagrangian,
+            constraint=constraint,
+            force=self._force if has_force else None,
+            partials=self._partials if analytic else None,
+            name=name or "+".join(self.names),
+            params=params,
+        )
+
+    # ---------------------------------------------------- the composed pieces
+    def _sub_params(self, p: tuple) -> tuple:
+        return p[0] if p else self._no_params
+
+    def _widen(self, A: Any, i: int, xp: Any = jnp) -> Any:
+        """Rows ``A_i`` ``(m_i, d_i)`` widened to the product's ``(m_i, N)``, in block ``i``
+        (``xp``: ``numpy`` for constant forms, ``jax.numpy`` inside traced code)."""
+        off, d, N = self.layout.offsets[i], self.layout.dims[i], self.layout.dim
+        m = A.shape[0]
+        return xp.concatenate([xp.zeros((m, off)), A, xp.zeros((m, N - off - d))], axis=1)
+
+    def _lagrangian(self, q: Any, v: jax.Array, *p: Any) -> jax.Array:
+        """``L(q, v) = sum_i L_i(q_i, v_i)`` (33), one point."""
+        pars = self._sub_params(p)
+        terms = [s.lagrangian(qi, vi, pi) for s, qi, vi, pi in zip(self.subsystems, q, self.Q.split(v), pars)]
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        return total
+
+    def _partials(self, q: Any, v: jax.Array, *p: Any) -> tuple[jax.Array, jax.Array]:
+        """The subsystems' ``(dL_i/dq_i, dL_i/dv_i)`` concatenated, one point."""
+        pars = self._sub_params(p)
+        parts = [s.partials(qi, vi, pi) for s, qi, vi, pi in zip(self.subsystems, q, self.Q.split(v), pars)]
+        return self.Q.join([a for a, _ in parts]), self.Q.join([b for _, b in parts])
+
+    def _constraint(self, q: Any, *p: Any) -> jax.Array:
+        """``[blockdiag(A_i(q_i)); S(q)]`` (31), shape ``(m, N)``, one point."""
+        pars = self._sub_params(p)
+        rows = [
+            self._widen(s.constraint_matrix(qi, pi), i)
+            for i, (s, qi, pi) in enumerate(zip(self.subsystems, q, pars))
+            if s.n_constraints
+        ]
+        if self._S is not None:
+            rows.append(self._S(q))
+        if not rows:
+            return jnp.zeros((0, self.layout.dim))
+        return jnp.concatenate(rows, axis=0)
+
+    def _force(self, t: Any, q: Any, v: jax.Array, *p: Any) -> jax.Array:
+        """The subsystems' forces, factor by factor (34), plus the product-level force."""
+        pars = self._sub_params(p)
+        parts = []
+        for s, qi, vi, pi in zip(self.subsystems, q, self.Q.split(v), pars):
+            F = s.force(t, qi, vi, pi)
+            parts.append(jnp.zeros_like(vi) if F is None else F)
+        total = self.Q.join(parts)
+        if self.product_force is not None:
+            total = total + jnp.asarray(self.product_force(t, q, v), dtype=total.dtype)
+        return total
+
+    # ------------------------------------------------------------- structure
+    def constraint_rows(self, q: Any = None) -> dict[str, slice]:
+        """Which rows of ``A(q)`` belong to which subsystem (``"interaction"`` last).
+
+        ``q`` is accepted for compatibility and ignored: row counts are static.
+        """
+        rows, r = {}, 0
+        for name, s in zip(self.names, self.subsystems):
+            rows[name] = slice(r, r + s.n_constraints)
+            r += s.n_constraints
+        rows["interaction"] = slice(r, self.n_constraints)
+        return rows
+
+    def interaction_matrix(self, q: Any, params: Any = None) -> jax.Array:
+        """``S(q)`` for one point, shape ``(r, N)`` (``r = 0`` without an interaction).
+
+        For a batch use ``system.evaluate("interaction_matrix", q)``.
+        """
+        if self._S is None:
+            return jnp.zeros((0, self.Q.dim))
+        return self._S(q)
+
+    @property
+    def subsystem_slices(self) -> dict[str, list[int]]:
+        """``{name: [start, stop]}`` of each subsystem's frame coordinates."""
+        return {n: [o, o + d] for n, o, d in zip(self.names, self.layout.offsets, self.layout.dims)}
+
+    def subsystem(self, name: str) -> LagrangeDiracSystem:
+        """The subsystem called ``name``; dotted names reach into nested ones (``"left.body"``)."""
+        return self.layout.system(name)
+
+    # ------------------------------------------------------------ read back
+    def parts(self, trajectory: Any) -> dict[str, SubsystemTrajectory]:
+        """Split a trajectory of this system into its subsystems' trajectories.
+
+        Parameters
+        ----------
+        trajectory : Trajectory
+            A trajectory of this system (any scheme, stride or batch).
+
+        Returns
+        -------
+        dict of str to SubsystemTrajectory
+            Keyed by the top-level names, each with its share of the
+            multipliers as forces: ``-G_i mu / h`` with the scheme's reaction
+            ``G = reaction_sign A(q_k)^T`` -- ``-S_i(q_k)^T mu_S / h`` for the
+            plus and symmetric schemes, ``+`` for minus (53d) (see
+            :class:`SubsystemTrajectory`).
+
+        Notes
+        -----
+        Over step ``k`` of the plus scheme,
+        ``D2 L_d(q_{k-1}, q_k) + D1 L_d(q_k, q_{k+1}) + f^+ + f^- = A(q_k)^T mu_k``,
+        while a force ``F`` enters as ``f^+ + f^- ~ h F``: so the constraints act
+        as the force ``-A(q_k)^T mu_k / h``. The stored step ``k`` starts at the
+        stored point ``k`` (with a stride, too).
+        """
+        h = float(trajectory.meta["h"])
+        mu = np.asarray(trajectory.mu)
+        K = mu.shape[0]
+        q_steps = jax.tree.map(lambda a: np.asarray(a)[:K], trajectory.q)
+        B = tuple(mu.shape[1:-1])
+        m, N = self.n_constraints, self.Q.dim
+        if K and m:
+            A = np.asarray(self.evaluate("constraint_matrix", q_steps))
+        else:
+            A = np.zeros((K, *B, m, N))
+        try:
+            reaction_sign = get_scheme(trajectory.meta.get("scheme")).reaction_sign
+        except ValueError:
+            reaction_sign = -1.0 if trajectory.meta.get("scheme") == "minus" else 1.0
+        force_mu = -reaction_sign * mu / h
+        rows = self.constraint_rows()
+        out = {}
+        for i, (name, off, d) in enumerate(zip(self.names, self.layout.offsets, self.layout.dims)):
+            sl = slice(off, off + d)
+            r_int, r_own = rows["interaction"], rows[name]
+            f_int = np.einsum("...ri,...r->...i", A[..., r_int, sl], force_mu[..., r_int])
+            f_own = np.einsum("...ri,...r->...i", A[..., r_own, sl], force_mu[..., r_own])
+            out[name] = SubsystemTrajectory(
+                name=name, t=np.asarray(trajectory.t), q=trajectory.q[i], v=np.asarray(trajectory.v)[..., sl],
+                p=np.asarray(trajectory.p)[..., sl], interaction_force=f_int, constraint_force=f_own,
+            )
+        return out
+
+    def __repr__(self) -> str:
+        return f"InterconnectedSystem({self.name}: {', '.join(self.names)})"
+
+
+def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None = None,
+                 names: Sequence[str] | None = None, name: str | None = None,
+                 force: Callable[[Any, Any, jax.Array], jax.Array] | None = None) -> InterconnectedSystem:
+    """Interconnect subsystems through an interaction distribution (29)--(34).
+
+    Parameters
+    ----------
+    *systems : LagrangeDiracSystem
+        One or more subsystems (interconnected systems included: the
+        operation is closed).
+    interaction : Interaction, optional
+        The one-forms of ``Sigma_Q``; ``None`` gives the direct sum (27).
+    names : sequence of str, optional
+        Names of the subsystems (default: their ``name``); must be unique and
+        free of ``'.'`` (which reaches into nested systems).
+    name : str, optional
+        Name of the result.
+    force : callable ``F(t, q, v) -> (N,)``, optional
+        An external force on the product for one point (``q`` the tuple of
+        the subsystems' points, ``v`` ``(N,)``), written with ``jax.numpy``;
+        added to the subsystems' own.
+
+    Returns
+    -------
+    InterconnectedSystem
+
+    Raises
+    ------
+    ValueError
+        For no subsystems, a name collision, or an interaction whose
+        one-forms have the wrong shape (checked here, by tracing ``S`` once).
+
+    Notes
+    -----
+    ``Delta_Q = (Delta_1 (+) ... (+) Delta_k) ∩ Sigma_Q`` (31) is regular
+    when ``[blockdiag(A_i); S]`` has full row rank; the integrator checks
+    this at the initial state and refuses a rank drop.
+    """
+    if not systems:
+        raise ValueError("interconnect: give at least one subsystem")
+    for s in systems:
+        if not isinstance(s, LagrangeDiracSystem):
+            raise ValueError(  # noqa: TRY004  (ValueError, as with the numpy engine)
+                f"interconnect: subsystems must be LagrangeDiracSystem instances, got {type(s).__name__}"
+            )
+    if names is None:
+        names = [s.name or f"system{i}" for i, s in enumerate(systems)]
+    names = [str(n) for n in names]
+    if len(names) != len(systems):
+        raise ValueError(f"interconnect: {len(names)} names for {len(systems)} subsystems")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(
+            f"interconnect: subsystem name collision: {', '.join(repr(d) for d in dup)} appear more than "
+            "once; pass names=(...) to tell them apart"
+        )
+    if any("." in n for n in names):
+        raise ValueError("interconnect: subsystem names may not contain '.' (it reaches into nested systems)")
+    if interaction is not None and not isinstance(interaction, Interaction):
+        raise ValueError(
+            "interconnect: interaction must be an Interaction (see equal_velocities, linear_interaction)"
+        )
+    if force is not None and not callable(force):
+        raise ValueError(f"interconnect: force must be a callable F(t, q, v), got {type(force).__name__}")
+    # the constructor traces L, the stacked one-forms (S included) and the
+    # force once at an abstract point, so a wrong shape fails here
+    return InterconnectedSystem(systems, names, interaction, name, force)
+
+
+# ---------------------------------------------- discretize, then interconnect
+class SubsystemDiscreteLagrangian(QuadratureRule):
+    """``L_d = sum_i L_d^i``, each subsystem discretized with its own rule and retraction.
+
+    The "discretize the subsystems, then interconnect" route of Parks & Leok:
+    ``D1 L_d``, ``D2 L_d``, the discrete forces and the node geometry are
+    assembled block by block from each subsystem's own
+    :meth:`QuadratureRule.evaluate` on ``Q_i`` (its ``L_i``, its retraction,
+    its force), never from ``L = sum L_i`` on the product. Use it as the
+    ``discrete_lagrangian`` of an integration of ``system`` itself.
+
+    Parameters
+    ----------
+    system : InterconnectedSystem
+    rules : str or QuadratureRule, or a sequence of them (one per subsystem)
+
+    Attributes
+    ----------
+    system : InterconnectedSystem
+    rules : tuple of QuadratureRule
+    same_nodes : bool
+        Whether every subsystem's rule has the same nodes (needed for a
+        force on the product, which is evaluated at the product's nodes).
+
+    Raises
+    ------
+    ValueError
+        For a system that is not an :class:`InterconnectedSystem`, a wrong
+        number of rules, or different rules with a product-level force.
+
+    Notes
+    -----
+    With ``xi = (xi_1, ..., xi_k)`` and each ``L_d^i`` evaluated at
+    ``(q0_i, R_{q0_i}(xi_i))``::
+
+        D1 L_d = (D1 L_d^1, ..., D1 L_d^k),   D2 L_d = (D2 L_d^1, ..., D2 L_d^k),
+        J0, J1, P0, P1, J_xi = blockdiag of the subsystems',
+        f^- = (f^-_1, ..., f^-_k) + h sum_j w_j P0_j^T F(t0 + s_j h, c_j, xi/h)
+
+    (``F`` the product-level force, ``c_j`` the product node). With the
+    product retraction these are the numbers the same rule gives on the
+    product for ``L = sum L_i``, so the equations of every scheme -- the
+    discrete (+)/(-) structures (46)--(47) of the subsystems interconnected
+    through ``Sigma^{d+-}``, (50)--(53) -- are those of the interconnected
+    system discretized. ``nodes``
+    holds the common nodes, or ``((0.5, 1.0),)`` as a placeholder when the
+    rules differ; ``order`` is the smallest of the subsystems'.
+    """
+
+    def __init__(self, system: InterconnectedSystem, rules: Any = "midpoint"):
+        if not isinstance(system, InterconnectedSystem):
+            raise ValueError("SubsystemDiscreteLagrangian: needs an InterconnectedSystem")  # noqa: TRY004
+        if isinstance(rules, (str, QuadratureRule)):
+            rules = [rules] * len(system.subsystems)
+        rules = tuple(get_rule(r) for r in rules)
+        if len(rules) != len(system.subsystems):
+            raise ValueError(
+                f"SubsystemDiscreteLagrangian: {len(rules)} rules for {len(system.subsystems)} subsystems"
+            )
+        same = len({r.nodes for r in rules}) == 1
+        if system.product_force is not None and not same:
+            raise ValueError(
+                "SubsystemDiscreteLagrangian: a force on the product needs the same rule nodes for every "
+                "subsystem (it is evaluated at the product's nodes)"
+            )
+        object.__setattr__(self, "system", system)
+        object.__setattr__(self, "rules", rules)
+        object.__setattr__(self, "same_nodes", same)
+        super().__init__(
+            name="subsystems(" + ",".join(r.name for r in rules) + ")",
+            nodes=rules[0].nodes if same else ((0.5, 1.0),),
+            order=min(r.order for r in rules),
+            symmetric=all(r.symmetric for r in rules),
+            degenerate_safe=all(r.degenerate_safe for r in rules),
+        )
+
+    # identity: the compiled-step cache is keyed by the rule, so two of these
+    # are equal only for the same system object and the same rules
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is type(self) and other.system is self.system  # type: ignore[attr-defined]
+                and other.rules == self.rules)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), id(self.system), self.rules))
+
+    def __repr__(self) -> str:
+        return f"SubsystemDiscreteLagrangian({self.system.name!r}, rules={[r.name for r in self.rules]})"
+
+    def order_on(self, Q: Any) -> int:
+        """The smallest order of the subsystems' rules on their own retractions."""
+        return min(r.order_on(s.Q) for r, s in zip(self.rules, self.system.subsystems))
+
+    def _check(self, system: LagrangeDiracSystem, params: Any) -> Any:
+        if system is not self.system:
+            raise ValueError(
+                f"SubsystemDiscreteLagrangian: built for {self.system!r}, used with {system!r}; build one "
+                "for the system you integrate"
+            )
+        if params is None:
+            params = system.params
+        return params if params is not None else (None,) * len(self.system.subsystems)
+
+    def value(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, h: Any,
+              params: Any = None) -> jax.Array:
+        """``sum_i L_d^i(q0_i, R_{q0_i}(xi_i))`` at one point (scalar)."""
+        pars = self._check(system, params)
+        sysm = self.system
+        terms = [r.value(s, a, x, h, p)
+                 for s, r, a, x, p in zip(sysm.subsystems, self.rules, q0, sysm.Q.split(xi), pars)]
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        return total
+
+    def evaluate(
+        self,
+        system: LagrangeDiracSystem,
+        q0: Any,
+        xi: jax.Array,
+        h: Any,
+        t0: Any,
+        params: Any = None,
+        u: jax.Array | None = None,
+        extra_nodes: tuple[float, ...] = (),
+    ) -> RuleValue:
+        """``D1 L_d``, ``D2 L_d``, discrete forces and nodes, block by block (see Notes)."""
+        pars = self._check(system, params)
+        sysm = self.system
+        Q = sysm.Q
+        k = len(sysm.subsystems)
+        xis = Q.split(xi)
+        us = Q.split(u) if u is not None else (None,) * k
+        wanted = tuple(dict.fromkeys(float(s) for s in extra_nodes))
+        vals = [
+            r.evaluate(s, a, x, h, t0, p, ui, wanted)
+            for s, r, a, x, p, ui in zip(sysm.subsystems, self.rules, q0, xis, pars, us)
+        ]
+        keys = tuple(dict.fromkeys(wanted + (tuple(s for s, _ in self.nodes) if self.same_nodes else ())))
+        nodes = {}
+        for s_ in keys:
+            per = [v.nodes[s_] for v in vals]
+            nodes[s_] = NodeGeometry(tuple(g.point for g in per), block_diag([g.P0 for g in per]),
+                                     block_diag([g.P1 for g in per]), block_diag([g.Jxi for g in per]))
+        fm = Q.join([v.f_minus for v in vals])
+        fp = Q.join([v.f_plus for v in vals])
+        scale = jnp.max(jnp.stack([v.scale for v in vals]))
+        finite = jnp.all(jnp.stack([v.finite for v in vals]))
+        if sysm.product_force is not None:
+            vel = xi / h
+            for s_, w in self.nodes:
+                g = nodes[s_]
+                F = jnp.asarray(sysm.product_force(t0 + s_ * h, g.point, vel), dtype=fm.dtype)
+                fm = fm + (w * h) * (F @ g.P0)
+                fp = fp + (w * h) * (F @ g.P1)
+                scale = jnp.maximum(scale, h * jnp.max(jnp.abs(F)))
+        return RuleValue(
+            q1=tuple(v.q1 for v in vals),
+            J0=block_diag([v.J0 for v in vals]),
+            J1=block_diag([v.J1 for v in vals]),
+            D1=Q.join([v.D1 for v in vals]),
+            D2=Q.join([v.D2 for v in vals]),
+            f_minus=fm,
+            f_plus=fp,
+            scale=scale,
+            finite=finite,
+            nodes=nodes,
+        )

@@ -1,0 +1,211 @@
+"""The worked interconnected systems (``docs/interconnection.md``).
+
+1. a mass--spring chain torn into two subsystems and joined by ``Sigma``;
+2. the LC loop assembled from an inductor and a capacitor (Kirchhoff's current law);
+3. the vertical rolling disk: a planar body on SE(2) and a wheel angle,
+   rolling without slipping;
+4. a homogeneous ball rolling on a plane: SO(3) x R^2;
+5. a two-wheeled cart: two rolling disks (each an interconnection) joined by
+   an axle -- an interconnection of interconnections.
+
+Every Lagrangian and partial is written for ONE point with ``jax.numpy``
+(``v[0]``, never ``v[..., 0]``); the engine batches with ``jax.vmap``. The
+closed-form reference solutions (``*_exact``) are plain numpy functions of
+time.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..interconnection import (
+    InterconnectedSystem,
+    equal_velocities,
+    interconnect,
+    linear_interaction,
+    rolling_ball_on_plane,
+    rolling_without_slipping,
+)
+from ..manifolds.euclidean import Euclidean
+from ..manifolds.se2 import SE2
+from ..manifolds.so3 import SO3
+from ..mechanics.system import LagrangeDiracSystem
+from .vehicles import KNIFE_EDGE_CONSTRAINT
+
+__all__ = [
+    "lc_from_elements",
+    "mass_spring_monolithic",
+    "mass_spring_torn",
+    "rolling_ball",
+    "rolling_ball_exact",
+    "rolling_disk",
+    "rolling_disk_exact",
+    "two_wheel_cart",
+    "two_wheel_cart_flat",
+]
+
+
+
+# 1 ----------------------------------------------------------------- springs
+def mass_spring_monolithic(m1=1.0, m2=2.0, k1=3.0, k12=1.5, k2=2.0) -> LagrangeDiracSystem:
+    """Two masses on a line, walls -- k1 -- m1 -- k12 -- m2 -- k2 -- walls, on ``R^2``.
+
+    ``L = m1/2 x1'^2 + m2/2 x2'^2 - k1/2 x1^2 - k12/2 (x2 - x1)^2 - k2/2 x2^2``.
+    """
+
+    def L(q, v):
+        x1, x2 = q[0], q[1]
+        return (0.5 * m1 * v[0] ** 2 + 0.5 * m2 * v[1] ** 2
+                - 0.5 * k1 * x1**2 - 0.5 * k12 * (x2 - x1) ** 2 - 0.5 * k2 * x2**2)
+
+    def partials(q, v):
+        x1, x2 = q[0], q[1]
+        dq = jnp.stack([-k1 * x1 + k12 * (x2 - x1), -k12 * (x2 - x1) - k2 * x2])
+        return dq, jnp.stack([m1 * v[0], m2 * v[1]])
+
+    return LagrangeDiracSystem(Euclidean(2, names=("x1", "x2")), L, partials=partials, name="mass_spring")
+
+
+def mass_spring_torn(m1=1.0, m2=2.0, k1=3.0, k12=1.5, k2=2.0) -> InterconnectedSystem:
+    """The same chain torn at the second mass.
+
+    ``left`` on ``(x1, y)`` holds m1 and both springs k1, k12, ending at a
+    massless port ``y`` (degenerate in ``y'``); ``right`` on ``x2`` holds m2
+    and k2. ``Sigma``: ``y' = x2'`` (so ``y = x2`` along motions that start so).
+    """
+
+    def L_left(q, v):
+        x1, y = q[0], q[1]
+        return 0.5 * m1 * v[0] ** 2 - 0.5 * k1 * x1**2 - 0.5 * k12 * (y - x1) ** 2 + 0.0 * v[1]
+
+    def dL_left(q, v):
+        x1, y = q[0], q[1]
+        return (jnp.stack([-k1 * x1 + k12 * (y - x1), -k12 * (y - x1)]),
+                jnp.stack([m1 * v[0], jnp.zeros_like(v[1])]))
+
+    def L_right(q, v):
+        return 0.5 * m2 * v[0] ** 2 - 0.5 * k2 * q[0] ** 2
+
+    def dL_right(q, v):
+        return -k2 * q, m2 * v
+
+    left = LagrangeDiracSystem(Euclidean(2, names=("x1", "y")), L_left, partials=dL_left, name="left")
+    right = LagrangeDiracSystem(Euclidean(1, names=("x2",)), L_right, partials=dL_right, name="right")
+    return interconnect(left, right, interaction=equal_velocities(("left", 1), ("right", 0)),
+                        name="mass_spring_torn")
+
+
+# 2 ------------------------------------------------------------------ circuit
+def lc_from_elements(inductance=1.0, capacitance=0.25) -> InterconnectedSystem:
+    """An inductor (``L = l/2 i^2``) and a capacitor (``L = -q^2/(2C)``, degenerate)
+    joined by Kirchhoff's current law ``q_C' = q_L'``; oscillates at ``1/sqrt(l C)``."""
+    ind, C = float(inductance), float(capacitance)
+    inductor = LagrangeDiracSystem(
+        Euclidean(1, names=("q_L",)), lambda q, v: 0.5 * ind * v[0] ** 2,
+        partials=lambda q, v: (jnp.zeros_like(q), ind * v), name="inductor")
+    capacitor = LagrangeDiracSystem(
+        Euclidean(1, names=("q_C",)), lambda q, v: -0.5 * q[0] ** 2 / C + 0.0 * v[0],
+        partials=lambda q, v: (-q / C, jnp.zeros_like(v)), name="capacitor")
+    return interconnect(capacitor, inductor, interaction=equal_velocities(("capacitor", 0), ("inductor", 0)),
+                        name="lc_from_elements")
+
+
+# 3 ------------------------------------------------------------- rolling disk
+def _planar_body(mass, yaw_inertia, name="body", retraction="exp") -> LagrangeDiracSystem:
+    """A planar body on SE(2) that cannot slip sideways: ``L = m/2 (v_x^2 + v_y^2) + I/2 w^2``."""
+
+    def L(q, v):
+        return 0.5 * mass * (v[1] ** 2 + v[2] ** 2) + 0.5 * yaw_inertia * v[0] ** 2
+
+    def partials(q, v):
+        dv = jnp.stack([yaw_inertia * v[0], mass * v[1], mass * v[2]])
+        return jnp.zeros_like(dv), dv
+
+    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name=name)
+
+
+def _wheel(roll_inertia, name="wheel") -> LagrangeDiracSystem:
+    """A wheel's rolling angle on ``R``: ``L = I/2 phi'^2``."""
+    return LagrangeDiracSystem(
+        Euclidean(1, names=("phi",)), lambda q, v: 0.5 * roll_inertia * v[0] ** 2,
+        partials=lambda q, v: (jnp.zeros_like(v), roll_inertia * v), name=name)
+
+
+def rolling_disk(radius=0.5, mass=1.0, yaw_inertia=0.0625, roll_inertia=0.125, name="rolling_disk",
+                 retraction="exp") -> InterconnectedSystem:
+    """The vertical rolling disk: ``body`` (SE(2), no sideways slip) and ``wheel``
+    (rolling angle), joined by rolling without slipping ``v_x = R phi'``.
+
+    The heading rate and the rolling rate are constant; the contact point runs
+    on a circle of radius ``R phi'/theta'`` (:func:`rolling_disk_exact`).
+    """
+    body = _planar_body(mass, yaw_inertia, retraction=retraction)
+    wheel = _wheel(roll_inertia)
+    return interconnect(body, wheel, interaction=rolling_without_slipping("body", "wheel", radius), name=name)
+
+
+def rolling_disk_exact(t, radius, theta_rate, phi_rate, x0=0.0, y0=0.0, theta0=0.0):
+    """``(x, y, theta, phi - phi0)`` of the rolling disk at times ``t`` ``(T,)`` -> ``(T, 4)``."""
+    t = np.asarray(t, dtype=float)
+    th = theta0 + theta_rate * t
+    speed = radius * phi_rate
+    if theta_rate == 0:
+        x = x0 + speed * t * np.cos(theta0)
+        y = y0 + speed * t * np.sin(theta0)
+    else:
+        rho = speed / theta_rate
+        x = x0 + rho * (np.sin(th) - np.sin(theta0))
+        y = y0 - rho * (np.cos(th) - np.cos(theta0))
+    return np.stack([x, y, th, phi_rate * t], -1)
+
+
+# 4 --------------------------------------------------------------- the ball
+def rolling_ball(radius=0.5, mass=1.0, retraction="exp") -> InterconnectedSystem:
+    """A homogeneous ball (``I = 2/5 m r^2``) rolling on a plane: ``ball`` on
+    SO(3) joined to ``centre`` on R^2 by ``x' = r (R w) x e3``."""
+    inertia = 0.4 * mass * radius**2
+    ball = LagrangeDiracSystem(
+        SO3(retraction), lambda q, v: 0.5 * inertia * jnp.sum(v * v),
+        partials=lambda q, v: (jnp.zeros_like(v), inertia * v), name="ball")
+    centre = LagrangeDiracSystem(
+        Euclidean(2, names=("x", "y")), lambda q, v: 0.5 * mass * jnp.sum(v * v),
+        partials=lambda q, v: (jnp.zeros_like(v), mass * v), name="centre")
+    return interconnect(ball, centre, interaction=rolling_ball_on_plane("ball", "centre", radius),
+                        name="rolling_ball")
+
+
+def rolling_ball_exact(t, radius, spatial_omega, x0=(0.0, 0.0)):
+    """Centre ``x(t)`` (``(T, 2)``): constant spatial angular velocity ``W``, ``x' = r (W_y, -W_x)``."""
+    W = np.asarray(spatial_omega, dtype=float)
+    vel = radius * np.array([W[1], -W[0]])
+    return np.asarray(x0) + np.asarray(t, dtype=float)[..., None] * vel
+
+
+# 5 ------------------------------------------------------------ hierarchy
+def _axle(track, prefix_left="left.body", prefix_right="right.body"):
+    # headings equal, and the right contact point moves like a point of the
+    # left body at body offset (0, -track): v_Rx = v_Lx + track * omega.
+    return (equal_velocities((prefix_right, 0), (prefix_left, 0))
+            + linear_interaction({(prefix_right, 1): 1.0, (prefix_left, 1): -1.0,
+                                  (prefix_left, 0): -float(track)}, label="axle"))
+
+
+def two_wheel_cart(track=1.0, radius=0.5, **disk) -> InterconnectedSystem:
+    """Two rolling disks (``left``, ``right``; each an interconnected system)
+    joined by an axle of length ``track``: equal headings and the right wheel's
+    contact point rigidly at body offset ``(0, -track)`` from the left's."""
+    left = rolling_disk(radius, name="left", **disk)
+    right = rolling_disk(radius, name="right", **disk)
+    return interconnect(left, right, interaction=_axle(track), name="two_wheel_cart")
+
+
+def two_wheel_cart_flat(track=1.0, radius=0.5, mass=1.0, yaw_inertia=0.0625,
+                        roll_inertia=0.125) -> InterconnectedSystem:
+    """The same cart as one flat interconnection of its four elementary parts."""
+    parts = [_planar_body(mass, yaw_inertia, "left_body"), _wheel(roll_inertia, "left_wheel"),
+             _planar_body(mass, yaw_inertia, "right_body"), _wheel(roll_inertia, "right_wheel")]
+    inter = (rolling_without_slipping("left_body", "left_wheel", radius)
+             + rolling_without_slipping("right_body", "right_wheel", radius)
+             + _axle(track, prefix_left="left_body", prefix_right="right_body"))
+    return interconnect(*parts, interaction=inter, name="two_wheel_cart_flat")
