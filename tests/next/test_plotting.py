@@ -1,0 +1,199 @@
+"""Plots run on real short trajectories, write PNGs, and label what they show.
+
+Ported to the compiled engine: the trajectories come from
+``manifold_dirac._next`` (systems, ``integrate``); every assertion and
+tolerance is the old one. Each system is built once per module (its compiled
+step is cached with it), so the fixtures and tests share compilations.
+"""
+
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import numpy as np
+import pytest
+
+mpl = pytest.importorskip("matplotlib")
+import matplotlib.pyplot as plt
+
+from manifold_dirac._next import plotting as P
+from manifold_dirac._next import systems as S
+from manifold_dirac._next.manifolds import SO3
+from manifold_dirac._next.mechanics.integrate import integrate
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def sled():
+    s = S.chaplygin_sled()
+    return s, integrate(s, s.Q.identity(), v0=[1.0, 1.0, 0.0], h=0.05, n_steps=80)
+
+
+@pytest.fixture(scope="module")
+def sled_batch():
+    s = S.knife_edge()
+    q0 = s.Q.from_coordinates(np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.5]]))
+    v0 = np.array([[1.0, 1.0, 0.0], [0.5, 1.0, 0.0]])
+    return s, integrate(s, q0, v0=v0, h=0.05, n_steps=60)
+
+
+@pytest.fixture(scope="module")
+def body():
+    s = S.free_rigid_body()
+    R0 = SO3().exp(np.zeros((3, 3)))
+    w0 = np.array([[1.0, 0.3, 0.3], [0.3, 0.3, 1.0], [0.6, 1.0, 0.6]])
+    return s, integrate(s, R0, v0=w0, h=0.1, n_steps=300)
+
+
+def legend_texts(ax):
+    leg = ax.get_legend()
+    assert leg is not None, "no legend"
+    return [t.get_text() for t in leg.get_texts()]
+
+
+def check_png(path):
+    assert path.exists() and path.stat().st_size > 5000
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_se2_path(sled, tmp_path):
+    _, tr = sled
+    fig = P.plot_se2_path(tr, heading_every=5, path=tmp_path / "se2.png")
+    check_png(tmp_path / "se2.png")
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "x [m]" and ax.get_ylabel() == "y [m]"
+    assert "chaplygin_sled" in ax.get_title()
+    assert {"path", "heading (body x-axis)", "start", "end"} <= set(legend_texts(ax))
+    assert ax.get_aspect() == 1.0
+
+
+def test_se2_batched_paths(sled_batch, tmp_path):
+    _, tr = sled_batch
+    fig = P.plot_se2_path(tr, path=tmp_path / "batch.png")
+    check_png(tmp_path / "batch.png")
+    assert {"member 0", "member 1"} <= set(legend_texts(fig.axes[0]))
+
+
+def test_so3_body_axes_and_momentum_sphere(body, tmp_path):
+    _, tr = body
+    fig = P.plot_so3_body_axes(tr, member=1, path=tmp_path / "axes.png")
+    check_png(tmp_path / "axes.png")
+    ax = fig.axes[0]
+    assert ax.get_zlabel().startswith("z (space)")
+    assert {"body e1 = R[:, 0]", "body e2 = R[:, 1]", "body e3 = R[:, 2]"} <= set(legend_texts(ax))
+    fig = P.plot_angular_momentum_sphere(tr, path=tmp_path / "momentum.png")
+    check_png(tmp_path / "momentum.png")
+    ax = fig.axes[0]
+    assert ax.get_xlabel().startswith("p_1/|p| (body)")
+    assert {"member 0", "member 1", "member 2", "t = 0"} <= set(legend_texts(ax))
+
+
+def test_body_momentum_orbits_close(body):
+    """The picture is right: the body direction returns near its start (closed orbits)."""
+    _, tr = body
+    u = tr.p / np.linalg.norm(tr.p, axis=-1, keepdims=True)
+    d = np.linalg.norm(u[1:] - u[0], axis=-1)
+    assert np.all(np.max(d, axis=0) > 0.4)  # it goes round ...
+    assert np.all(np.min(d[30:], axis=0) < 0.01)  # ... and comes back
+
+
+def test_energy_and_constraint_panels(sled, tmp_path):
+    _, tr = sled
+    fig = P.plot_energy_and_constraint(tr, path=tmp_path / "energy.png")
+    check_png(tmp_path / "energy.png")
+    top, bottom = fig.axes
+    assert top.get_yscale() == "log" and bottom.get_yscale() == "log"
+    assert "|E − E₀| / |E₀|" in top.get_ylabel() and "1e-17" in top.get_ylabel()
+    assert "|c(ξ)|∞" in bottom.get_ylabel()
+    assert bottom.get_xlabel() == "t [s]"
+    assert legend_texts(top) == ["energy error"]
+
+
+def test_energy_without_constraints_has_one_panel(body):
+    _, tr = body
+    fig = P.plot_energy_and_constraint(tr)
+    assert len(fig.axes) == 1
+    assert legend_texts(fig.axes[0]) == ["member 0", "member 1", "member 2"]
+
+
+def test_energy_floor_guards_log_of_zero():
+    osc = S.harmonic_oscillator()
+    tr = integrate(osc, np.array([0.0]), v0=np.array([0.0]), h=0.1, n_steps=5)  # E = 0 throughout
+    fig = P.plot_energy_and_constraint(tr)
+    ax = fig.axes[0]
+    assert "[energy units]" in ax.get_ylabel()  # E0 = 0: absolute error
+    y = ax.get_lines()[0].get_ydata()
+    assert np.all(y == P.LOG_FLOOR)
+
+
+def test_convergence(tmp_path):
+    hs = np.array([0.04, 0.02, 0.01])
+    fig = P.plot_convergence(hs, {"plus": 2.0 * hs, "symmetric": 0.7 * hs**2}, path=tmp_path / "conv.png")
+    check_png(tmp_path / "conv.png")
+    ax = fig.axes[0]
+    texts = legend_texts(ax)
+    assert "plus (observed order 1.00)" in texts and "symmetric (observed order 2.00)" in texts
+    assert "reference O(h^1)" in texts and "reference O(h^2)" in texts
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "step size h [s]"
+
+
+def test_convergence_on_a_real_study(tmp_path):
+    ke = S.inclined_knife_edge()
+    exact = S.inclined_knife_edge_exact(1.0)
+    hs = np.array([0.1, 0.05, 0.025])
+    errs = [np.abs(np.asarray(ke.Q.to_coordinates(integrate(ke, ke.Q.identity(), v0=[1.0, 0, 0], h=h,
+                                                             n_steps=round(1 / h)).q[-1])) - exact).max() for h in hs]
+    fig = P.plot_convergence(hs, {"symmetric/midpoint": errs}, orders=[2], error_name="max |q(T) − q_exact(T)|")
+    assert fig.axes[0].get_ylabel() == "max |q(T) − q_exact(T)|"
+
+
+def test_work_precision(tmp_path):
+    rows = [
+        {"label": f"{ret} / symmetric", "h": h, "error": e * h**2, "wall_time": 0.01 / h, "n_steps": round(1 / h)}
+        for ret, e in (("exp", 1.0), ("cayley", 3.0)) for h in (0.1, 0.05, 0.025)
+    ]
+    fig = P.plot_work_precision(rows, path=tmp_path / "wp.png")
+    check_png(tmp_path / "wp.png")
+    ax = fig.axes[0]
+    assert set(legend_texts(ax)) == {"exp / symmetric", "cayley / symmetric"}
+    assert ax.get_xlabel() == "total wall time [s]"
+    assert P.plot_work_precision(rows, per_step=True).axes[0].get_xlabel() == "wall time per step [s]"
+
+
+def test_plot_trajectory_dispatch(sled, body, tmp_path):
+    s, tr = sled
+    assert P.plot_trajectory(tr, s).axes[0].get_xlabel() == "x [m]"
+    assert P.plot_trajectory(tr).axes[0].get_xlabel() == "x [m]"  # guessed from the poses
+    s3, tr3 = body
+    assert P.plot_trajectory(tr3, s3).axes[0].get_zlabel().startswith("z (space)")
+    pend = S.double_pendulum()
+    trp = integrate(pend, np.array([0.5, 0.0]), v0=np.zeros(2), h=0.05, n_steps=40)
+    fig = P.plot_trajectory(trp, pend, path=tmp_path / "coords.png")
+    check_png(tmp_path / "coords.png")
+    assert fig.axes[0].get_xlabel() == "t [s]"
+    assert len(legend_texts(fig.axes[0])) == 2
+
+
+def test_invalid_inputs_raise_with_a_sentence(sled):
+    _, tr = sled
+    with pytest.raises(ValueError, match="SE\\(2\\) poses of shape"):
+        P.plot_se2_path(np.zeros((5, 2, 2)))
+    bad = np.array(tr.q)
+    bad[3, 0, 2] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        P.plot_se2_path(bad)
+    with pytest.raises(ValueError, match="positive and finite"):
+        P.plot_convergence([0.1, 0.05], {"a": [1e-3, 0.0]})
+    with pytest.raises(ValueError, match="expected 2 values"):
+        P.plot_convergence([0.1, 0.05], {"a": [1e-3]})
+    with pytest.raises(ValueError, match="lacks the key"):
+        P.plot_work_precision([{"label": "a", "h": 0.1, "error": 1e-3}])
+    with pytest.raises(ValueError, match="rotations of shape"):
+        P.plot_so3_body_axes(np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="frame must be"):
+        P.plot_angular_momentum_sphere(tr, frame="world")
