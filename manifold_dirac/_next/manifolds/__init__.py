@@ -2,10 +2,14 @@
 
 from .base import Manifold, Retraction, RetractionDomainError, register_retraction, tree_where
 from .euclidean import Euclidean
+from .geomstats_adapter import GeomstatsManifold, Sphere2
 from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
+from .product import ProductManifold, ProductRetraction, block_diag
+from .se2 import SE2
 from .so3 import SO3
 
 __all__ = [
-    "Cayley", "Euclidean", "Exp", "GroupRetraction", "Manifold", "MatrixLieGroup", "Retraction",
-    "RetractionDomainError", "SO3", "register_retraction", "tree_where",
+    "Cayley", "Euclidean", "Exp", "GeomstatsManifold", "GroupRetraction", "Manifold", "MatrixLieGroup",
+    "ProductManifold", "ProductRetraction", "Retraction", "RetractionDomainError", "SE2", "SO3", "Sphere2",
+    "block_diag", "register_retraction", "tree_where",
 ]

@@ -1,0 +1,118 @@
+"""Every shared law over every registered manifold x batch shape x regime.
+
+The laws live in :mod:`manifold_dirac._next.testing`, so a manifold a user
+registers is checked by exactly the same code. Their numerics compile once
+per manifold (every sample reaches the methods as the same ``(8, ...)``
+arrays); shapes and dtypes are checked at each batch shape itself.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+import pytest
+import scipy.linalg
+
+from manifold_dirac._next.manifolds import SE2, SO3, Euclidean, Manifold, ProductManifold, ProductRetraction, block_diag
+from manifold_dirac._next.testing import (
+    BATCH_SHAPES,
+    REGIMES,
+    check_manifold_laws,
+    draw_sample,
+    law_values,
+    laws_for,
+    register_manifold,
+    registered_manifolds,
+    unregister_manifold,
+)
+
+SEED = 20240611
+
+
+@functools.cache
+def _manifold(name: str) -> Manifold:
+    return registered_manifolds()[name]()
+
+
+@functools.cache
+def _sample(name: str, batch_shape: tuple[int, ...], regime: str):
+    return draw_sample(_manifold(name), SEED, batch_shape, regime)
+
+
+CASES = [(name, law) for name in registered_manifolds() for law in laws_for(_manifold(name))]
+
+
+def _shape_id(shape: tuple[int, ...]) -> str:
+    return "batch" + ("x".join(map(str, shape)) if shape else "none")
+
+
+@pytest.mark.parametrize("regime", REGIMES)
+@pytest.mark.parametrize("batch_shape", BATCH_SHAPES, ids=_shape_id)
+@pytest.mark.parametrize("name,law", CASES, ids=[f"{n}-{law}" for n, law in CASES])
+def test_law(name: str, law: str, batch_shape: tuple[int, ...], regime: str) -> None:
+    manifold = _manifold(name)
+    q, xi = _sample(name, batch_shape, regime)
+    laws_for(manifold)[law](manifold, q, xi)
+
+
+def test_registry_covers_the_builtin_manifolds() -> None:
+    assert set(registered_manifolds()) == {
+        "euclidean1", "euclidean3", "so3-exp", "so3-cayley", "se2-exp", "se2-cayley", "se2-so2xr2", "so3xr2",
+        "nested-product", "sphere2",
+    }
+    for name in registered_manifolds():
+        assert len(laws_for(_manifold(name))) >= 17, name
+
+
+def test_register_and_unregister() -> None:
+    register_manifold("euclidean2-test", lambda: Euclidean(2))
+    try:
+        assert "euclidean2-test" in registered_manifolds()
+        with pytest.raises(ValueError, match="already registered; pass replace=True"):
+            register_manifold("euclidean2-test", lambda: Euclidean(2))
+        register_manifold("euclidean2-test", lambda: Euclidean(2), replace=True)
+        with pytest.raises(TypeError, match="factory must be callable"):
+            register_manifold("x", 3)  # type: ignore[arg-type]
+    finally:
+        unregister_manifold("euclidean2-test")
+    with pytest.raises(ValueError, match="'euclidean2-test' is not registered"):
+        unregister_manifold("euclidean2-test")
+
+
+def test_check_manifold_laws_runs_the_grid() -> None:
+    n = check_manifold_laws(Euclidean(3), seeds=[0])
+    assert n == len(laws_for(Euclidean(3))) * len(BATCH_SHAPES) * len(REGIMES)
+    with pytest.raises(ValueError, match=r"laws \['hat_vee'\] do not apply to Euclidean\(3\)"):
+        check_manifold_laws(Euclidean(3), laws=["hat_vee"])
+
+
+def test_product_retraction_is_symmetric_exactly_when_every_factor_is() -> None:
+    sym = ProductManifold(SO3(), Euclidean(2))
+    asym = ProductManifold(SO3(), ProductManifold(SE2("so2xr2"), Euclidean(1)))
+    assert sym.retraction.symmetric and not asym.retraction.symmetric
+    assert sym.retraction.name == "product" and "product" in ProductManifold.retraction_names()
+    assert repr(sym.retraction) == "ProductRetraction(SO3Exp(), Translation())"
+    assert sym.retraction == ProductRetraction((SO3().retraction, Euclidean(2).retraction))
+    assert sym.retraction != ProductManifold(SO3("cayley"), Euclidean(2)).retraction
+    assert len({sym.retraction, ProductManifold(SO3(), Euclidean(2)).retraction}) == 1
+    assert sym == ProductManifold(SO3(), Euclidean(2)) and sym != ProductManifold(SO3("cayley"), Euclidean(2))
+    assert ProductManifold(SO3(), Euclidean(2), retraction=sym.retraction) == sym
+
+
+def test_product_slicing_and_block_diagonal_jacobians() -> None:
+    P = ProductManifold(SE2(), ProductManifold(SO3(), Euclidean(1)))
+    assert (P.dim, P.dims, P.offsets) == (7, (3, 4), (0, 3))
+    v = np.arange(14.0).reshape(2, 7)
+    a, b = P.split(v)
+    assert a.shape == (2, 3) and b.shape == (2, 4) and P.slice(1) == slice(3, 7)
+    np.testing.assert_array_equal(P.join([a, b]), v)
+    np.testing.assert_array_equal(P.join([a[0], b]), np.concatenate([np.broadcast_to(a[0], (2, 3)), b], -1))
+    blocks = [np.ones((2, 1, 1)), 2 * np.ones((3, 3)), 3 * np.ones((2, 1, 2, 2))]
+    D = np.asarray(block_diag(blocks))
+    assert D.shape == (2, 2, 6, 6) and D.dtype == np.float64
+    np.testing.assert_array_equal(D[1, 0], scipy.linalg.block_diag(*(np.broadcast_to(b, (2, 2, *b.shape[-2:]))[1, 0] for b in blocks)))
+    J = law_values(P, *draw_sample(P, 0, (2,), "generic"))["J1"]
+    assert J.shape == (2, 7, 7) and np.all(J[:, :3, 3:] == 0) and np.all(J[:, 3:, :3] == 0)
+    assert [x.shape for x in jax.tree.leaves(P.broadcast_point(P.default_point(), (4,)))] == [(4, 3, 3), (4, 3, 3), (4, 1)]
