@@ -222,7 +222,22 @@ def _cart_initial():
 
 
 def get_example(name: str) -> Example:
-    """Look an example up by name; an unknown name is a ``ValueError`` listing the valid ones."""
+    """Look an example up by name.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`EXAMPLES`.
+
+    Returns
+    -------
+    Example
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, listing the valid ones.
+    """
     try:
         return EXAMPLES[name]
     except KeyError:

@@ -24,7 +24,19 @@ KIRCHHOFF_LC = np.array([[1.0, -1.0]])
 
 
 def lc_circuit(inductance: float = 1.0, capacitance: float = 0.25) -> LagrangeDiracSystem:
-    """The LC loop on ``R^2 = (q_C, q_L)`` with Kirchhoff's law as the constraint."""
+    """The LC loop on ``R^2 = (q_C, q_L)`` with Kirchhoff's law as the constraint.
+
+    Parameters
+    ----------
+    inductance, capacitance : float
+        ``l`` and ``C``.
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(2)`` with the constraint :data:`KIRCHHOFF_LC` and
+        analytic partials; ``params = {"inductance", "capacitance"}``.
+    """
     P = {"inductance": np.float64(inductance), "capacitance": np.float64(capacitance)}
 
     def L(q, v, p=None):
@@ -36,12 +48,27 @@ def lc_circuit(inductance: float = 1.0, capacitance: float = 0.25) -> LagrangeDi
         z = jnp.zeros_like(q[0])
         return jnp.stack([-q[0] / p["capacitance"], z]), jnp.stack([z, p["inductance"] * v[1]])
 
-    return LagrangeDiracSystem(Euclidean(2, names=("q_C", "q_L")), L, KIRCHHOFF_LC, partials=partials, name="lc_circuit",
-                               params=P)
+    Q = Euclidean(2, names=("q_C", "q_L"))
+    return LagrangeDiracSystem(Q, L, KIRCHHOFF_LC, partials=partials, name="lc_circuit", params=P)
 
 
 def lc_circuit_exact(t, q0: float, i0: float, inductance: float = 1.0, capacitance: float = 0.25):
-    """Capacitor charge ``q_C(t)`` from ``q_C(0) = q0``, current ``i(0) = i0``."""
+    """Capacitor charge ``q_C(t)`` from ``q_C(0) = q0``, current ``i(0) = i0``.
+
+    Parameters
+    ----------
+    t : array-like
+        Times.
+    q0, i0 : float
+        Initial charge and current.
+    inductance, capacitance : float
+        As in :func:`lc_circuit`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Of the shape of ``t``.
+    """
     w = 1.0 / np.sqrt(inductance * capacitance)
     t = np.asarray(t, dtype=float)
     return q0 * np.cos(w * t) + i0 / w * np.sin(w * t)

@@ -30,7 +30,7 @@ __all__ = [
 
 
 def _oscillator(P: dict):
-    """The oscillator's ``L(q, v, p)`` and analytic partials for parameters like ``P`` (shared by the damped one)."""
+    """The oscillator's ``L(q, v, p)`` and its analytic partials (shared by the damped one)."""
 
     def L(q, v, p=None):
         p = P if p is None else p
@@ -44,14 +44,41 @@ def _oscillator(P: dict):
 
 
 def harmonic_oscillator(n: int = 1, mass: float = 1.0, stiffness: float = 1.0) -> LagrangeDiracSystem:
-    """``L = m/2 |v|^2 - k/2 |q|^2`` on ``R^n``; exact solution :func:`harmonic_oscillator_exact`."""
+    """``L = m/2 |v|^2 - k/2 |q|^2`` on ``R^n``; exact solution :func:`harmonic_oscillator_exact`.
+
+    Parameters
+    ----------
+    n : int
+        Dimension.
+    mass, stiffness : float
+        ``m`` and ``k``.
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(n)`` with analytic partials; ``params = {"mass", "stiffness"}``.
+    """
     P = {"mass": np.float64(mass), "stiffness": np.float64(stiffness)}
     L, partials = _oscillator(P)
     return LagrangeDiracSystem(Euclidean(n), L, partials=partials, name="harmonic_oscillator", params=P)
 
 
 def harmonic_oscillator_exact(t, q0, v0, mass: float = 1.0, stiffness: float = 1.0):
-    """``q(t), v(t)`` of :func:`harmonic_oscillator`, ``t`` of shape ``(T,)`` -> ``(T, n)``."""
+    """``q(t), v(t)`` of :func:`harmonic_oscillator`.
+
+    Parameters
+    ----------
+    t : array-like, shape=[T]
+        Times.
+    q0, v0 : array-like, shape=[n]
+        Initial position and velocity.
+    mass, stiffness : float
+        As in :func:`harmonic_oscillator`.
+
+    Returns
+    -------
+    q, v : numpy.ndarray, shape=[T, n]
+    """
     w = np.sqrt(stiffness / mass)
     t = np.asarray(t, dtype=float)[..., None]
     q = q0 * np.cos(w * t) + v0 / w * np.sin(w * t)
@@ -60,7 +87,21 @@ def harmonic_oscillator_exact(t, q0, v0, mass: float = 1.0, stiffness: float = 1
 
 
 def damped_oscillator(mass: float = 1.0, stiffness: float = 1.0, damping: float = 0.2) -> LagrangeDiracSystem:
-    """Oscillator on ``R^1`` with the force ``F = -c v`` (Lagrange--d'Alembert--Pontryagin, (24))."""
+    """Oscillator on ``R^1`` with the force ``F = -c v`` (Lagrange--d'Alembert--Pontryagin, (24)).
+
+    Parameters
+    ----------
+    mass, stiffness : float
+        As in :func:`harmonic_oscillator`.
+    damping : float
+        ``c``.
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(1)`` with analytic partials;
+        ``params = {"mass", "stiffness", "damping"}``.
+    """
     P = {"mass": np.float64(mass), "stiffness": np.float64(stiffness), "damping": np.float64(damping)}
     L, partials = _oscillator(P)
 
@@ -68,11 +109,27 @@ def damped_oscillator(mass: float = 1.0, stiffness: float = 1.0, damping: float 
         p = P if p is None else p
         return -p["damping"] * v
 
-    return LagrangeDiracSystem(Euclidean(1), L, force=force, partials=partials, name="damped_oscillator", params=P)
+    return LagrangeDiracSystem(Euclidean(1), L, force=force, partials=partials, name="damped_oscillator",
+                               params=P)
 
 
-def damped_oscillator_exact(t, q0: float, v0: float, mass: float = 1.0, stiffness: float = 1.0, damping: float = 0.2):
-    """Exact ``q(t)`` of the underdamped :func:`damped_oscillator`."""
+def damped_oscillator_exact(t, q0: float, v0: float, mass: float = 1.0, stiffness: float = 1.0,
+                            damping: float = 0.2):
+    """Exact ``q(t)`` of the underdamped :func:`damped_oscillator`.
+
+    Parameters
+    ----------
+    t : array-like, shape=[T]
+        Times.
+    q0, v0 : float
+        Initial position and velocity.
+    mass, stiffness, damping : float
+        As in :func:`damped_oscillator` (underdamped: ``c^2 < 4 m k``).
+
+    Returns
+    -------
+    numpy.ndarray, shape=[T]
+    """
     t = np.asarray(t, dtype=float)
     g = damping / (2 * mass)
     wd = np.sqrt(stiffness / mass - g * g)
@@ -80,7 +137,19 @@ def damped_oscillator_exact(t, q0: float, v0: float, mass: float = 1.0, stiffnes
 
 
 def pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81) -> LagrangeDiracSystem:
-    """Planar pendulum, angle from the downward vertical: ``L = m l^2/2 v^2 + m g l cos q``."""
+    """Planar pendulum, angle from the downward vertical: ``L = m l^2/2 v^2 + m g l cos q``.
+
+    Parameters
+    ----------
+    length, mass, gravity : float
+        ``l``, ``m``, ``g``.
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(1)`` (coordinate ``theta``) with analytic partials;
+        ``params = {"ml2", "mgl"}`` (``m l^2`` and ``m g l``).
+    """
     P = {"ml2": np.float64(mass * length**2), "mgl": np.float64(mass * gravity * length)}
 
     def L(q, v, p=None):
@@ -91,13 +160,30 @@ def pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81) -> L
         p = P if p is None else p
         return -p["mgl"] * jnp.sin(q), p["ml2"] * v
 
-    return LagrangeDiracSystem(Euclidean(1, names=("theta",)), L, partials=partials, name="pendulum", params=P)
+    Q = Euclidean(1, names=("theta",))
+    return LagrangeDiracSystem(Q, L, partials=partials, name="pendulum", params=P)
 
 
 def double_pendulum(
     l1: float = 1.0, l2: float = 1.0, m1: float = 1.0, m2: float = 1.0, gravity: float = 9.81
 ) -> LagrangeDiracSystem:
-    """Planar double pendulum, absolute angles from the downward vertical."""
+    """Planar double pendulum, absolute angles from the downward vertical.
+
+    Parameters
+    ----------
+    l1, l2 : float
+        Lengths of the rods.
+    m1, m2 : float
+        Masses of the bobs.
+    gravity : float
+        ``g``.
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(2)`` (coordinates ``theta1, theta2``) with analytic
+        partials; ``params = {"l1", "l2", "m1", "m2", "gravity"}``.
+    """
     P = {"l1": np.float64(l1), "l2": np.float64(l2), "m1": np.float64(m1), "m2": np.float64(m2),
          "gravity": np.float64(gravity)}
 
@@ -109,7 +195,8 @@ def double_pendulum(
         l1, l2, m1, m2, g = unpack(p)
         a, b = q[0], q[1]
         va, vb = v[0], v[1]
-        T = 0.5 * (m1 + m2) * l1**2 * va**2 + 0.5 * m2 * l2**2 * vb**2 + m2 * l1 * l2 * va * vb * jnp.cos(a - b)
+        T = (0.5 * (m1 + m2) * l1**2 * va**2 + 0.5 * m2 * l2**2 * vb**2
+             + m2 * l1 * l2 * va * vb * jnp.cos(a - b))
         V = -(m1 + m2) * g * l1 * jnp.cos(a) - m2 * g * l2 * jnp.cos(b)
         return T - V
 
@@ -125,8 +212,8 @@ def double_pendulum(
         dvb = m2 * l2**2 * vb + m2 * l1 * l2 * va * c
         return jnp.stack([dqa, dqb]), jnp.stack([dva, dvb])
 
-    return LagrangeDiracSystem(Euclidean(2, names=("theta1", "theta2")), L, partials=partials, name="double_pendulum",
-                               params=P)
+    Q = Euclidean(2, names=("theta1", "theta2"))
+    return LagrangeDiracSystem(Q, L, partials=partials, name="double_pendulum", params=P)
 
 
 def spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81) -> LagrangeDiracSystem:
@@ -138,6 +225,16 @@ def spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 
     angular momentum ``m l^2 e3 . (q x E(q) v)`` (rotations about ``e3``).
     The adapter's closed forms do not import geomstats (only its
     ``values="geomstats"`` cross-check does).
+
+    Parameters
+    ----------
+    length, mass, gravity : float
+        ``l``, ``m``, ``g``.
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Sphere2()`` with analytic partials; ``params = {"ml2", "mgl"}``.
 
     Notes
     -----
@@ -162,7 +259,21 @@ def spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 
 
 
 def spherical_pendulum_vertical_momentum(Q, q, p):
-    """``e3 . (q x E(q) p)``: the momentum map of rotations about the vertical, ``(..., )`` (numpy)."""
+    """``e3 . (q x E(q) p)``: the momentum map of rotations about the vertical (numpy).
+
+    Parameters
+    ----------
+    Q : Sphere2
+        The manifold (its frame ``E``).
+    q : array-like, shape=[..., 3]
+        Unit vectors.
+    p : array-like, shape=[..., 2]
+        Momenta in frame coordinates.
+
+    Returns
+    -------
+    numpy.ndarray, shape=[...]
+    """
     q = np.asarray(q)
     Ep = np.einsum("...ij,...j->...i", np.asarray(Q.frame(q)), np.asarray(p))
     return np.cross(q, Ep)[..., 2]

@@ -25,10 +25,10 @@ DEFAULT_INERTIA = (1.0, 2.0, 3.0)
 
 
 def _principal_moments(inertia, who: str) -> np.ndarray:
-    I = np.asarray(inertia, dtype=float)
-    if I.shape != (3,) or np.any(I <= 0):
+    moments = np.asarray(inertia, dtype=float)
+    if moments.shape != (3,) or np.any(moments <= 0):
         raise ValueError(f"{who}: inertia must be 3 positive principal moments, got {inertia!r}")
-    return I
+    return moments
 
 
 def free_rigid_body(inertia=DEFAULT_INERTIA, retraction: str = "exp") -> LagrangeDiracSystem:
@@ -36,6 +36,23 @@ def free_rigid_body(inertia=DEFAULT_INERTIA, retraction: str = "exp") -> Lagrang
 
     Invariants: energy, ``|p|`` and the spatial angular momentum ``R p``
     (a discrete Noether invariant of every left-invariant ``L_d``).
+
+    Parameters
+    ----------
+    inertia : array-like, shape=[3]
+        Positive principal moments of inertia.
+    retraction : {"exp", "cayley"}
+        Retraction of SO(3).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``SO3(retraction)`` with analytic partials; ``params = {"inertia"}``.
+
+    Raises
+    ------
+    ValueError
+        If ``inertia`` is not 3 positive numbers.
     """
     P = {"inertia": _principal_moments(inertia, "free_rigid_body")}
 
@@ -58,15 +75,36 @@ def heavy_top(
     ``chi`` is the unit vector from the fixed point to the centre of mass in
     the body frame, ``mgl`` the product mass * gravity * distance.
 
+    Parameters
+    ----------
+    inertia : array-like, shape=[3]
+        Positive principal moments of inertia about the fixed point.
+    mgl : float
+        Mass times gravity times the distance to the centre of mass.
+    chi : array-like, shape=[3]
+        Unit vector to the centre of mass, body frame.
+    retraction : {"exp", "cayley"}
+        Retraction of SO(3).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``SO3(retraction)`` with analytic partials;
+        ``params = {"inertia", "mgl", "chi"}``.
+
+    Raises
+    ------
+    ValueError
+        If ``inertia`` is not 3 positive numbers or ``chi`` not a 3-vector.
+
     Notes
     -----
     ``dL/dq`` along ``R -> R exp(e eta)`` is ``-mgl chi x (R^T e3)``.
     """
-    I = _principal_moments(inertia, "heavy_top")
     c = np.asarray(chi, dtype=float)
     if c.shape != (3,):
         raise ValueError(f"heavy_top: chi must be a 3-vector, got {chi!r}")
-    P = {"inertia": I, "mgl": np.float64(mgl), "chi": c}
+    P = {"inertia": _principal_moments(inertia, "heavy_top"), "mgl": np.float64(mgl), "chi": c}
 
     def L(q, v, p=None):
         p = P if p is None else p
@@ -81,7 +119,19 @@ def heavy_top(
 
 
 def spatial_angular_momentum(q, p):
-    """``R p``: body momentum ``p`` ``(..., 3)`` seen in space (numpy, over leading axes)."""
+    """``R p``: the body momentum seen in space (numpy, over leading axes).
+
+    Parameters
+    ----------
+    q : array-like, shape=[..., 3, 3]
+        Rotation matrices (body to space).
+    p : array-like, shape=[..., 3]
+        Body angular momenta.
+
+    Returns
+    -------
+    numpy.ndarray, shape=[..., 3]
+    """
     return np.einsum("...ij,...j->...i", np.asarray(q), np.asarray(p))
 
 
@@ -91,10 +141,26 @@ def heavy_top_reference(T: float, R0, w0, inertia=DEFAULT_INERTIA, mgl: float = 
     Integrates ``R' = R hat(w)``, ``I w' = (I w) x w - mgl chi x (R^T e3)``
     with DOP853 at ``rtol = atol = 1e-12`` (the reference of the tests and
     the retraction study).
+
+    Parameters
+    ----------
+    T : float
+        Final time.
+    R0 : array-like, shape=[3, 3]
+        Initial rotation.
+    w0 : array-like, shape=[3]
+        Initial body angular velocity.
+    inertia, mgl, chi
+        As in :func:`heavy_top`.
+
+    Returns
+    -------
+    numpy.ndarray, shape=[3, 3]
+        The rotation at ``T``.
     """
     from scipy.integrate import solve_ivp
 
-    I = np.asarray(inertia, dtype=float)
+    moments = np.asarray(inertia, dtype=float)
     c = np.asarray(chi, dtype=float)
 
     def hat(w):
@@ -104,7 +170,7 @@ def heavy_top_reference(T: float, R0, w0, inertia=DEFAULT_INERTIA, mgl: float = 
         R = y[:9].reshape(3, 3)
         w = y[9:]
         torque = -mgl * np.cross(c, R.T @ np.array([0.0, 0.0, 1.0]))
-        return np.concatenate([(R @ hat(w)).ravel(), (np.cross(I * w, w) + torque) / I])
+        return np.concatenate([(R @ hat(w)).ravel(), (np.cross(moments * w, w) + torque) / moments])
 
     y0 = np.concatenate([np.asarray(R0, dtype=float).ravel(), np.asarray(w0, dtype=float)])
     sol = solve_ivp(f, (0.0, float(T)), y0, rtol=1e-12, atol=1e-12, method="DOP853")

@@ -44,7 +44,11 @@ def _x_partial(q, weight):
 
 
 def inclined_knife_edge(
-    mass: float = 1.0, inertia: float = 0.5, gravity: float = 9.81, incline: float = 0.3, retraction: str = "exp"
+    mass: float = 1.0,
+    inertia: float = 0.5,
+    gravity: float = 9.81,
+    incline: float = 0.3,
+    retraction: str = "exp",
 ) -> LagrangeDiracSystem:
     """A knife edge on a plane inclined by ``incline`` (downhill along ``+x``).
 
@@ -52,13 +56,35 @@ def inclined_knife_edge(
     Exact solution from rest at the origin with ``omega(0) = w``:
     :func:`inclined_knife_edge_exact`. With ``incline = 0`` it is the free
     knife edge (Chaplygin skate).
+
+    Parameters
+    ----------
+    mass : float
+        Mass ``m``.
+    inertia : float
+        Moment of inertia ``J`` about the contact point.
+    gravity : float
+        Gravitational acceleration ``g``.
+    incline : float
+        Angle ``alpha`` of the plane (radians).
+    retraction : {"exp", "cayley", "so2xr2"}
+        Retraction of SE(2).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``SE2(retraction)`` with the constraint :data:`KNIFE_EDGE_CONSTRAINT`
+        and analytic partials; ``params = {"mass", "inertia", "pull"}`` with
+        ``pull = m g sin(alpha)``. Named ``"knife_edge"`` when ``incline = 0``.
     """
     # the downhill pull m g sin(alpha) is one parameter: the free knife edge is the same program with 0
-    P = {"mass": np.float64(mass), "inertia": np.float64(inertia), "pull": np.float64(mass * gravity * np.sin(incline))}
+    P = {"mass": np.float64(mass), "inertia": np.float64(inertia),
+         "pull": np.float64(mass * gravity * np.sin(incline))}
 
     def L(q, v, p=None):
         p = P if p is None else p
-        return 0.5 * p["mass"] * (v[1] ** 2 + v[2] ** 2) + 0.5 * p["inertia"] * v[0] ** 2 + p["pull"] * q[0, 2]
+        kinetic = 0.5 * p["mass"] * (v[1] ** 2 + v[2] ** 2) + 0.5 * p["inertia"] * v[0] ** 2
+        return kinetic + p["pull"] * q[0, 2]
 
     def partials(q, v, p=None):
         p = P if p is None else p
@@ -66,11 +92,26 @@ def inclined_knife_edge(
         return _x_partial(q, p["pull"]), dv
 
     name = "inclined_knife_edge" if incline else "knife_edge"
-    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name=name, params=P)
+    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name=name,
+                               params=P)
 
 
 def knife_edge(mass: float = 1.0, inertia: float = 0.5, retraction: str = "exp") -> LagrangeDiracSystem:
-    """The free knife edge (Chaplygin skate): ``omega``, ``v_x`` constant, a circle."""
+    """The free knife edge (Chaplygin skate): ``omega``, ``v_x`` constant, a circle.
+
+    Parameters
+    ----------
+    mass, inertia : float
+        As in :func:`inclined_knife_edge`.
+    retraction : {"exp", "cayley", "so2xr2"}
+        Retraction of SE(2).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        :func:`inclined_knife_edge` with ``incline = 0`` (the same compiled
+        program: only a parameter differs).
+    """
     return inclined_knife_edge(mass, inertia, 0.0, 0.0, retraction)
 
 
@@ -79,19 +120,52 @@ def inclined_knife_edge_exact(t, omega: float = 1.0, gravity: float = 9.81, incl
 
     ``theta = w t``, ``x = g sin(a)/(2 w^2) sin^2(w t)``,
     ``y = g sin(a)/(2 w^2) (w t - sin(2 w t)/2)``, for any mass and inertia.
+
+    Parameters
+    ----------
+    t : array-like, shape=[T]
+        Times.
+    omega : float
+        The constant heading rate ``w`` (nonzero).
+    gravity, incline : float
+        As in :func:`inclined_knife_edge`.
+
+    Returns
+    -------
+    numpy.ndarray, shape=[T, 3]
     """
     t = np.asarray(t, dtype=float)
     c = gravity * np.sin(incline) / (2 * omega**2)
-    return np.stack([c * np.sin(omega * t) ** 2, c * (omega * t - 0.5 * np.sin(2 * omega * t)), omega * t], -1)
+    wt = omega * t
+    return np.stack([c * np.sin(wt) ** 2, c * (wt - 0.5 * np.sin(2 * wt)), wt], -1)
 
 
-def chaplygin_sled(mass: float = 1.0, inertia: float = 0.2, offset: float = 0.5, retraction: str = "exp") -> LagrangeDiracSystem:
+def chaplygin_sled(
+    mass: float = 1.0, inertia: float = 0.2, offset: float = 0.5, retraction: str = "exp"
+) -> LagrangeDiracSystem:
     """Chaplygin sled: blade at the body origin, centre of mass at ``(a, 0)``.
 
     The centre of mass moves with body velocity ``(v_x, v_y + a omega)``:
     ``L = m/2 (v_x^2 + (v_y + a omega)^2) + J/2 omega^2`` (``J`` about the
     centre of mass), ``v_y = 0``. Energy is conserved; the sled settles into
     straight-line motion (``omega -> 0``) as ``t -> +inf``.
+
+    Parameters
+    ----------
+    mass : float
+        Mass ``m``.
+    inertia : float
+        Moment of inertia ``J`` about the centre of mass.
+    offset : float
+        Distance ``a`` from the blade to the centre of mass along the blade.
+    retraction : {"exp", "cayley", "so2xr2"}
+        Retraction of SE(2).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``SE2(retraction)`` with :data:`KNIFE_EDGE_CONSTRAINT` and analytic
+        partials; ``params = {"mass", "inertia", "offset"}``.
     """
     P = {"mass": np.float64(mass), "inertia": np.float64(inertia), "offset": np.float64(offset)}
 
@@ -107,8 +181,8 @@ def chaplygin_sled(mass: float = 1.0, inertia: float = 0.2, offset: float = 0.5,
         dv = jnp.stack([a * s + p["inertia"] * v[0], m * v[1], s])
         return jnp.zeros_like(dv), dv
 
-    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name="chaplygin_sled",
-                               params=P)
+    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials,
+                               name="chaplygin_sled", params=P)
 
 
 def _default_drive(t):
@@ -132,8 +206,29 @@ def differential_drive(
     ``F(t, q, v) = (tau(t) - c omega, f(t) - c v_x, 0)``: ``f`` the sum of the
     wheel forces, ``tau`` their difference times the half track, ``c`` a
     linear rolling resistance. Defaults: ``f = 1`` for ``t < 2`` then ``0``,
-    ``tau = 0.5 sin(t)``. ``drive`` and ``steer`` take a scalar time and are
-    traced by JAX: write them with ``jax.numpy`` (``jnp.where``, not ``if``).
+    ``tau = 0.5 sin(t)``.
+
+    Parameters
+    ----------
+    mass : float
+        Mass.
+    inertia : float
+        Yaw moment of inertia.
+    drive : callable ``t -> f``, optional
+        Forward force; a scalar time in, a scalar out, traced by JAX: write it
+        with ``jax.numpy`` (``jnp.where``, not ``if``).
+    steer : callable ``t -> tau``, optional
+        Yaw torque, likewise.
+    damping : float
+        Linear rolling resistance ``c``.
+    retraction : {"exp", "cayley", "so2xr2"}
+        Retraction of SE(2).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``SE2(retraction)`` with :data:`KNIFE_EDGE_CONSTRAINT`, the force
+        above and analytic partials; ``params = {"mass", "inertia", "damping"}``.
     """
     f = drive if drive is not None else _default_drive
     tq = steer if steer is not None else _default_steer
@@ -164,6 +259,21 @@ def chaplygin_sled_reference(t, pose0=(0.0, 0.0, 0.0), omega0: float = 1.0, vx0:
     Solves the reduced equations ``(J + m a^2) omega' = -m a v_x omega``,
     ``v_x' = a omega^2`` with ``theta' = omega``, ``(x, y)' = v_x (cos, sin)(theta)``
     by ``scipy.integrate.solve_ivp`` (DOP853, rtol = atol = 1e-12).
+
+    Parameters
+    ----------
+    t : array-like, shape=[T]
+        Times (``>= 0``).
+    pose0 : tuple of float
+        Initial ``(x, y, theta)``.
+    omega0, vx0 : float
+        Initial heading rate and forward speed.
+    mass, inertia, offset : float
+        As in :func:`chaplygin_sled`.
+
+    Returns
+    -------
+    numpy.ndarray, shape=[T, 3]
     """
     from scipy.integrate import solve_ivp
 
