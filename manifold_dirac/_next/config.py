@@ -9,6 +9,11 @@
   compiled step of a system it has run before. Set the environment variable
   ``MANIFOLD_DIRAC_JAX_CACHE`` to another directory, or to ``0`` to switch it
   off; a cache directory the user configured in JAX already is left alone.
+* The cache is size-bounded (``CACHE_MAX_BYTES``), which makes JAX guard every
+  read and write with a file lock (the ``filelock`` package). Without it JAX
+  writes entries in place, unlocked, and a second process (another test run, a
+  Dask worker) can read a half-written executable and crash with a
+  segmentation fault -- seen here with several processes sharing the cache.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import jax
 __all__ = ["cache_directory", "configure"]
 
 _CONFIGURED = False
+CACHE_MAX_BYTES = 2 * 1024**3
+"""Upper bound of the persistent cache; least recently used entries are evicted beyond it."""
 
 
 def cache_directory() -> Path | None:
@@ -49,5 +56,6 @@ def configure() -> None:
     except OSError:  # a read-only home: run without the cache
         return
     jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)  # locked reads and writes
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

@@ -34,3 +34,13 @@ def test_the_cache_can_be_switched_off_or_moved(tmp_path):
     code = "import manifold_dirac._next, manifold_dirac._next.config as c; print(c.cache_directory())"
     assert _run(code, MANIFOLD_DIRAC_JAX_CACHE="0") == "None"
     assert _run(code, MANIFOLD_DIRAC_JAX_CACHE=str(tmp_path / "elsewhere")) == str(tmp_path / "elsewhere")
+
+
+def test_the_cache_is_bounded_so_that_jax_locks_reads_and_writes():
+    """Unbounded, JAX writes cache entries in place without a lock: a concurrent reader can load a
+    half-written executable and segfault. Bounded, every get/put holds a file lock."""
+    code = (
+        "import jax, manifold_dirac._next, manifold_dirac._next.config as c; "
+        "print(jax.config.jax_compilation_cache_max_size == c.CACHE_MAX_BYTES > 0)"
+    )
+    assert _run(code) == "True"
