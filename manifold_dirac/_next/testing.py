@@ -12,8 +12,18 @@ Every law is a function ``law(manifold, q, xi)`` of a point ``q``
 ``(*batch, *point_shape)`` and a tangent vector ``xi`` ``(*batch, dim)`` in
 frame coordinates at ``q``, drawn by :func:`draw_sample` in one of
 :data:`REGIMES`. A law returns ``None`` or raises :class:`AssertionError`
-naming the law, the batch index and the size of the violation. Laws run
-eagerly (no ``jit``: JAX compiles per shape, and the laws see many shapes).
+naming the law, the batch index and the size of the violation.
+
+How the laws evaluate: JAX compiles per program and per shape, and
+compiling is what checking a manifold costs. So the numerics run in a few
+``jax.jit`` programs per manifold (values, ambient tangents, batch, group,
+autodiff, derivatives), which every sample enters flattened and padded to a
+batch of 8 -- all batch shapes and regimes reuse one compilation, cached per
+class and :meth:`Manifold._key`. Shapes and dtypes at the caller's own batch
+shape are checked with ``jax.eval_shape`` (tracing, no compiling), the
+batched values against the unbatched calls with ``jax.lax.map``. A manifold
+whose methods cannot be traced (numpy inside: ``Sphere2(values="geomstats")``)
+is evaluated eagerly instead.
 
 Every Jacobian is checked three independent ways, each against its
 definition in :mod:`manifold_dirac._next.manifolds.base` -- the derivative
@@ -30,9 +40,10 @@ of a composition of ``retract`` and ``inverse_retract`` along
   remainder over ``s`` to keep falling as ``s`` shrinks (a wrong Jacobian
   leaves it constant) down to a round-off floor **measured** on ``f`` itself
   (a fourth difference of ``f`` at steps ``t = 1e-10 ... 1e-8``, which
-  cancels every polynomial term that matters and no Jacobian enters): near a singularity ``f`` is ill-conditioned,
-  its measured floor is high, and a correct Jacobian passes while a wrong
-  one still fails above the floor.
+  cancels every polynomial term that matters and in which no Jacobian
+  enters): near a singularity ``f`` is ill-conditioned, its measured floor
+  is high, and a correct Jacobian passes while a wrong one still fails
+  above the floor.
 """
 
 from __future__ import annotations
@@ -49,14 +60,41 @@ from .manifolds.lie_group import MatrixLieGroup
 from .manifolds.product import ProductManifold
 
 __all__ = [
-    "BATCH_SHAPES", "GROUP_LAWS", "LAWS", "REGIMES", "RTOL_AUTODIFF", "assert_close",
-    "check_adjoint", "check_ambient_tangent", "check_batch_consistency", "check_derivatives_finite",
-    "check_differential_at_zero", "check_exp_log", "check_float64", "check_fused_equals_composition",
-    "check_group_inverse", "check_hat_vee", "check_in_domain", "check_inverse_jacobians_autodiff",
-    "check_inverse_jacobians_fd", "check_inverse_jacobians_perturbation", "check_inverse_retract_round_trip",
-    "check_jacobians_autodiff", "check_jacobians_fd", "check_jacobians_perturbation", "check_manifold_laws",
-    "check_points_on_manifold", "check_retract_at_zero", "check_symmetry", "draw_sample", "law_values",
-    "laws_for", "point_arrays", "register_manifold", "registered_manifolds", "unregister_manifold",
+    "BATCH_SHAPES",
+    "GROUP_LAWS",
+    "LAWS",
+    "REGIMES",
+    "RTOL_AUTODIFF",
+    "assert_close",
+    "check_adjoint",
+    "check_ambient_tangent",
+    "check_batch_consistency",
+    "check_derivatives_finite",
+    "check_differential_at_zero",
+    "check_exp_log",
+    "check_float64",
+    "check_fused_equals_composition",
+    "check_group_inverse",
+    "check_hat_vee",
+    "check_in_domain",
+    "check_inverse_jacobians_autodiff",
+    "check_inverse_jacobians_fd",
+    "check_inverse_jacobians_perturbation",
+    "check_inverse_retract_round_trip",
+    "check_jacobians_autodiff",
+    "check_jacobians_fd",
+    "check_jacobians_perturbation",
+    "check_manifold_laws",
+    "check_points_on_manifold",
+    "check_retract_at_zero",
+    "check_symmetry",
+    "draw_sample",
+    "law_values",
+    "laws_for",
+    "point_arrays",
+    "register_manifold",
+    "registered_manifolds",
+    "unregister_manifold",
 ]
 
 REGIMES: tuple[str, ...] = ("near_zero", "generic", "near_singular")
@@ -99,14 +137,18 @@ def register_manifold(name: str, factory: Callable[[], Manifold], *, replace: bo
     if not callable(factory):
         raise TypeError(f"register_manifold({name!r}): factory must be callable, got {factory!r}")
     if name in _REGISTRY and not replace:
-        raise ValueError(f"register_manifold: {name!r} is already registered; pass replace=True to replace it")
+        raise ValueError(
+            f"register_manifold: {name!r} is already registered; pass replace=True to replace it"
+        )
     _REGISTRY[name] = factory
 
 
 def unregister_manifold(name: str) -> None:
     """Remove a registration (a ``ValueError`` lists the registered names if absent)."""
     if name not in _REGISTRY:
-        raise ValueError(f"unregister_manifold: {name!r} is not registered; registered: {', '.join(_REGISTRY)}")
+        raise ValueError(
+            f"unregister_manifold: {name!r} is not registered; registered: {', '.join(_REGISTRY)}"
+        )
     del _REGISTRY[name]
 
 
@@ -126,7 +168,9 @@ def _register_builtins() -> None:
     register_manifold("se2-cayley", lambda: SE2("cayley"))
     register_manifold("se2-so2xr2", lambda: SE2("so2xr2"))
     register_manifold("so3xr2", lambda: ProductManifold(SO3(), Euclidean(2)))
-    register_manifold("nested-product", lambda: ProductManifold(SE2("so2xr2"), ProductManifold(SO3("cayley"), Euclidean(1))))
+    register_manifold(
+        "nested-product", lambda: ProductManifold(SE2("so2xr2"), ProductManifold(SO3("cayley"), Euclidean(1)))
+    )
     register_manifold("sphere2", Sphere2)  # closed forms: geomstats is not imported
 
 
@@ -135,8 +179,14 @@ def _index_str(idx: Sequence[int] | tuple) -> str:
     return "[" + ", ".join(str(int(i)) for i in idx) + "]"
 
 
-def assert_close(a: Any, b: Any, rtol: float = 1e-12, atol: float = 1e-12, what: str = "value",
-                 batch_ndim: int | None = None) -> None:
+def assert_close(
+    a: Any,
+    b: Any,
+    rtol: float = 1e-12,
+    atol: float = 1e-12,
+    what: str = "value",
+    batch_ndim: int | None = None,
+) -> None:
     """Assert ``|a - b| <= atol + rtol |b|`` elementwise, with a useful message.
 
     Parameters
@@ -173,8 +223,11 @@ def assert_close(a: Any, b: Any, rtol: float = 1e-12, atol: float = 1e-12, what:
     if not np.any(bad):
         return
     idx = np.unravel_index(int(np.argmax(np.where(finite, err - tol, np.inf))), a.shape)
-    where = (f"batch index {_index_str(idx[:batch_ndim])}, entry {_index_str(idx[batch_ndim:])}"
-             if batch_ndim is not None else f"index {_index_str(idx)}")
+    where = (
+        f"batch index {_index_str(idx[:batch_ndim])}, entry {_index_str(idx[batch_ndim:])}"
+        if batch_ndim is not None
+        else f"index {_index_str(idx)}"
+    )
     raise AssertionError(
         f"{what}: mismatch at {where}: got {a[idx]!r}, expected {b[idx]!r}; |error| = {err[idx]:.3e} > "
         f"atol + rtol*|expected| = {tol[idx]:.3e} (rtol={rtol:.1e}, atol={atol:.1e}; "
@@ -217,7 +270,8 @@ def _assert_jacobian_close(J: Any, ref: Any, rtol: float, what: str, reference: 
         idx = np.unravel_index(int(np.argmax(np.where(np.isfinite(err), err / tol, np.inf))), err.shape)
         raise AssertionError(
             f"{what} disagrees with {reference} at batch index {_index_str(idx)}: |J - J_ref|_F = "
-            f"{err[idx]:.3e} > {rtol:.1e} * max(|J_ref|_F, 1) = {tol[idx]:.3e}\nJ =\n{J[idx]}\nJ_ref =\n{ref[idx]}"
+            f"{err[idx]:.3e} > {rtol:.1e} * max(|J_ref|_F, 1) = {tol[idx]:.3e}"
+            f"\nJ =\n{J[idx]}\nJ_ref =\n{ref[idx]}"
         )
 
 
@@ -248,13 +302,18 @@ class _Flat:
     def flat(self, x: Any) -> Any:
         """``(*batch, ...)`` leaves -> ``(N, ...)``."""
         nb = len(self.batch)
-        return jax.tree.map(lambda a: jnp.asarray(np.asarray(a).reshape(self.n, *np.shape(a)[nb:])[self.index]), x)
+        return jax.tree.map(
+            lambda a: jnp.asarray(np.asarray(a).reshape(self.n, *np.shape(a)[nb:])[self.index]), x
+        )
 
     def unflat(self, x: Any, lead: int = 0) -> Any:
         """``(*lead, N, ...)`` leaves -> ``(*lead, *batch, ...)`` numpy arrays."""
+
         def one(a):
             a = np.asarray(a)
-            return a[(slice(None),) * lead + (slice(0, self.n),)].reshape((*a.shape[:lead], *self.batch, *a.shape[lead + 1 :]))
+            return a[(slice(None),) * lead + (slice(0, self.n),)].reshape(
+                (*a.shape[:lead], *self.batch, *a.shape[lead + 1 :])
+            )
 
         return jax.tree.map(one, x)
 
@@ -278,7 +337,7 @@ def _definitions(M: Manifold, q: Any, xi: Any, q1_inv: Any, q1_fwd: Any) -> Call
     (``R_p(0) = p`` exactly), evaluated with ``jax.vmap`` over the four
     cases: the manifold's code is traced once, not four times.
     """
-    stack = lambda *ps: jax.tree.map(lambda *a: jnp.stack(jnp.broadcast_arrays(*a)), *ps)  # noqa: E731
+    stack = lambda *ps: jax.tree.map(lambda *a: jnp.stack(jnp.broadcast_arrays(*a)), *ps)
     A, B = stack(q, q, q1_fwd, q1_fwd), stack(q1_inv, q1_inv, q, q)
     W = stack(jnp.zeros_like(xi), jnp.zeros_like(xi), xi, xi)
     C = jnp.asarray([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
@@ -302,9 +361,13 @@ def _group_data(M: Manifold, xi: jax.Array) -> Any:
     R = M.retraction
     tau = R.tau(M, xi)
     return {
-        "fused_inv": R.tau_with_inverse_jacobians(M, xi), "fused_fwd": R.tau_with_jacobians(M, xi),
-        "tau": tau, "Jl_inv": R.left_jacobian_inv(M, xi), "Jr_inv": R.right_jacobian_inv(M, xi),
-        "Ad_inv_tau": M.adjoint(M.inverse(tau)), "Jr": R.right_jacobian(M, xi),
+        "fused_inv": R.tau_with_inverse_jacobians(M, xi),
+        "fused_fwd": R.tau_with_jacobians(M, xi),
+        "tau": tau,
+        "Jl_inv": R.left_jacobian_inv(M, xi),
+        "Jr_inv": R.right_jacobian_inv(M, xi),
+        "Ad_inv_tau": M.adjoint(M.inverse(tau)),
+        "Jr": R.right_jacobian(M, xi),
     }
 
 
@@ -312,16 +375,24 @@ _BROADCASTABLE = ("J0", "J1", "J_q", "J_xi", "in_domain")
 """Outputs that may keep fewer batch axes than the arguments (they depend on ``xi`` only)."""
 
 
-def _method_outputs(M: Manifold, q: Any, xi: Any, eta: Any, batch: tuple[int, ...] | None = None) -> dict[str, Any]:
+def _method_outputs(
+    M: Manifold, q: Any, xi: Any, eta: Any, batch: tuple[int, ...] | None = None
+) -> dict[str, Any]:
     """Every method's output at ``(q, xi)`` (``ambient_tangent`` at ``eta``); :data:`_BROADCASTABLE` ones
     broadcast to ``batch`` unless it is None."""
     p0, J0, J1 = M.retract_with_inverse_jacobians(q, xi)
     p1, Jq, Jxi = M.retract_with_jacobians(q, xi)
     out = {
-        "retract": M.retract(q, xi), "inverse_retract": M.inverse_retract(q, M.retract(q, xi)),
-        "retract_with_inverse_jacobians (point)": p0, "J0": J0, "J1": J1,
-        "retract_with_jacobians (point)": p1, "J_q": Jq, "J_xi": Jxi,
-        "ambient_tangent": M.ambient_tangent(q, eta), "in_domain": M.in_domain(xi),
+        "retract": M.retract(q, xi),
+        "inverse_retract": M.inverse_retract(q, M.retract(q, xi)),
+        "retract_with_inverse_jacobians (point)": p0,
+        "J0": J0,
+        "J1": J1,
+        "retract_with_jacobians (point)": p1,
+        "J_q": Jq,
+        "J_xi": Jxi,
+        "ambient_tangent": M.ambient_tangent(q, eta),
+        "in_domain": M.in_domain(xi),
     }
     if batch is not None:
         for k in _BROADCASTABLE:
@@ -329,8 +400,24 @@ def _method_outputs(M: Manifold, q: Any, xi: Any, eta: Any, batch: tuple[int, ..
     return out
 
 
-_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
-"""XLA options for the law programs: they run a few times each, so compile time matters, not speed."""
+_COMPILER_OPTIONS: dict[str, Any] | None = {
+    "xla_backend_optimization_level": 0,
+    "xla_cpu_use_fusion_emitters": False,
+    "xla_llvm_disable_expensive_passes": True,
+}
+"""XLA options for the law programs: they run a few times each, so their compile time is what matters
+(these options compile 3-4x faster on CPU; values agree with the default to ~1e-15). None if unsupported."""
+
+
+def _compile(fn: Callable, args: tuple) -> Any:
+    global _COMPILER_OPTIONS
+    lowered = jax.jit(fn).lower(*args)
+    if _COMPILER_OPTIONS is not None:
+        try:
+            return lowered.compile(compiler_options=_COMPILER_OPTIONS)
+        except (RuntimeError, ValueError, TypeError):  # an XLA without these options: use the defaults
+            _COMPILER_OPTIONS = None
+    return lowered.compile()
 
 
 class _Evaluator:
@@ -345,8 +432,12 @@ class _Evaluator:
     calls numpy).
     """
 
-    _TRACE_ERRORS = (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
-                     jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
+    _TRACE_ERRORS = (
+        jax.errors.TracerArrayConversionError,
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerBoolConversionError,
+        jax.errors.TracerIntegerConversionError,
+    )
 
     def __init__(self, manifold: Manifold):
         self.M = manifold
@@ -364,7 +455,7 @@ class _Evaluator:
                 shapes = (what, *(np.shape(a) for a in jax.tree.leaves(args)))
                 try:
                     if shapes not in self._compiled:
-                        self._compiled[shapes] = jax.jit(fn).lower(*args).compile(compiler_options=_COMPILER_OPTIONS)
+                        self._compiled[shapes] = _compile(fn, args)
                     out = jax.device_get(self._compiled[shapes](*args))
                 except self._TRACE_ERRORS:
                     self.jit = False
@@ -379,44 +470,71 @@ class _Evaluator:
         p0, J0, J1 = M.retract_with_inverse_jacobians(q, xi)
         p1, Jq, Jxi = M.retract_with_jacobians(q, xi)
         out = {
-            "q1": M.retract(q, xi), "p0": p0, "p1": p1, "back": M.inverse_retract(q, p0), "reverse": M.inverse_retract(p0, q),
-            "ok": M.in_domain(xi), "ok0": M.in_domain(jnp.zeros_like(xi)), "at_zero": M.retract(q, jnp.zeros_like(xi)),
-            "groups": _group_data(M, xi), "stack": _definitions(M, q, xi, p0, p1)(d),
+            "q1": M.retract(q, xi),
+            "p0": p0,
+            "p1": p1,
+            "back": M.inverse_retract(q, p0),
+            "reverse": M.inverse_retract(p0, q),
+            "ok": M.in_domain(xi),
+            "ok0": M.in_domain(jnp.zeros_like(xi)),
+            "at_zero": M.retract(q, jnp.zeros_like(xi)),
+            "groups": _group_data(M, xi),
+            "stack": _definitions(M, q, xi, p0, p1)(d),
         }
-        out.update({k: jnp.broadcast_to(J, (N, M.dim, M.dim)) for k, J in (("J0", J0), ("J1", J1), ("J_q", Jq), ("J_xi", Jxi))})
+        out.update(
+            {
+                k: jnp.broadcast_to(J, (N, M.dim, M.dim))
+                for k, J in (("J0", J0), ("J1", J1), ("J_q", Jq), ("J_xi", Jxi))
+            }
+        )
         return out
 
     def _ambient(self, q, xi, eta, eta2, h):
         M = self.M
         return {
-            "A": M.ambient_tangent(q, eta), "A2": M.ambient_tangent(q, eta2),
+            "A": M.ambient_tangent(q, eta),
+            "A2": M.ambient_tangent(q, eta2),
             "L": M.ambient_tangent(q, 2.0 * eta - 3.0 * eta2),
             "T": jax.jvp(lambda e: M.retract(q, e * eta), (jnp.asarray(0.0),), (jnp.asarray(1.0),))[1],
             "curves": M.retract(q, h[:, None, None] * eta),
         }
 
     def _batch(self, q, xi, eta):
-        """The batched call and the unbatched calls element by element (``lax.map`` runs the unbatched code)."""
+        """The batched call, and the unbatched calls element by element (``lax.map``)."""
         M = self.M
-        return {"batched": _method_outputs(M, q, xi, eta, (xi.shape[0],)),
-                "elements": jax.lax.map(lambda a: _method_outputs(M, *a, ()), (q, xi, eta))}
+        return {
+            "batched": _method_outputs(M, q, xi, eta, (xi.shape[0],)),
+            "elements": jax.lax.map(lambda a: _method_outputs(M, *a, ()), (q, xi, eta)),
+        }
 
     def _group(self, q, xi, x, y):
         M = self.M
         q1 = M.retract(q, xi)
         return {
-            "q1": q1, "vee_hat": M.vee(M.hat(xi)), "hat_xi": M.hat(xi), "hat_y": M.hat(y),
-            "hat_lin": M.hat(2.0 * xi - 3.0 * y), "hat_ad": M.hat(jnp.sum(M.ad(xi) * y[..., None, :], -1)),
-            "Ad": M.adjoint(q), "hat_x": M.hat(x), "hat_Ad_x": M.hat(jnp.sum(M.adjoint(q) * x[..., None, :], -1)),
-            "Ad_qh": M.adjoint(q @ q1), "Ad_h": M.adjoint(q1), "exp_log_q": M.exp(M.log(q)),
-            "exp_log_q1": M.exp(M.log(q1)), "log_exp_0": M.log(M.exp(jnp.zeros_like(xi))), "inv_q": M.inverse(q),
+            "q1": q1,
+            "vee_hat": M.vee(M.hat(xi)),
+            "hat_xi": M.hat(xi),
+            "hat_y": M.hat(y),
+            "hat_lin": M.hat(2.0 * xi - 3.0 * y),
+            "hat_ad": M.hat(jnp.sum(M.ad(xi) * y[..., None, :], -1)),
+            "Ad": M.adjoint(q),
+            "hat_x": M.hat(x),
+            "hat_Ad_x": M.hat(jnp.sum(M.adjoint(q) * x[..., None, :], -1)),
+            "Ad_qh": M.adjoint(q @ q1),
+            "Ad_h": M.adjoint(q1),
+            "exp_log_q": M.exp(M.log(q)),
+            "exp_log_q1": M.exp(M.log(q1)),
+            "log_exp_0": M.log(M.exp(jnp.zeros_like(xi))),
+            "inv_q": M.inverse(q),
             "inv_q1": M.inverse(q1),
         }
 
     def _autodiff(self, q, xi):
-        """``jax.jacfwd`` of each definition: one ``d`` ``(dim,)`` broadcast to every (independent) element."""
+        """``jax.jacfwd`` of each definition: one ``d`` ``(dim,)`` broadcast to every element."""
         M = self.M
-        f = _definitions(M, q, xi, M.retract_with_inverse_jacobians(q, xi)[0], M.retract_with_jacobians(q, xi)[0])
+        f = _definitions(
+            M, q, xi, M.retract_with_inverse_jacobians(q, xi)[0], M.retract_with_jacobians(q, xi)[0]
+        )
         return jax.jacfwd(lambda d: f(jnp.broadcast_to(d, xi.shape)))(jnp.zeros(M.dim))
 
     def _derivatives(self, q, xi):
@@ -426,6 +544,7 @@ class _Evaluator:
         N = xi.shape[0]
         q2 = jax.tree.map(lambda a: jnp.concatenate([a, a]), q)
         x2 = jnp.concatenate([jnp.zeros_like(xi), xi])
+
         def full(out):  # Jacobians that do not depend on q may come back unbatched
             return out[0], *(jnp.broadcast_to(J, (2 * N, M.dim, M.dim)) for J in out[1:])
 
@@ -434,24 +553,38 @@ class _Evaluator:
             "retract_with_jacobians": lambda x: full(M.retract_with_jacobians(q2, x)),
         }
         fns = {
-            **fused, "inverse_retract(q, retract(q, .))": lambda x: M.inverse_retract(q2, M.retract(q2, x)),
-            "inverse_retract(q, q + ambient_tangent(q, .)) at q": lambda x: M.inverse_retract(q2, M.first_order_curve(q2, x - x2)),
+            **fused,
+            "inverse_retract(q, retract(q, .))": lambda x: M.inverse_retract(q2, M.retract(q2, x)),
+            "inverse_retract(q, q + ambient_tangent(q, .)) at q": lambda x: M.inverse_retract(
+                q2, M.first_order_curve(q2, x - x2)
+            ),
         }
         if isinstance(M, MatrixLieGroup):  # the separate primitives (with exp: exp, log and the J_r of exp)
             R = M.retraction
-            fns.update({
-                "right_jacobian": lambda x: R.right_jacobian(M, x), "right_jacobian_inv": lambda x: R.right_jacobian_inv(M, x),
-                "left_jacobian_inv": lambda x: R.left_jacobian_inv(M, x),
-            })
+            fns.update(
+                {
+                    "right_jacobian": lambda x: R.right_jacobian(M, x),
+                    "right_jacobian_inv": lambda x: R.right_jacobian_inv(M, x),
+                    "left_jacobian_inv": lambda x: R.left_jacobian_inv(M, x),
+                }
+            )
 
         def finite(tree, axis):  # -> (2,): at 0, at the sample
-            return jnp.stack([jnp.all(jnp.isfinite(jnp.moveaxis(a, axis, 0).reshape(2, N, -1)), axis=(1, 2))
-                              for a in jax.tree.leaves(tree)]).all(0)
+            return jnp.stack(
+                [
+                    jnp.all(jnp.isfinite(jnp.moveaxis(a, axis, 0).reshape(2, N, -1)), axis=(1, 2))
+                    for a in jax.tree.leaves(tree)
+                ]
+            ).all(0)
 
         out = {}
         for what, f in fns.items():
-            out[f"{what}: jax.grad"] = finite(jax.grad(lambda x, f=f: sum(jnp.sum(a) for a in jax.tree.leaves(f(x))))(x2), 0)
-        jac = jax.jacfwd(lambda d: fused["retract_with_inverse_jacobians"](jnp.broadcast_to(d, x2.shape) + x2))(jnp.zeros(M.dim))
+            out[f"{what}: jax.grad"] = finite(
+                jax.grad(lambda x, f=f: sum(jnp.sum(a) for a in jax.tree.leaves(f(x))))(x2), 0
+            )
+        jac = jax.jacfwd(
+            lambda d: fused["retract_with_inverse_jacobians"](jnp.broadcast_to(d, x2.shape) + x2)
+        )(jnp.zeros(M.dim))
         out["retract_with_inverse_jacobians: jax.jacfwd"] = finite(jac, 0)
         return out
 
@@ -487,11 +620,16 @@ def _run(manifold: Manifold, what: str, q: Any, xi: Any) -> tuple[_Flat, dict[st
     extra: tuple = ()
     w = _direction(dim, s.batch)
     if what == "values":
-        d = np.concatenate([_fd_deltas(dim, (len(s.index),)), _PERTURBATION_T[:, None, None] * np.asarray(s.flat(w))[None]])
+        d = np.concatenate(
+            [_fd_deltas(dim, (len(s.index),)), _PERTURBATION_T[:, None, None] * np.asarray(s.flat(w))[None]]
+        )
         extra = (jnp.asarray(d),)
     elif what == "ambient":
-        extra = (s.flat(_direction(dim, s.batch, 3)), s.flat(_direction(dim, s.batch, 4)),
-                 jnp.asarray(_AMBIENT_H * np.array([1.0, -1.0, 2.0, -2.0])))
+        extra = (
+            s.flat(_direction(dim, s.batch, 3)),
+            s.flat(_direction(dim, s.batch, 4)),
+            jnp.asarray(_AMBIENT_H * np.array([1.0, -1.0, 2.0, -2.0])),
+        )
     elif what == "batch":
         extra = (s.flat(_direction(dim, s.batch, 3)),)
     elif what == "group":
@@ -521,7 +659,15 @@ def law_values(manifold: Manifold, q: Any, xi: Any) -> dict[str, Any]:
         arrays of the sample's batch shape.
     """
     v = _primal(manifold, q, xi)[1]
-    keys = {"retract": "q1", "inverse_retract": "back", "in_domain": "ok", "J0": "J0", "J1": "J1", "J_q": "J_q", "J_xi": "J_xi"}
+    keys = {
+        "retract": "q1",
+        "inverse_retract": "back",
+        "in_domain": "ok",
+        "J0": "J0",
+        "J1": "J1",
+        "J_q": "J_q",
+        "J_xi": "J_xi",
+    }
     return {k: v[src] for k, src in keys.items()}
 
 
@@ -548,10 +694,14 @@ def _fd_estimate(out: np.ndarray, dim: int, batch: tuple[int, ...]) -> np.ndarra
     nb = len(batch)
     out = out.reshape(_FD_LEVELS, 4, dim, *out.shape[1:])
     fp1, fm1, fp2, fm2 = out[:, 0], out[:, 1], out[:, 2], out[:, 3]  # (L, dim_j, *batch, m)
-    est = np.moveaxis((8.0 * (fp1 - fm1) - (fp2 - fm2)) / (12.0 * _FD_HS.reshape(-1, *(1,) * (nb + 2))), 1, -1)
+    est = np.moveaxis(
+        (8.0 * (fp1 - fm1) - (fp2 - fm2)) / (12.0 * _FD_HS.reshape(-1, *(1,) * (nb + 2))), 1, -1
+    )
     fscale = np.max(np.abs(out), axis=(1, 2, -1))  # (L, *batch)
     diff = _frob(est[1:] - est[:-1])
-    tol = 3e-7 * np.maximum(_frob(est[1:]), 1.0) + 8 * _EPS * (1 + fscale[1:]) / _FD_HS[1:].reshape(-1, *(1,) * nb)
+    tol = 3e-7 * np.maximum(_frob(est[1:]), 1.0) + 8 * _EPS * (1 + fscale[1:]) / _FD_HS[1:].reshape(
+        -1, *(1,) * nb
+    )
     ok = diff <= tol
     first = np.where(np.any(ok, axis=0), np.argmax(ok, axis=0), _FD_LEVELS - 1)
     return np.take_along_axis(est, first[None, ..., None, None], axis=0)[0]
@@ -618,10 +768,13 @@ def _index_point(q: Any, idx: tuple) -> Any:
     return jax.tree.map(lambda a: a[idx], q)
 
 
-
-
 _AMBIENT_H = 1e-4
-_JACOBIAN_OF = {"J0 = dxi/dq0": "J0", "J1 = dxi/dq1": "J1", "J_q of R_q(xi)": "J_q", "J_xi of R_q(xi)": "J_xi"}
+_JACOBIAN_OF = {
+    "J0 = dxi/dq0": "J0",
+    "J1 = dxi/dq1": "J1",
+    "J_q of R_q(xi)": "J_q",
+    "J_xi of R_q(xi)": "J_xi",
+}
 
 
 def _check_jacobians(manifold: Manifold, q: Any, xi: Any, names: tuple[str, ...], how: str) -> None:
@@ -629,14 +782,21 @@ def _check_jacobians(manifold: Manifold, q: Any, xi: Any, names: tuple[str, ...]
     if how == "autodiff":
         D = s.unflat(_evaluator(manifold)("autodiff", s))
         for what in names:
-            _assert_jacobian_close(v[_JACOBIAN_OF[what]], D[what], RTOL_AUTODIFF, f"{manifold!r}: {what}",
-                                   "jax.jacfwd of its definition")
+            _assert_jacobian_close(
+                v[_JACOBIAN_OF[what]],
+                D[what],
+                RTOL_AUTODIFF,
+                f"{manifold!r}: {what}",
+                "jax.jacfwd of its definition",
+            )
         return
     nfd = _fd_deltas(manifold.dim, ()).shape[0]
     for what in names:
         name, J, out = f"{manifold!r}: {what}", v[_JACOBIAN_OF[what]], v["stack"][what]
         if how == "fd":
-            _assert_jacobian_close(J, _fd_estimate(out[:nfd], manifold.dim, s.batch), 1e-6, name, "central finite differences")
+            _assert_jacobian_close(
+                J, _fd_estimate(out[:nfd], manifold.dim, s.batch), 1e-6, name, "central finite differences"
+            )
         else:
             _perturbation_assert(out[nfd:], J, v["w"], name)
 
@@ -645,9 +805,14 @@ _SHAPES: dict[tuple, Any] = {}
 
 
 def _shapes(M: Manifold, q: Any, xi: Any, eta: Any) -> dict[str, Any]:
-    """Shapes and dtypes of every method's output at the caller's own shapes (``jax.eval_shape``: no compile)."""
+    """Shapes and dtypes of every method's output at the caller's shapes (``jax.eval_shape``: no compile)."""
     args = (q, jnp.asarray(xi), jnp.asarray(eta))
-    key = (type(M), M._key(), jax.tree.structure(args), tuple((np.shape(a), a.dtype) for a in jax.tree.leaves(args)))
+    key = (
+        type(M),
+        M._key(),
+        jax.tree.structure(args),
+        tuple((np.shape(a), a.dtype) for a in jax.tree.leaves(args)),
+    )
     if key not in _SHAPES:
         try:
             out = jax.eval_shape(lambda q, xi, eta: _method_outputs(M, q, xi, eta), *args)
@@ -661,7 +826,9 @@ def _shapes(M: Manifold, q: Any, xi: Any, eta: Any) -> dict[str, Any]:
 def check_retract_at_zero(manifold: Manifold, q: Any, xi: Any) -> None:
     """``R_q(0) = q``."""
     s, v = _primal(manifold, q, xi)
-    _assert_points_close(v["at_zero"], manifold.broadcast_point(q, s.batch), f"{manifold!r}: R_q(0) = q", 1e-15)
+    _assert_points_close(
+        v["at_zero"], manifold.broadcast_point(q, s.batch), f"{manifold!r}: R_q(0) = q", 1e-15
+    )
 
 
 def check_points_on_manifold(manifold: Manifold, q: Any, xi: Any) -> None:
@@ -695,9 +862,15 @@ def check_differential_at_zero(manifold: Manifold, q: Any, xi: Any) -> None:
     s, v = _primal(manifold, q, zero)
     D = s.unflat(_evaluator(manifold)("autodiff", s))
     eye = np.broadcast_to(np.eye(manifold.dim), (*s.batch, manifold.dim, manifold.dim))
-    _assert_jacobian_close(eye, D["J1 = dxi/dq1"], 1e-12, f"{manifold!r}: dR_q(0) = id", "jax.jacfwd of R_q^-1(R_q(d))")
-    for what, J, ref in (("J_xi(q, 0) = I", "J_xi", eye), ("J_q(q, 0) = I", "J_q", eye), ("J1(q, q) = I", "J1", eye),
-                         ("J0(q, q) = -I", "J0", -eye)):
+    _assert_jacobian_close(
+        eye, D["J1 = dxi/dq1"], 1e-12, f"{manifold!r}: dR_q(0) = id", "jax.jacfwd of R_q^-1(R_q(d))"
+    )
+    for what, J, ref in (
+        ("J_xi(q, 0) = I", "J_xi", eye),
+        ("J_q(q, 0) = I", "J_q", eye),
+        ("J1(q, q) = I", "J1", eye),
+        ("J0(q, q) = -I", "J0", -eye),
+    ):
         _assert_jacobian_close(v[J], ref, 1e-13, f"{manifold!r}: {what}", "the identity")
 
 
@@ -741,7 +914,8 @@ def _check_group_data(name: str, g: Any, nb: int) -> None:
     t, J0, J1 = g["fused_inv"]
     t2, Jq, Jxi = g["fused_fwd"]
     for what, got, ref in (
-        ("tau_with_inverse_jacobians: tau", t, g["tau"]), ("tau_with_jacobians: tau", t2, g["tau"]),
+        ("tau_with_inverse_jacobians: tau", t, g["tau"]),
+        ("tau_with_jacobians: tau", t2, g["tau"]),
         ("tau_with_inverse_jacobians: J0 vs -left_jacobian_inv", J0, -g["Jl_inv"]),
         ("tau_with_inverse_jacobians: J1 vs right_jacobian_inv", J1, g["Jr_inv"]),
         ("tau_with_jacobians: J_q vs adjoint(inverse(tau))", Jq, g["Ad_inv_tau"]),
@@ -751,7 +925,9 @@ def _check_group_data(name: str, g: Any, nb: int) -> None:
     cond = (1 + _frob(g["Jr"])) * (1 + _frob(g["Jr_inv"]))
     err = _frob(g["Jr"] @ g["Jr_inv"] - np.eye(g["Jr"].shape[-1]))
     if np.any(~(err <= 64 * _EPS * cond)):
-        raise AssertionError(f"{name}: right_jacobian @ right_jacobian_inv != I: |error|_F = {np.max(err):.3e}")
+        raise AssertionError(
+            f"{name}: right_jacobian @ right_jacobian_inv != I: |error|_F = {np.max(err):.3e}"
+        )
 
 
 def check_fused_equals_composition(manifold: Manifold, q: Any, xi: Any) -> None:
@@ -774,7 +950,7 @@ def check_fused_equals_composition(manifold: Manifold, q: Any, xi: Any) -> None:
 
 def check_ambient_tangent(manifold: Manifold, q: Any, xi: Any) -> None:
     """``ambient_tangent(q, eta) = d/de R_q(e eta)`` at 0 (``jax.jvp`` and central differences); linear."""
-    s, v = _run(manifold, "ambient", q, xi)
+    _s, v = _run(manifold, "ambient", q, xi)
     A, A2, L, T, C = (point_arrays(v[k]) for k in ("A", "A2", "L", "T", "curves"))
     h = _AMBIENT_H
     for k, (a, t) in enumerate(zip(A, T)):
@@ -806,23 +982,35 @@ def check_derivatives_finite(manifold: Manifold, q: Any, xi: Any) -> None:
             check_derivatives_finite(f, qi, x)
         return
     s = _Flat(manifold, q, xi)
-    bad = [f"{k} at {where}" for k, ok in _evaluator(manifold)("derivatives", s).items()
-           for where, o in zip(("0", "the sample"), ok) if not o]
+    bad = [
+        f"{k} at {where}"
+        for k, ok in _evaluator(manifold)("derivatives", s).items()
+        for where, o in zip(("0", "the sample"), ok)
+        if not o
+    ]
     if bad:
         raise AssertionError(f"{manifold!r}: non-finite first derivatives: " + "; ".join(bad))
 
 
 def check_in_domain(manifold: Manifold, q: Any, xi: Any) -> None:
-    """``in_domain`` is a boolean of ``xi``'s batch shape, true at 0 and at every sample (the samplers stay inside)."""
+    """``in_domain`` is a boolean of ``xi``'s batch shape, true at 0 and at every sample.
+
+    The samplers of every regime stay inside the domain, ``near_singular``
+    close to its edge.
+    """
     shape = _shapes(manifold, q, xi, np.zeros(np.shape(xi)))["in_domain"]
     if shape.shape != tuple(np.shape(xi)[:-1]) or shape.dtype != bool:
-        raise AssertionError(f"{manifold!r}: in_domain returns {shape.dtype} {shape.shape}, expected bool {np.shape(xi)[:-1]}")
+        raise AssertionError(
+            f"{manifold!r}: in_domain returns {shape.dtype} {shape.shape}, expected bool {np.shape(xi)[:-1]}"
+        )
     s, v = _primal(manifold, q, xi)
     for label, ok in (("0", v["ok0"]), ("the sample", v["ok"])):
         if not np.all(ok):
             idx = tuple(np.argwhere(~ok)[0])
-            raise AssertionError(f"{manifold!r}: in_domain is false at {label}, batch index {_index_str(idx)}: "
-                                 f"xi = {np.broadcast_to(np.asarray(xi), (*s.batch, manifold.dim))[idx]}")
+            raise AssertionError(
+                f"{manifold!r}: in_domain is false at {label}, batch index {_index_str(idx)}: "
+                f"xi = {np.broadcast_to(np.asarray(xi), (*s.batch, manifold.dim))[idx]}"
+            )
 
 
 def check_batch_consistency(manifold: Manifold, q: Any, xi: Any) -> None:
@@ -841,10 +1029,14 @@ def check_batch_consistency(manifold: Manifold, q: Any, xi: Any) -> None:
     first = (0,) * len(batch)
     eta = _direction(M.dim, batch, seed=3)
     ref = _shapes(M, M.broadcast_point(q, batch), xi, eta)
-    for label, qq, xx, ee, bshape in (("batched call", q, xi, eta, batch),
-                                      ("single q, batched xi", _index_point(M.broadcast_point(q, batch), first), xi, eta, batch),
-                                      ("batched q, single xi", q, xi[first], eta, batch),
-                                      ("unbatched call", _index_point(M.broadcast_point(q, batch), first), xi[first], eta[first], ())):
+    q_first = _index_point(M.broadcast_point(q, batch), first)
+    variants = [("batched call", q, xi, eta, batch), ("unbatched call", q_first, xi[first], eta[first], ())]
+    if np.prod(batch) > 1:
+        variants += [
+            ("single q, batched xi", q_first, xi, eta, batch),
+            ("batched q, single xi", q, xi[first], eta, batch),
+        ]
+    for label, qq, xx, ee, bshape in variants:
         got = _shapes(M, qq, xx, ee)
         for name, r in ref.items():
             for k, (g, rr) in enumerate(zip(jax.tree.leaves(got[name]), jax.tree.leaves(r))):
@@ -852,15 +1044,24 @@ def check_batch_consistency(manifold: Manifold, q: Any, xi: Any) -> None:
                     want = (*bshape, *((M.dim, M.dim) if name != "in_domain" else ()))
                     ok = len(g.shape) <= len(want) and np.broadcast_shapes(g.shape, want) == want
                 else:
-                    want = (*bshape, *rr.shape[len(batch):])
+                    want = (*bshape, *rr.shape[len(batch) :])
                     ok = g.shape == want
                 if not ok:
-                    raise AssertionError(f"{M!r}: {name} output {k} ({label}) has shape {g.shape}, expected {want}")
+                    raise AssertionError(
+                        f"{M!r}: {name} output {k} ({label}) has shape {g.shape}, expected {want}"
+                    )
     s, v = _run(M, "batch", q, xi)
     got, want = v["batched"], v["elements"]
     for name in want:
         for k, (g, r) in enumerate(zip(point_arrays(got[name]), point_arrays(want[name]))):
-            assert_close(g, r, 1e-13, 1e-14 * _scale(r), f"{M!r}: {name} output {k}: batched vs unbatched calls", len(s.batch))
+            assert_close(
+                g,
+                r,
+                1e-13,
+                1e-14 * _scale(r),
+                f"{M!r}: {name} output {k}: batched vs unbatched calls",
+                len(s.batch),
+            )
 
 
 def check_float64(manifold: Manifold, q: Any, xi: Any) -> None:
@@ -870,7 +1071,9 @@ def check_float64(manifold: Manifold, q: Any, xi: Any) -> None:
         for k, leaf in enumerate(jax.tree.leaves(a)):
             want = np.bool_ if name == "in_domain" else np.float64
             if leaf.dtype != want:
-                raise AssertionError(f"{manifold!r}: {name} output {k} has dtype {leaf.dtype}, expected {np.dtype(want)}")
+                raise AssertionError(
+                    f"{manifold!r}: {name} output {k} has dtype {leaf.dtype}, expected {np.dtype(want)}"
+                )
 
 
 def check_symmetry(manifold: Manifold, q: Any, xi: Any) -> None:
@@ -881,7 +1084,7 @@ def check_symmetry(manifold: Manifold, q: Any, xi: Any) -> None:
     somewhere in the batch, it fails there by more than ``1e-6`` (the
     declaration is not needlessly pessimistic).
     """
-    s, v = _primal(manifold, q, xi)
+    _s, v = _primal(manifold, q, xi)
     defect = np.linalg.norm(v["back"] + v["reverse"], axis=-1)
     n = np.linalg.norm(v["back"], axis=-1)
     if manifold.retraction.symmetric:
@@ -890,20 +1093,26 @@ def check_symmetry(manifold: Manifold, q: Any, xi: Any) -> None:
         if np.any(bad):
             idx = tuple(np.argwhere(bad)[0])
             raise AssertionError(
-                f"{manifold!r}: declared symmetric, but R_q1^-1(q0) + R_q0^-1(q1) = {(v['back'] + v['reverse'])[idx]} "
+                f"{manifold!r}: declared symmetric, but R_q1^-1(q0) + R_q0^-1(q1) = "
+                f"{(v['back'] + v['reverse'])[idx]} "
                 f"at batch index {_index_str(idx)} (|defect| = {defect[idx]:.3e} > {tol[idx]:.1e})"
             )
         return
     big = v["ok"] & (n >= 0.1)
     if np.any(big) and not np.any(defect[big] > 1e-6):
-        raise AssertionError(f"{manifold!r}: declared not symmetric, but R_q1^-1(q0) = -R_q0^-1(q1) holds to "
-                             f"{np.max(defect[big]):.1e} for every |xi| >= 0.1")
+        raise AssertionError(
+            f"{manifold!r}: declared not symmetric, but R_q1^-1(q0) = -R_q0^-1(q1) holds to "
+            f"{np.max(defect[big]):.1e} for every |xi| >= 0.1"
+        )
 
 
 # -------------------------------------------------------------- group laws
 def _group_values(group: MatrixLieGroup, q: Any, xi: Any) -> tuple[_Flat, dict[str, np.ndarray]]:
     s, g = _run(group, "group", q, xi)
-    g.update(q=np.asarray(group.broadcast_point(q, s.batch)), xi=np.broadcast_to(np.asarray(xi), g["vee_hat"].shape))
+    g.update(
+        q=np.asarray(group.broadcast_point(q, s.batch)),
+        xi=np.broadcast_to(np.asarray(xi), g["vee_hat"].shape),
+    )
     return s, g
 
 
@@ -911,24 +1120,39 @@ def check_hat_vee(group: MatrixLieGroup, q: Any, xi: Any) -> None:
     """``vee(hat(x)) = x``; ``hat`` is linear; ``hat(ad_x y) = [hat x, hat y]``."""
     s, v = _group_values(group, q, xi)
     assert_close(v["vee_hat"], v["xi"], 1e-15, 1e-300, f"{group!r}: vee(hat(x)) = x", len(s.batch))
-    assert_close(v["hat_lin"], 2.0 * v["hat_xi"] - 3.0 * v["hat_y"], 1e-14, 1e-14, f"{group!r}: hat is linear")
+    assert_close(
+        v["hat_lin"], 2.0 * v["hat_xi"] - 3.0 * v["hat_y"], 1e-14, 1e-14, f"{group!r}: hat is linear"
+    )
     X, Y = v["hat_xi"], v["hat_y"]
-    assert_close(v["hat_ad"], X @ Y - Y @ X, 1e-12, 1e-13 * _scale(v["xi"]), f"{group!r}: hat(ad_x y) = [hat x, hat y]")
+    assert_close(
+        v["hat_ad"], X @ Y - Y @ X, 1e-12, 1e-13 * _scale(v["xi"]), f"{group!r}: hat(ad_x y) = [hat x, hat y]"
+    )
 
 
 def check_adjoint(group: MatrixLieGroup, q: Any, xi: Any) -> None:
     """``hat(Ad_g x) = g hat(x) g^{-1}`` and ``Ad_(g h) = Ad_g Ad_h``."""
-    s, v = _group_values(group, q, xi)
+    _s, v = _group_values(group, q, xi)
     g = v["q"]
     sc = _scale(g) ** 2
-    assert_close(v["hat_Ad_x"], g @ v["hat_x"] @ np.linalg.inv(g), 1e-12, 1e-12 * sc,
-                 f"{group!r}: hat(Ad_g x) = g hat(x) g^-1")
-    assert_close(v["Ad_qh"], v["Ad"] @ v["Ad_h"], 1e-11, 1e-11 * _scale(v["q1"]) * sc, f"{group!r}: Ad_(g h) = Ad_g Ad_h")
+    assert_close(
+        v["hat_Ad_x"],
+        g @ v["hat_x"] @ np.linalg.inv(g),
+        1e-12,
+        1e-12 * sc,
+        f"{group!r}: hat(Ad_g x) = g hat(x) g^-1",
+    )
+    assert_close(
+        v["Ad_qh"],
+        v["Ad"] @ v["Ad_h"],
+        1e-11,
+        1e-11 * _scale(v["q1"]) * sc,
+        f"{group!r}: Ad_(g h) = Ad_g Ad_h",
+    )
 
 
 def check_exp_log(group: MatrixLieGroup, q: Any, xi: Any) -> None:
     """``exp(log(g)) = g`` for ``g = q`` and ``g = R_q(xi)``; ``log(exp(0)) = 0``."""
-    s, v = _group_values(group, q, xi)
+    _s, v = _group_values(group, q, xi)
     for name, got, g in (("g", v["exp_log_q"], v["q"]), ("R_q(xi)", v["exp_log_q1"], v["q1"])):
         assert_close(got, g, 0, 1e-12 * _scale(g), f"{group!r}: exp(log({name})) = {name}")
     assert_close(v["log_exp_0"], 0.0, 0, 1e-300, f"{group!r}: log(exp(0)) = 0")
@@ -936,7 +1160,7 @@ def check_exp_log(group: MatrixLieGroup, q: Any, xi: Any) -> None:
 
 def check_group_inverse(group: MatrixLieGroup, q: Any, xi: Any) -> None:
     """``g g^{-1} = g^{-1} g = e`` and ``inverse`` equals the matrix inverse."""
-    s, v = _group_values(group, q, xi)
+    _s, v = _group_values(group, q, xi)
     for name, g, gi in (("g", v["q"], v["inv_q"]), ("R_q(xi)", v["q1"], v["inv_q1"])):
         e = np.broadcast_to(np.eye(group.matrix_size), g.shape)
         sc = _scale(g) ** 2
@@ -980,16 +1204,23 @@ def laws_for(manifold: Manifold) -> dict[str, Law]:
     return {**LAWS, **(GROUP_LAWS if isinstance(manifold, MatrixLieGroup) else {})}
 
 
-def draw_sample(manifold: Manifold, seed: int, batch_shape: tuple[int, ...], regime: str) -> tuple[Any, jax.Array]:
+def draw_sample(
+    manifold: Manifold, seed: int, batch_shape: tuple[int, ...], regime: str
+) -> tuple[Any, jax.Array]:
     """A point and a tangent vector ``(q, xi)`` from one seed (``random_point``, then ``sample_tangent``)."""
     rng = np.random.default_rng(seed)
     q = manifold.random_point(rng, tuple(batch_shape))
     return q, jnp.asarray(manifold.sample_tangent(rng, tuple(batch_shape), regime), dtype=float)
 
 
-def check_manifold_laws(manifold: Manifold, *, seeds: Iterable[int] = range(2),
-                        batch_shapes: Iterable[tuple[int, ...]] = BATCH_SHAPES,
-                        regimes: Iterable[str] = REGIMES, laws: Iterable[str] | None = None) -> int:
+def check_manifold_laws(
+    manifold: Manifold,
+    *,
+    seeds: Iterable[int] = range(2),
+    batch_shapes: Iterable[tuple[int, ...]] = BATCH_SHAPES,
+    regimes: Iterable[str] = REGIMES,
+    laws: Iterable[str] | None = None,
+) -> int:
     """Run every applicable law over seeds x batch shapes x regimes.
 
     Returns
@@ -1009,8 +1240,10 @@ def check_manifold_laws(manifold: Manifold, *, seeds: Iterable[int] = range(2),
     names = list(available) if laws is None else list(laws)
     unknown = [n for n in names if n not in available]
     if unknown:
-        raise ValueError(f"check_manifold_laws: laws {unknown} do not apply to {manifold!r}; "
-                         f"available: {', '.join(available)}")
+        raise ValueError(
+            f"check_manifold_laws: laws {unknown} do not apply to {manifold!r}; "
+            f"available: {', '.join(available)}"
+        )
     count = 0
     for regime in regimes:
         for batch_shape in batch_shapes:
@@ -1020,8 +1253,10 @@ def check_manifold_laws(manifold: Manifold, *, seeds: Iterable[int] = range(2),
                     try:
                         available[name](manifold, q, xi)
                     except AssertionError as exc:
-                        raise AssertionError(f"law {name!r} failed for {manifold!r} (seed={seed}, batch_shape="
-                                             f"{tuple(batch_shape)}, regime={regime!r}):\n{exc}") from exc
+                        raise AssertionError(
+                            f"law {name!r} failed for {manifold!r} (seed={seed}, batch_shape="
+                            f"{tuple(batch_shape)}, regime={regime!r}):\n{exc}"
+                        ) from exc
                     count += 1
     return count
 

@@ -66,7 +66,7 @@ def _index_str(mask: np.ndarray) -> str:
 
 # --------------------------------------------------- sphere closed forms
 def _cos_sinc_of_sq(t2: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``cos t`` and ``sin t / t`` as functions of ``t^2``: Taylor below ``t^2 < 1e-6`` (next term < 1e-27)."""
+    """``cos t`` and ``sin t / t`` from ``t^2`` (Taylor below ``t^2 < 1e-6``, next term < 1e-27)."""
     small = t2 < 1e-6
     t = jnp.sqrt(jnp.where(small, 1.0, t2))
     cos = jnp.where(small, 1 - t2 / 2 * (1 - t2 / 12 * (1 - t2 / 30 * (1 - t2 / 56))), jnp.cos(t))
@@ -157,7 +157,7 @@ def sphere_frame(q: jax.Array) -> jax.Array:
 
 
 def _columns(f: Callable[[jax.Array], jax.Array], x: jax.Array, V: jax.Array) -> jax.Array:
-    """Directional derivatives of ``f`` at ``x`` along the columns of ``V`` ``(*batch, n, k)``: ``(*batch, m, k)``."""
+    """Derivatives of ``f`` at ``x`` along the columns of ``V`` ``(*batch, n, k)``: ``(*batch, m, k)``."""
     x = jnp.broadcast_to(x, V.shape[:-1])
     return jax.vmap(lambda v: jax.jvp(f, (x,), (v,))[1], in_axes=-1, out_axes=-1)(V)
 
@@ -241,7 +241,9 @@ class GeomstatsManifold(Manifold):
     def hypersphere(cls, n: int = 2, values: str = "closed_form") -> Sphere2:
         """The unit sphere ``S^n`` (only ``n = 2`` has a frame here): :class:`Sphere2`."""
         if n != 2:
-            raise ValueError(f"GeomstatsManifold.hypersphere: only n = 2 is implemented (a frame of S^2), got {n}")
+            raise ValueError(
+                f"GeomstatsManifold.hypersphere: only n = 2 is implemented (a frame of S^2), got {n}"
+            )
         return Sphere2(values=values)
 
     # ----------------------------------------------------------- helpers
@@ -309,18 +311,25 @@ class GeomstatsManifold(Manifold):
 
     def random_point(self, rng, batch_shape=()):
         x = rng.standard_normal((*batch_shape, self.ambient_dim))
-        return jnp.asarray(np.asarray(self.space.projection(x.reshape(-1, self.ambient_dim))).reshape(x.shape))
+        p = np.asarray(self.space.projection(x.reshape(-1, self.ambient_dim)))
+        return jnp.asarray(p.reshape(x.shape))
 
     def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
         a = np.asarray(q, dtype=float)
         if a.ndim < 1 or a.shape[-1] != self.ambient_dim:
-            raise ValueError(f"{name}: a point of {self._name} has shape (..., {self.ambient_dim}), got {a.shape}")
+            raise ValueError(
+                f"{name}: a point of {self._name} has shape (..., {self.ambient_dim}), got {a.shape}"
+            )
         bad = ~np.all(np.isfinite(a), axis=-1)
         if np.any(bad):
-            raise ValueError(f"{name}: non-finite entries in a point of {self._name} at batch index {_index_str(bad)}")
+            raise ValueError(
+                f"{name}: non-finite entries in a point of {self._name} at batch index {_index_str(bad)}"
+            )
         on = np.asarray(self.space.belongs(a.reshape(-1, self.ambient_dim), atol=atol)).reshape(a.shape[:-1])
         if not np.all(on):
-            raise ValueError(f"{name}: not a point of {self._name} at batch index {_index_str(~on)} (atol {atol:.1e})")
+            raise ValueError(
+                f"{name}: not a point of {self._name} at batch index {_index_str(~on)} (atol {atol:.1e})"
+            )
         return jnp.asarray(a)
 
     def to_coordinates(self, q):
@@ -332,7 +341,7 @@ class GeomstatsManifold(Manifold):
 
 @register_retraction(GeomstatsManifold)
 class MetricExp(Retraction):
-    """``R_q(xi) = exp_q(E(q) xi)``, the metric's geodesics read in the frame (not symmetric: see the module)."""
+    """``R_q(xi) = exp_q(E(q) xi)``: the metric's geodesics read in the frame (not symmetric: module docs)."""
 
     name = "metric"
     symmetric = False
@@ -412,7 +421,9 @@ class Sphere2(GeomstatsManifold):
             raise ValueError(f"{name}: a point of Sphere2 is a unit 3-vector, shape (..., 3), got {a.shape}")
         bad = ~np.all(np.isfinite(a), axis=-1)
         if np.any(bad):
-            raise ValueError(f"{name}: non-finite entries in a point of Sphere2 at batch index {_index_str(bad)}")
+            raise ValueError(
+                f"{name}: non-finite entries in a point of Sphere2 at batch index {_index_str(bad)}"
+            )
         err = np.abs(np.linalg.norm(a, axis=-1) - 1.0)
         if np.any(err > atol):
             raise ValueError(
@@ -431,6 +442,8 @@ class Sphere2(GeomstatsManifold):
         """The unit vector with ``(polar, azimuth)`` ``(*batch, 2)``."""
         c = jnp.asarray(c, dtype=float)
         if c.shape[-1:] != (2,):
-            raise ValueError(f"Sphere2.from_coordinates: coordinates are (..., 2) = (polar, azimuth), got shape {c.shape}")
+            raise ValueError(
+                f"Sphere2.from_coordinates: coordinates are (..., 2) = (polar, azimuth), got shape {c.shape}"
+            )
         th, ph = c[..., 0], c[..., 1]
         return jnp.stack([jnp.sin(th) * jnp.cos(ph), jnp.sin(th) * jnp.sin(ph), jnp.cos(th)], -1)

@@ -105,7 +105,9 @@ class ProductManifold(Manifold):
         self.point_shape = ()
         own = ProductRetraction(tuple(f.retraction for f in factors))
         if isinstance(retraction, ProductRetraction) and retraction != own:
-            raise ValueError(f"ProductManifold: retraction {retraction!r} does not match the factors' {own!r}")
+            raise ValueError(
+                f"ProductManifold: retraction {retraction!r} does not match the factors' {own!r}"
+            )
         resolve_retraction(type(self), retraction)  # an unknown name lists the valid ones
         self.retraction = own
         self.coordinate_names = tuple(f"{i}.{n}" for i, f in enumerate(factors) for n in f.coordinate_names)
@@ -162,13 +164,12 @@ class ProductManifold(Manifold):
 
     def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> Point:
         n = len(self.factors)
+        what = f"{name}: a point of a product of {n} manifolds is a tuple of {n} factor points, got "
         if not isinstance(q, (tuple, list)):
-            raise TypeError(f"{name}: a point of a product of {n} manifolds is a tuple of {n} factor points, "
-                            f"got {type(q).__name__}")
+            raise TypeError(what + type(q).__name__)
         if len(q) != n:
-            raise ValueError(f"{name}: a point of a product of {n} manifolds is a tuple of {n} factor points, "
-                             f"got {type(q).__name__} of length {len(q)}")
-        return tuple(f.check_point(qi, atol, f"{name}[{i}]") for i, (f, qi) in enumerate(zip(self.factors, q)))
+            raise ValueError(what + f"{type(q).__name__} of length {len(q)}")
+        return tuple(f.check_point(qi, atol, f"{name}[{i}]") for i, (f, qi) in enumerate(self._zip(q)))
 
     def batch_shape(self, q: Point) -> tuple[int, ...]:
         return tuple(jnp.broadcast_shapes(*(f.batch_shape(qi) for f, qi in zip(self.factors, q))))

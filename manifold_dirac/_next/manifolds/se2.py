@@ -8,7 +8,7 @@ class with closed forms (``c = cos w``, ``s = sin w``):
 * ``"exp"`` (:class:`SE2Exp`): ``tau = (rot w, V(w) v)``, ``V = [[A, -B], [B, A]]``
   with ``A = sin w / w``, ``B = (1 - cos w)/w`` (Sola et al., arXiv
   1812.01537, eq. 156); ``log``: ``w = atan2(s, c)``, ``v = V^{-1} t`` with
-  ``V^{-1} = [[h, w/2], [-w/2, h]]``, ``h = (w/2) cot(w/2)`` (eq. 157). The
+  ``V^{-1} = [[h, w/2], [-w/2, h]]``, ``h = (w/2) cot(w/2)`` (App. C). The
   right Jacobian (eq. 163, reordered to ``(w, v)``; ``C = (w - sin w)/w^2``,
   ``D = (1 - cos w)/w^2``) and its inverse (``k = (1 - h)/w^2``)::
 
@@ -29,7 +29,7 @@ class with closed forms (``c = cos w``, ``s = sin w``):
   -rot(-w) v) != tau(-xi)``, so the midpoint and trapezoid rules lose their
   second order with it.
 
-``J_q = Ad_{tau^{-1}}`` with ``Ad_g = [[1, 0], [(t_y, -t_x), R]]`` (eq. 161).
+``J_q = Ad_{tau^{-1}}`` with ``Ad_g = [[1, 0], [(t_y, -t_x), R]]`` (App. C, reordered).
 Small-angle branches below ``w^2 < 1e-3`` share the SO(3) coefficients
 (``sin w/w``, ``(1 - cos w)/w^2``, ...) and their NaN-free double-``where``.
 """
@@ -110,7 +110,8 @@ class SE2(MatrixLieGroup):
         return jnp.stack([0.5 * (X[..., 1, 0] - X[..., 0, 1]), X[..., 0, 2], X[..., 1, 2]], -1)
 
     def inverse(self, g):
-        r00, r01, r10, r11, tx, ty = g[..., 0, 0], g[..., 0, 1], g[..., 1, 0], g[..., 1, 1], g[..., 0, 2], g[..., 1, 2]
+        r00, r01, r10, r11 = g[..., 0, 0], g[..., 0, 1], g[..., 1, 0], g[..., 1, 1]
+        tx, ty = g[..., 0, 2], g[..., 1, 2]
         return _m3([[r00, r10, -(r00 * tx + r10 * ty)], [r01, r11, -(r01 * tx + r11 * ty)], [0.0, 0.0, 1.0]])
 
     def between(self, g0, g1):
@@ -118,10 +119,14 @@ class SE2(MatrixLieGroup):
         R0t = jnp.swapaxes(g0[..., :2, :2], -1, -2)
         R = mm(R0t, g1[..., :2, :2])
         t = jnp.sum(R0t * (g1[..., :2, 2] - g0[..., :2, 2])[..., None, :], -1)
-        return _m3([[R[..., 0, 0], R[..., 0, 1], t[..., 0]], [R[..., 1, 0], R[..., 1, 1], t[..., 1]], [0.0, 0.0, 1.0]])
+        return _m3([[R[..., 0, 0], R[..., 0, 1], t[..., 0]],
+                    [R[..., 1, 0], R[..., 1, 1], t[..., 1]],
+                    [0.0, 0.0, 1.0]])
 
     def adjoint(self, g):
-        return _m3([[1.0, 0.0, 0.0], [g[..., 1, 2], g[..., 0, 0], g[..., 0, 1]], [-g[..., 0, 2], g[..., 1, 0], g[..., 1, 1]]])
+        return _m3([[1.0, 0.0, 0.0],
+                    [g[..., 1, 2], g[..., 0, 0], g[..., 0, 1]],
+                    [-g[..., 0, 2], g[..., 1, 0], g[..., 1, 1]]])
 
     def ad(self, xi):
         w, vx, vy = _parts(xi)
@@ -164,7 +169,9 @@ class SE2(MatrixLieGroup):
     def exp_right_jacobian_inv(self, xi):
         w, vx, vy = _parts(xi)
         h, k = _exp_coefficients(w)[4:]
-        return _m3([[1.0, 0.0, 0.0], [k * w * vx + 0.5 * vy, h, -0.5 * w], [k * w * vy - 0.5 * vx, 0.5 * w, h]])
+        return _m3([[1.0, 0.0, 0.0],
+                    [k * w * vx + 0.5 * vy, h, -0.5 * w],
+                    [k * w * vy - 0.5 * vx, 0.5 * w, h]])
 
     def exp_in_domain(self, xi):
         return jnp.abs(jnp.asarray(xi)[..., 0]) < np.pi
@@ -191,8 +198,10 @@ class SE2(MatrixLieGroup):
         a = self._as_matrix_array(q, 3, name, "SE2")
         R = a[..., :2, :2]
         defects = (
-            ("the rotation block is not a rotation, |R^T R - I|", np.linalg.norm(np.swapaxes(R, -1, -2) @ R - np.eye(2), axis=(-2, -1))),
-            ("the last row is not [0, 0, 1], off by", np.linalg.norm(a[..., 2, :] - np.array([0.0, 0.0, 1.0]), axis=-1)),
+            ("the rotation block is not a rotation, |R^T R - I|",
+             np.linalg.norm(np.swapaxes(R, -1, -2) @ R - np.eye(2), axis=(-2, -1))),
+            ("the last row is not [0, 0, 1], off by",
+             np.linalg.norm(a[..., 2, :] - np.array([0.0, 0.0, 1.0]), axis=-1)),
         )
         for what, err in defects:
             if err.size and np.max(err) > atol:
@@ -205,7 +214,8 @@ class SE2(MatrixLieGroup):
         if np.any(det < 0):
             idx = np.argwhere(det < 0)[0].tolist() if np.ndim(det) else []
             raise ValueError(
-                f"{name}: not a pose (SE2) at batch index {idx}: the rotation block has det = -1 (a reflection)"
+                f"{name}: not a pose (SE2) at batch index {idx}: "
+                "the rotation block has det = -1 (a reflection)"
             )
         return jnp.asarray(a)
 
@@ -219,7 +229,9 @@ class SE2(MatrixLieGroup):
         """The pose with ``(x, y, theta)`` ``(*batch, 3)``."""
         c = jnp.asarray(c, dtype=float)
         if c.shape[-1:] != (3,):
-            raise ValueError(f"SE2.from_coordinates: coordinates are (..., 3) = (x, y, theta), got shape {c.shape}")
+            raise ValueError(
+                f"SE2.from_coordinates: coordinates are (..., 3) = (x, y, theta), got shape {c.shape}"
+            )
         return _pose(jnp.cos(c[..., 2]), jnp.sin(c[..., 2]), c[..., 0], c[..., 1])
 
 
@@ -274,7 +286,9 @@ class SE2Cayley(Cayley):
 
     def _jac_inv(self, G, xi, sign):
         w, vx, vy = _parts(sign * jnp.asarray(xi))  # sign -1: J_l^{-1}(xi) = J_r^{-1}(-xi)
-        return _m3([[1.0 + 0.25 * w * w, 0.0, 0.0], [0.5 * vy + 0.25 * w * vx, 1.0, -0.5 * w], [0.25 * w * vy - 0.5 * vx, 0.5 * w, 1.0]])
+        return _m3([[1.0 + 0.25 * w * w, 0.0, 0.0],
+                    [0.5 * vy + 0.25 * w * vx, 1.0, -0.5 * w],
+                    [0.25 * w * vy - 0.5 * vx, 0.5 * w, 1.0]])
 
     def in_domain(self, G, xi):
         w = jnp.asarray(xi)[..., 0]

@@ -12,7 +12,6 @@ correct parents pass the same laws in ``test_next_manifold_laws.py``.
 from __future__ import annotations
 
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 from manifold_dirac._next.manifolds import SE2, Euclidean, ProductManifold, register_retraction
@@ -86,17 +85,25 @@ JACOBIAN_BUGS = [
     (ProductWithCoupling(SE2("so2xr2"), Euclidean(1)), "J1", "inverse"),
 ]
 CHECKS = {
-    ("inverse", "autodiff"): check_inverse_jacobians_autodiff, ("inverse", "fd"): check_inverse_jacobians_fd,
-    ("inverse", "perturbation"): check_inverse_jacobians_perturbation, ("forward", "autodiff"): check_jacobians_autodiff,
-    ("forward", "fd"): check_jacobians_fd, ("forward", "perturbation"): check_jacobians_perturbation,
+    ("inverse", "autodiff"): check_inverse_jacobians_autodiff,
+    ("inverse", "fd"): check_inverse_jacobians_fd,
+    ("inverse", "perturbation"): check_inverse_jacobians_perturbation,
+    ("forward", "autodiff"): check_jacobians_autodiff,
+    ("forward", "fd"): check_jacobians_fd,
+    ("forward", "perturbation"): check_jacobians_perturbation,
 }
-EXPECTED = {"autodiff": "jax.jacfwd of its definition", "fd": "central finite differences",
-            "perturbation": "remainder/s does not fall"}
+EXPECTED = {
+    "autodiff": "jax.jacfwd of its definition",
+    "fd": "central finite differences",
+    "perturbation": "remainder/s does not fall",
+}
 
 
 @pytest.mark.parametrize("regime", ["generic", "near_singular"])
 @pytest.mark.parametrize("how", ["autodiff", "fd", "perturbation"])
-@pytest.mark.parametrize("manifold,which,kind", JACOBIAN_BUGS, ids=[type(b[0]).__name__ for b in JACOBIAN_BUGS])
+@pytest.mark.parametrize(
+    "manifold,which,kind", JACOBIAN_BUGS, ids=[type(b[0]).__name__ for b in JACOBIAN_BUGS]
+)
 def test_wrong_jacobian_is_caught(manifold, which, kind, how, regime):
     q, xi = draw_sample(manifold, 1, BATCH, regime)
     with pytest.raises(AssertionError, match=rf"{which}\b.*{EXPECTED[how]}"):
@@ -126,12 +133,15 @@ class SE2ExpOnePercentJxi(SE2Exp):
         return t, Jq, Jxi.at[..., 1, 0].multiply(1.01)
 
 
-@pytest.mark.parametrize("retraction,which,law", [
-    ("exp-1%-J1", r"J1 vs right_jacobian_inv", check_fused_equals_composition),
-    ("exp-1%-J1", r"J1 = dxi/dq1 disagrees with jax.jacfwd", check_inverse_jacobians_autodiff),
-    ("exp-1%-Jxi", r"J_xi vs right_jacobian", check_fused_equals_composition),
-    ("exp-1%-Jxi", r"J_xi of R_q\(xi\) disagrees with jax.jacfwd", check_jacobians_autodiff),
-])
+@pytest.mark.parametrize(
+    "retraction,which,law",
+    [
+        ("exp-1%-J1", r"J1 vs right_jacobian_inv", check_fused_equals_composition),
+        ("exp-1%-J1", r"J1 = dxi/dq1 disagrees with jax.jacfwd", check_inverse_jacobians_autodiff),
+        ("exp-1%-Jxi", r"J_xi vs right_jacobian", check_fused_equals_composition),
+        ("exp-1%-Jxi", r"J_xi of R_q\(xi\) disagrees with jax.jacfwd", check_jacobians_autodiff),
+    ],
+)
 def test_a_fused_path_off_by_one_percent_is_caught(retraction, which, law):
     m = SE2OnePercent(retraction)
     q, xi = draw_sample(m, 2, BATCH, "generic")
@@ -158,7 +168,9 @@ def test_batch_mixing_is_caught():
 
     m = EuclideanMixing(3)
     q, xi = draw_sample(m, 0, BATCH, "generic")
-    with pytest.raises(AssertionError, match=r"retract output 0: batched vs unbatched calls: mismatch at batch index"):
+    with pytest.raises(
+        AssertionError, match=r"retract output 0: batched vs unbatched calls: mismatch at batch index"
+    ):
         check_batch_consistency(m, q, xi)
 
 
@@ -195,10 +207,13 @@ class ClaimsAsymmetricCayley(SE2Cayley):
     symmetric = False
 
 
-@pytest.mark.parametrize("retraction,message", [
-    ("so2xr2-claims-symmetric", r"declared symmetric, but R_q1\^-1\(q0\) \+ R_q0\^-1\(q1\) = "),
-    ("cayley-claims-asymmetric", r"declared not symmetric, but R_q1\^-1\(q0\) = -R_q0\^-1\(q1\) holds"),
-])
+@pytest.mark.parametrize(
+    "retraction,message",
+    [
+        ("so2xr2-claims-symmetric", r"declared symmetric, but R_q1\^-1\(q0\) \+ R_q0\^-1\(q1\) = "),
+        ("cayley-claims-asymmetric", r"declared not symmetric, but R_q1\^-1\(q0\) = -R_q0\^-1\(q1\) holds"),
+    ],
+)
 def test_a_misdeclared_symmetry_is_caught(retraction, message):
     m = SE2Claims(retraction)
     q, xi = draw_sample(m, 0, BATCH, "generic")
@@ -208,7 +223,7 @@ def test_a_misdeclared_symmetry_is_caught(retraction, message):
 
 def test_a_nan_derivative_at_zero_is_caught():
     class SE2SingleWhere(SE2):
-        """``J_r^{-1}`` with ``h = (w/2) cot(w/2)`` selected by one ``where``: fine values, NaN gradient at 0."""
+        """``J_r^{-1}`` with ``h = (w/2) cot(w/2)`` behind a single ``where``: NaN gradient at 0."""
 
         def exp_right_jacobian_inv(self, xi):
             J = super().exp_right_jacobian_inv(xi)
@@ -239,6 +254,13 @@ def test_group_law_bugs_are_caught():
 
 
 def test_check_manifold_laws_names_the_failing_law():
-    with pytest.raises(AssertionError, match=r"law 'inverse_jacobians_autodiff' failed for SE2TransposedJ1.*seed=0"):
-        check_manifold_laws(SE2TransposedJ1("so2xr2"), seeds=[0], batch_shapes=[BATCH], regimes=["generic"],
-                            laws=["inverse_jacobians_autodiff"])
+    with pytest.raises(
+        AssertionError, match=r"law 'inverse_jacobians_autodiff' failed for SE2TransposedJ1.*seed=0"
+    ):
+        check_manifold_laws(
+            SE2TransposedJ1("so2xr2"),
+            seeds=[0],
+            batch_shapes=[BATCH],
+            regimes=["generic"],
+            laws=["inverse_jacobians_autodiff"],
+        )

@@ -1,4 +1,4 @@
-"""Human coordinates round trips: SE2 (x, y, theta), SO3 rotation vector and quaternions, the sphere, products."""
+"""Human coordinates round trips: SE2 (x, y, theta), SO3 rotation vectors and quaternions, S^2, products."""
 
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ def test_se2_coordinates_meaning():
     g = SE2().from_coordinates([1.0, 2.0, np.pi / 2])
     assert_close(g, [[0.0, -1.0, 1.0], [1.0, 0.0, 2.0], [0.0, 0.0, 1.0]], 0, 1e-15, "pose at (1, 2, pi/2)")
     assert float(SE2().to_coordinates(SE2().from_coordinates([0.0, 0.0, np.pi]))[2]) == pytest.approx(np.pi)
-    with pytest.raises(ValueError, match=r"coordinates are \(\.\.\., 3\) = \(x, y, theta\), got shape \(2,\)"):
+    with pytest.raises(
+        ValueError, match=r"coordinates are \(\.\.\., 3\) = \(x, y, theta\), got shape \(2,\)"
+    ):
         SE2().from_coordinates([1.0, 2.0])
 
 
