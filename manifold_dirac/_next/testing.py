@@ -19,7 +19,8 @@ compiling is what checking a manifold costs. So the numerics run in a few
 ``jax.jit`` programs per manifold (values, ambient tangents, batch, group,
 autodiff, derivatives), which every sample enters flattened and padded to a
 batch of 8 -- all batch shapes and regimes reuse one compilation, cached per
-class and :meth:`Manifold._key`. Shapes and dtypes at the caller's own batch
+class and :meth:`Manifold._key` (so a manifold with parameters must put them
+in its ``_key``, as the base class asks). Shapes and dtypes at the caller's own batch
 shape are checked with ``jax.eval_shape`` (tracing, no compiling), the
 batched values against the unbatched calls with ``jax.lax.map``. A manifold
 whose methods cannot be traced (numpy inside: ``Sphere2(values="geomstats")``)

@@ -143,3 +143,17 @@ def test_product_slicing_and_block_diagonal_jacobians() -> None:
         (4, 3, 3),
         (4, 1),
     ]
+
+
+def test_eager_calls_broadcast_like_the_compiled_ones() -> None:
+    # the laws check shapes by jax.eval_shape and values compiled; here one manifold runs eagerly
+    M = _manifold("se2-so2xr2")
+    rng = np.random.default_rng(SEED)
+    q, xi = M.random_point(rng, (3, 1)), M.sample_tangent(rng, (2,), "generic")
+    q1, J0, J1 = M.retract_with_inverse_jacobians(q, xi)
+    assert q1.shape == (3, 2, 3, 3) and J0.shape == J1.shape == (2, 3, 3) and q1.dtype == np.float64
+    np.testing.assert_allclose(M.retract(q, xi), q1, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(M.inverse_retract(q, q1), np.broadcast_to(xi, (3, 2, 3)), rtol=0, atol=1e-14)
+    ref = law_values(M, M.broadcast_point(q, (3, 2)), np.broadcast_to(xi, (3, 2, 3)))
+    np.testing.assert_allclose(q1, ref["retract"], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(np.broadcast_to(J1, (3, 2, 3, 3)), ref["J1"], rtol=0, atol=1e-15)
