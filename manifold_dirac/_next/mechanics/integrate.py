@@ -461,10 +461,11 @@ class Integrator:
             bar = tqdm(total=n_steps, delay=1.0, unit="step", leave=False)
         interrupted = False
         slot0 = 0
+        n_total = state.k + n_steps
         try:
             while slot0 < n_slots:
                 args = (members, q_prev, jnp.bool_(have_prev), v_init if use_v_init else jnp.full_like(v_init, jnp.nan),
-                        jnp.int32(k), jnp.int32(slot0), jnp.int32(n_slots), jnp.int32(state.k + n_steps),
+                        jnp.int32(k), jnp.int32(slot0), jnp.int32(n_slots), jnp.int32(n_total),
                         jnp.asarray(state.t0), jnp.asarray(h), sysm.params, controls_j)
                 (members, q_prev, hp, kk), out = fn(*args)
                 have_prev = bool(hp)
@@ -478,8 +479,8 @@ class Integrator:
                     break
                 if callback is not None and slot0 < n_slots:
                     if callback(RunState(k, state.t0, members, B, q_prev, None)) is False:
-                        n_slots = min(n_slots, slot0)
-                        break
+                        # one more (closing) slot records the state the callback saw, then the run ends
+                        n_total, n_slots = k, slot0 + 1
         except KeyboardInterrupt:
             interrupted = True
         finally:

@@ -99,8 +99,15 @@ def scaled_error(r: jax.Array, scale: jax.Array) -> jax.Array:
     return jnp.max(ratio, initial=0.0)
 
 
-def newton(fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax.Array, options: SolverOptions) -> NewtonResult:
-    """Solve ``fun(z)[0] = 0`` from ``z0`` (see the module docstring for the stopping rule)."""
+def newton(
+    fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax.Array, options: SolverOptions,
+    active: Any = True,
+) -> NewtonResult:
+    """Solve ``fun(z)[0] = 0`` from ``z0`` (see the module docstring for the stopping rule).
+
+    ``active = False`` (a failed, frozen batch member) evaluates ``fun`` once
+    and iterates no further, so that it does not hold up the batch.
+    """
     rtol, max_iter = options.rtol, options.max_iter
 
     def value(z):
@@ -114,7 +121,7 @@ def newton(fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax
     jac = jax.jacfwd(lin)
     r0, e0, aux0 = value(z0)
     finite0 = jnp.isfinite(e0)
-    done0 = (e0 <= 4 * _EPS) | ~finite0
+    done0 = (e0 <= 4 * _EPS) | ~finite0 | ~jnp.asarray(active)
     status0 = jnp.where(finite0, Status.OK, Status.NONFINITE).astype(jnp.int32)
 
     def cond(c):

@@ -144,7 +144,7 @@ class StepMap:
         sysm, n = self.system, self.n
         active = state.status == Status.OK
         z0 = jnp.concatenate([state.xi, state.mu])
-        res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options)
+        res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options, active)
         q1, p_out, c = res.aux
         xi, mu = res.z[:n], res.z[n:]
         status = res.status

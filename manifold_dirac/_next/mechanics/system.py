@@ -142,7 +142,10 @@ class LagrangeDiracSystem:
 
     # ------------------------------------------------------------ user calls
     def _args(self, params: Any) -> tuple:
-        return () if self.params is None else (params,)
+        """The trailing ``params`` argument of the user's functions (the system's own when None is given)."""
+        if self.params is None:
+            return ()
+        return (self.params if params is None else params,)
 
     def lagrangian(self, q: Any, v: jax.Array, params: Any = None) -> jax.Array:
         """``L(q, v)`` at one point (scalar)."""

@@ -96,9 +96,6 @@ def test_callback_can_stop_the_run():
     assert seen == [CHUNK] and tr.n_points <= CHUNK + 1 < 1001
 
 
-@pytest.mark.xfail(strict=True, reason="engine: a run stopped by its callback drops the point the callback saw "
-                   "(the trajectory ends at step CHUNK - 1) and records as many steps as points "
-                   "(xi has n_points rows instead of n_points - 1)")
 def test_a_stopped_run_ends_at_the_state_the_callback_saw():
     """The numpy engine's ``seen == [1, ..., 5] and tr.n_points == 6``: the last
     point of a stopped run is the state the callback was shown, and the run
