@@ -60,6 +60,17 @@ TIGHT = SolverOptions(rtol=1e-14)
 R = 0.5  # wheel and ball radius used below
 
 
+@pytest.fixture(autouse=True)
+def _release_compiled_code(request):
+    """After a slow test, drop JAX's compiled executables (the engine keeps every system's
+    compiled steps for the life of the process; a full slow run compiles ~150 of them and
+    can exhaust the process's memory maps, which XLA answers with a segfault). The default
+    run shares its compiled steps between tests and keeps them."""
+    yield
+    if request.node.get_closest_marker("slow") is not None:
+        jax.clear_caches()
+
+
 # -------------------------------------------------- the worked systems, once
 def _worked():
     out = {
@@ -267,7 +278,7 @@ def test_the_two_routes_give_the_same_step_equations(name):
 
 
 # --------------------------------------------- discrete equalities along runs
-CI_ROUTES = {("mass_spring", "symmetric", "midpoint"), ("lc", "plus", "rectangle-")}
+CI_ROUTES = {("mass_spring", "symmetric", "midpoint")}
 
 
 def _cases(names, schemes, rules, ci):
@@ -314,14 +325,17 @@ def _discrete_lagrangian_along(sysm, q, h):
     """``R_{q_k}^{-1}(q_{k+1})``, ``R_{q_{k+1}}^{-1}(q_k)``, ``D1 L_d``, ``D2 L_d`` (midpoint) along
     stored points."""
     rule = get_rule("midpoint")
-    K = np.asarray(jax.tree.leaves(q)[0]).shape[0] - 1
 
     def one(q0, q1):
         xi = sysm.Q.inverse_retract(q0, q1)
         ld = rule.evaluate(sysm, q0, xi, h, 0.0, sysm.params)
         return xi, sysm.Q.inverse_retract(q1, q0), ld.D1, ld.D2
 
-    return [np.asarray(a) for a in jax.vmap(one)(_at(q, slice(0, K)), _at(q, slice(1, K + 1)))]
+    @jax.jit  # one small compile instead of many eager primitives
+    def along(q):
+        return jax.vmap(one)(jax.tree.map(lambda a: a[:-1], q), jax.tree.map(lambda a: a[1:], q))
+
+    return [np.asarray(a) for a in along(q)]
 
 
 CI_DIRAC = {("mass_spring", "minus", "midpoint")} | {
@@ -447,6 +461,39 @@ def test_cart_hierarchy_equals_flat_interconnection():
     parts = cart.parts(a)
     assert set(parts) == {"left", "right"} and parts["left"].v.shape == (201, 4)
     assert isinstance(cart.subsystems[0], InterconnectedSystem)
+
+
+@pytest.mark.parametrize("name", ["rolling_ball", "cart"])
+def test_parts_of_a_batched_trajectory_follow_each_schemes_sign(name):
+    """parts() on a batched trajectory (made up here: no integration): each subsystem's share
+    of the multipliers as forces, ``-A_i(q_k)^T mu / h`` for plus and symmetric, ``+`` for
+    minus (53d), for the interaction rows and the subsystem's own rows separately."""
+    from manifold_dirac._next.mechanics.trajectory import Trajectory
+
+    sysm = worked(name)[0]
+    rng = np.random.default_rng(5)
+    K, B, n, m, h = 3, (2,), sysm.dim, sysm.n_constraints, 0.1
+    q = sysm.Q.random_point(rng, (K + 1, *B))
+    mu = rng.standard_normal((K, *B, m))
+    arrays = {f: rng.standard_normal((K + 1, *B, n)) for f in ("p", "v")}
+    A = np.asarray(sysm.evaluate("constraint_matrix", _at(q, slice(0, K))))
+    rows = sysm.constraint_rows()
+    for scheme, sign in (("plus", -1.0), ("symmetric", -1.0), ("minus", 1.0)):
+        tr = Trajectory(t=np.arange(K + 1) * h, q=q, energy=np.zeros((K + 1, *B)), xi=np.zeros((K, *B, n)),
+                        mu=mu, constraint_residual=np.zeros((K, *B)), residual=np.zeros((K, *B)),
+                        iterations=np.zeros((K, *B), int), status=np.zeros(B, int),
+                        meta={"h": h, "scheme": scheme}, **arrays)
+        parts = sysm.parts(tr)
+        assert list(parts) == list(sysm.names)
+        for i, (part, (a, b)) in enumerate(zip(parts.values(), sysm.subsystem_slices.values())):
+            for field, r in (("interaction_force", rows["interaction"]),
+                             ("constraint_force", rows[part.name])):
+                want = sign * np.einsum("kbri,kbr->kbi", A[:, :, r, a:b], mu[:, :, r]) / h
+                np.testing.assert_allclose(getattr(part, field), want, rtol=1e-14, atol=1e-14, err_msg=field)
+            np.testing.assert_array_equal(part.v, arrays["v"][..., a:b])
+            np.testing.assert_array_equal(part.p, arrays["p"][..., a:b])
+            for x, y in zip(_flat(part.q), _flat(q[i])):
+                np.testing.assert_array_equal(x, y)
 
 
 # ------------------------------------------------- what the comparison can catch
@@ -697,8 +744,6 @@ def test_product_level_forces_in_the_subsystem_route():
     b = integrate(hand_interconnected(torn), q0, v0=v0, h=0.05, n_steps=40, solver=TIGHT, controls=U)
     np.testing.assert_allclose(a.q[0], b.q[0], atol=1e-12)
     np.testing.assert_allclose(a.q[1], b.q[1], atol=1e-12)
-    # the control acted: the first step differs from the uncontrolled one by O(h^2 u)
-    route = SubsystemDiscreteLagrangian(torn, "midpoint")
-    free = route.evaluate(torn, q0, a.xi[0], 0.05, 0.0)
-    kicked = route.evaluate(torn, q0, a.xi[0], 0.05, 0.0, None, jnp.asarray(U[0]))
-    np.testing.assert_allclose(np.asarray(kicked.f_minus - free.f_minus), 0.05 / 2 * U[0], atol=1e-14)
+    # the control acted: over the first step the first mass receives the impulse h u = 0.5
+    # (the springs, damping and forcing give < 0.1 there)
+    assert a.p[1, 0] - a.p[0, 0] > 0.3
