@@ -15,13 +15,13 @@ import pytest
 import manifold_dirac._next  # noqa: F401  (float64, cache)
 from manifold_dirac import integrate as old_integrate
 from manifold_dirac import systems as OLD
-from manifold_dirac.analysis import observed_order
-from manifold_dirac.errors import NonFiniteError, StepDomainError
 from manifold_dirac._next.manifolds import SO3, Euclidean
 from manifold_dirac._next.mechanics.integrate import Integrator, integrate
 from manifold_dirac._next.mechanics.newton import SolverOptions
 from manifold_dirac._next.mechanics.status import Status
 from manifold_dirac._next.mechanics.system import LagrangeDiracSystem
+from manifold_dirac.analysis import observed_order
+from manifold_dirac.errors import NonFiniteError, StepDomainError
 
 INERTIA = jnp.array([1.0, 2.0, 3.0])
 CHI = jnp.array([0.0, 0.0, 1.0])
@@ -155,11 +155,24 @@ def test_results_are_float64_numpy_arrays():
 def test_changing_h_initial_data_and_step_count_does_not_recompile():
     integrate(TOP, Q0, v0=V0, h=0.01, n_steps=10)
     engine = importlib.import_module("manifold_dirac._next.mechanics.integrate")
-    fn = next(f for k, f in engine._COMPILED[TOP].items() if k[-1][0] == "chunk")
+    fn = next(f for k, f in engine.compiled_functions(TOP).items() if k[-1][0] == "chunk")
     before = fn._cache_size()
     integrate(TOP, SO3().exp(jnp.array([0.0, 0.2, 0.1])), v0=2 * V0, h=0.003, n_steps=1000)
     integrate(TOP, Q0, p0=INERTIA * V0, h=0.02, n_steps=3)
     assert fn._cache_size() == before
+
+
+def test_compiled_functions_are_freed_with_their_system():
+    """The compiled chunk refers back to its system: the cache must live on the system, not in a table."""
+    import gc
+    import weakref
+
+    sysm = LagrangeDiracSystem(Euclidean(1), lambda q, v: 0.5 * v @ v - 0.5 * q @ q)
+    integrate(sysm, np.array([1.0]), v0=np.array([0.0]), h=0.1, n_steps=3)
+    ref = weakref.ref(sysm)
+    del sysm
+    gc.collect()
+    assert ref() is None
 
 
 # ------------------------------------------------------------- stride

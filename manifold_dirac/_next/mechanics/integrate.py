@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import time
 import warnings
-import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
@@ -99,12 +98,19 @@ def _flatten_batch(x: Any, nb: int) -> Any:
 
 
 # ---------------------------------------------------------------- compiled
-_COMPILED: "weakref.WeakKeyDictionary[LagrangeDiracSystem, dict]" = weakref.WeakKeyDictionary()
+def compiled_functions(system: LagrangeDiracSystem) -> dict:
+    """The compiled functions of ``system`` (key: scheme, rule, options, kind).
+
+    They live on the system object itself, so they are freed with it (a
+    module-level table keyed by the system would keep every system and its
+    executables alive: each compiled function refers back to its system).
+    """
+    return system.__dict__.setdefault("_compiled_functions", {})
 
 
-def _compiled(sm: StepMap, kind: str, build: Callable[[], Callable]) -> Callable:
+def _compiled(sm: StepMap, kind: Any, build: Callable[[], Callable]) -> Callable:
     """One compiled function per (system, scheme, rule, options, kind), kept with the system."""
-    cache = _COMPILED.setdefault(sm.system, {})
+    cache = compiled_functions(sm.system)
     key = (sm.scheme, sm.rule, sm.options, kind)
     fn = cache.get(key)
     if fn is None:
@@ -207,7 +213,7 @@ def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
             return (st2, qp2, hp | (k2 > k), k2), (slot_info, _pack((pt, rec), spec, batched))
 
         def skip(carry):
-            st, qp, hp, k = carry
+            st, k = carry[0], carry[3]
             return carry, (jnp.stack([t0 + k * h, 0.0, 0.0]), _pack(empty(st), spec, batched))
 
         def slot(carry, j):
@@ -293,7 +299,7 @@ class Integrator:
             For a point off the manifold, wrong shapes or types, non-finite
             values, ``v0`` outside ``Delta(q0)`` or ``p0`` inconsistent with ``v0``.
         """
-        sysm, Q, n, params = self.system, self.system.Q, self.system.dim, self.system.params
+        sysm, Q, n = self.system, self.system.Q, self.system.dim
         t0 = _finite_float(t0, "t0")
         q0 = Q.check_point(q0, name="q0")
         B = Q.batch_shape(q0)
@@ -301,7 +307,7 @@ class Integrator:
             raise ValueError("initial_state: give the initial velocity v0 or the initial momentum p0")
         vv = _vector(v0, B, n, "v0") if v0 is not None else None
         pp = _vector(p0, B, n, "p0") if p0 is not None else None
-        ev = lambda method, *a: sysm.evaluate(method, q0, *a)  # noqa: E731
+        ev = lambda method, *a: sysm.evaluate(method, q0, *a)
         m = sysm.n_constraints
         if m:
             _check_constraint_rank(sysm, np.asarray(ev("constraint_matrix")).reshape(-1, m, n))
@@ -340,7 +346,7 @@ class Integrator:
     def _warn_if_degenerate(self, q0: Any, v0: np.ndarray) -> None:
         """Warn when ``d^2L/dv^2`` is singular on ``ker A(q0)`` and the rule is not degenerate-safe."""
         sysm = self.system
-        hess = lambda q, v: jax.jacfwd(lambda w: sysm.momentum(q, w, sysm.params))(v)  # noqa: E731
+        hess = lambda q, v: jax.jacfwd(lambda w: sysm.momentum(q, w, sysm.params))(v)
         H = np.asarray(over_batch(hess, len(Q_batch := sysm.Q.batch_shape(q0)))(q0, jnp.asarray(v0)))
         H = H.reshape(-1, *H.shape[-2:])
         if sysm.n_constraints:
@@ -393,7 +399,7 @@ class Integrator:
         h = jnp.asarray(self.h)
         new, rec = fn(state.members, jnp.int32(state.k), state.t0 + state.k * self.h, h, self.system.params, uu)
         out = RunState(state.k + 1, state.t0, new, B, state.members.q, state.v_init)
-        self._raise_if_failed(out, Trajectory_partial=None, prev=state)
+        self._raise_if_failed(out, partial=None)
         return out, rec
 
     # ----------------------------------------------------------------- run
@@ -492,14 +498,14 @@ class Integrator:
             raise RunInterrupted(
                 f"integration interrupted at step {k} (t = {state.t0 + k * h:g}); the {tr.n_points} points "
                 "computed so far are in .trajectory", tr)
-        self._raise_if_failed(final, Trajectory_partial=tr, prev=None)
+        self._raise_if_failed(final, partial=tr)
         return tr
 
     def _raises(self, B: tuple[int, ...]) -> bool:
         return self.on_failure == "raise" or (self.on_failure is None and B == ())
 
     # ------------------------------------------------------------ boundary
-    def _raise_if_failed(self, state: RunState, Trajectory_partial: Trajectory | None, prev: RunState | None) -> None:
+    def _raise_if_failed(self, state: RunState, partial: Trajectory | None) -> None:
         if not self._raises(state.batch_shape):
             return
         st = np.atleast_1d(np.asarray(state.members.status))
@@ -510,7 +516,7 @@ class Integrator:
         fs = int(np.atleast_1d(np.asarray(state.members.fail_step))[i])
         err = float(np.atleast_1d(np.asarray(state.members.fail_error))[i])
         exc_type = code.exception or StepError
-        raise exc_type(msg, step=fs, time=state.t0 + fs * self.h, residual=err, trajectory=Trajectory_partial)
+        raise exc_type(msg, step=fs, time=state.t0 + fs * self.h, residual=err, trajectory=partial)
 
     def _message(self, state: RunState, i: int) -> str:
         return self._diagnosed(state, i)[1]
@@ -574,7 +580,7 @@ class Integrator:
             ks = np.rint((t[:n_rec] - final.t0) / self.h).astype(int)
             n_rec = int(np.searchsorted(ks, fs, side="right"))
         keep = slice(0, n_rec)
-        unflat = lambda a: a.reshape((a.shape[0], *B, *a.shape[2:])) if nb else a  # noqa: E731
+        unflat = lambda a: a.reshape((a.shape[0], *B, *a.shape[2:])) if nb else a
         q = jax.tree.map(lambda a: unflat(a[keep]), pts.q)
         steps = np.nonzero(is_step[keep])[0]
         n_steps_taken = final.k

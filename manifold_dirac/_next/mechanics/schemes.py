@@ -40,7 +40,6 @@ import abc
 from typing import Any, ClassVar
 
 import jax
-import jax.numpy as jnp
 
 from ..manifolds.base import Manifold
 from .rules import QuadratureRule, RuleValue

@@ -227,7 +227,7 @@ class LagrangeDiracSystem:
         v = jnp.asarray(v, dtype=float)
         dq, dv = (np.asarray(a) for a in self.partials(q, v, self.params))
         eps = 1e-6
-        L = lambda qq, vv: float(self.lagrangian(qq, vv, self.params))  # noqa: E731
+        L = lambda qq, vv: float(self.lagrangian(qq, vv, self.params))
         fd_q = np.array([(L(Q.retract(q, eps * e), v) - L(Q.retract(q, -eps * e), v)) / (2 * eps) for e in np.eye(n)])
         fd_v = np.array([(L(q, v + eps * e) - L(q, v - eps * e)) / (2 * eps) for e in np.eye(n)])
         scale = 1.0 + max(np.abs(fd_q).max(initial=0), np.abs(fd_v).max(initial=0))
