@@ -138,7 +138,7 @@ class Chart:
     center : point
     """
 
-    def __init__(self, manifold: "Manifold", center: Any):
+    def __init__(self, manifold: Manifold, center: Any):
         self.manifold, self.center = manifold, center
 
     def to_local(self, q1: Any) -> jax.Array:

@@ -44,26 +44,26 @@ class GroupRetraction(Retraction):
     """
 
     @abc.abstractmethod
-    def tau(self, G: "MatrixLieGroup", xi: jax.Array) -> jax.Array:
+    def tau(self, G: MatrixLieGroup, xi: jax.Array) -> jax.Array:
         """``tau(xi)``, ``(*batch, dim) -> (*batch, N, N)``."""
 
     @abc.abstractmethod
-    def tau_inv(self, G: "MatrixLieGroup", g: jax.Array) -> jax.Array:
+    def tau_inv(self, G: MatrixLieGroup, g: jax.Array) -> jax.Array:
         """``tau^{-1}(g)``, ``(*batch, N, N) -> (*batch, dim)``."""
 
     @abc.abstractmethod
-    def right_jacobian(self, G: "MatrixLieGroup", xi: jax.Array) -> jax.Array:
+    def right_jacobian(self, G: MatrixLieGroup, xi: jax.Array) -> jax.Array:
         """``J_r(xi)``, ``(*batch, dim, dim)``."""
 
     @abc.abstractmethod
-    def right_jacobian_inv(self, G: "MatrixLieGroup", xi: jax.Array) -> jax.Array:
+    def right_jacobian_inv(self, G: MatrixLieGroup, xi: jax.Array) -> jax.Array:
         """``J_r(xi)^{-1}``, ``(*batch, dim, dim)``."""
 
     @abc.abstractmethod
-    def in_domain(self, G: "MatrixLieGroup", xi: jax.Array) -> jax.Array:
+    def in_domain(self, G: MatrixLieGroup, xi: jax.Array) -> jax.Array:
         """Boolean ``(*batch,)``: ``xi`` inside the domain where ``tau`` is injective."""
 
-    def left_jacobian_inv(self, G: "MatrixLieGroup", xi: jax.Array) -> jax.Array:
+    def left_jacobian_inv(self, G: MatrixLieGroup, xi: jax.Array) -> jax.Array:
         """``J_l(xi)^{-1}``; for ``tau(-xi) = tau(xi)^{-1}`` it is ``J_r(-xi)^{-1}``."""
         if not self.symmetric:
             raise NotImplementedError(
@@ -71,11 +71,11 @@ class GroupRetraction(Retraction):
             )
         return self.right_jacobian_inv(G, -xi)
 
-    def tau_with_inverse_jacobians(self, G: "MatrixLieGroup", xi: jax.Array):
+    def tau_with_inverse_jacobians(self, G: MatrixLieGroup, xi: jax.Array):
         """``(tau(xi), -J_l(xi)^{-1}, J_r(xi)^{-1})``."""
         return self.tau(G, xi), -self.left_jacobian_inv(G, xi), self.right_jacobian_inv(G, xi)
 
-    def tau_with_jacobians(self, G: "MatrixLieGroup", xi: jax.Array):
+    def tau_with_jacobians(self, G: MatrixLieGroup, xi: jax.Array):
         """``(tau(xi), Ad_{tau(xi)^{-1}}, J_r(xi))``."""
         t = self.tau(G, xi)
         return t, G.adjoint(G.inverse(t)), self.right_jacobian(G, xi)
