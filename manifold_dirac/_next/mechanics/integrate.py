@@ -204,8 +204,12 @@ def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
                 if stride == 1:
                     out = (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h, params), rec)
                 else:
-                    out = tree_where(i == 0, (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h,
-                                                           params), rec), out)
+                    # i is unbatched, so this is a real branch: the point is computed once per slot
+                    out = jax.lax.cond(
+                        i == 0,
+                        lambda: (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h, params), rec),
+                        lambda: out,
+                    )
                 return (tree_where(advance, new, st), tree_where(advance, st.q, qp), kk + advance, out), None
 
             (st2, qp2, k2, (pt, rec)), _ = jax.lax.scan(sub, (st, qp, k, empty(st)), jnp.arange(stride))
