@@ -782,7 +782,8 @@ def figure(R: dict, path: Path) -> None:
         ax.axhline(3e5, color="gray", ls=":", lw=0.7)
         ax.set_xlabel("batch size B")
         ax.set_ylabel("trajectory-steps / s")
-        ax.legend(fontsize=7)
+        ax.set_ylim(top=ax.get_ylim()[1] * 10)  # room for the legend above the curves
+        ax.legend(fontsize=7, loc="upper right", ncol=2)
         ax.set_title("2. batched (targets at B = 4096: 1 M knife edge, 300 k top)", fontsize=9)
     else:
         ax.set_visible(False)
