@@ -5,7 +5,7 @@ A rule is a set of nodes ``(s_i, w_i)`` on the retraction curve
 
     L_d(q0, q1) = h * sum_i w_i L(c(s_i), xi / h)
 
-(DESIGN.md §2; on a Lie group with ``tau(-xi) = tau(xi)^{-1}`` the body
+(on a Lie group with ``tau(-xi) = tau(xi)^{-1}`` the body
 velocity ``xi/h`` serves at every node). The built-in rules:
 
 ============  =================  =====  =========

@@ -17,7 +17,7 @@ symmetric  ``A(c) J_xi(xi/2) xi``, ``c = R_{q_k}(xi/2)``  ``A(q_k)^T``   0     2
 =========  ==========================================  ==============  ====  =====
 
 * **plus** is (52) exactly: ``p_k = -D1 L_d + A(q_k)^T mu``, ``p_{k+1} = D2 L_d``.
-* **minus** is (53) as a one-step map (DESIGN.md §3): the state carries the
+* **minus** is (53) as a one-step map: the state carries the
   pre-momentum ``p~_k = D2 L_d(q_{k-1}, q_k)``; the step finds ``mu_k`` and
   reports ``p_k = p~_k + A(q_k)^T mu_k``, the momentum of (53d).
 * **symmetric** keeps the reaction of (52) at ``q_k`` and evaluates the

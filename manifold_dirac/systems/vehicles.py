@@ -68,7 +68,7 @@ def inclined_knife_edge_exact(t, omega: float = 1.0, gravity: float = 9.81, incl
     """``(x, y, theta)`` at times ``t`` ``(T,)`` -> ``(T, 3)``, from rest at the origin, ``theta' = omega``.
 
     ``theta = w t``, ``x = g sin(a)/(2 w^2) sin^2(w t)``,
-    ``y = g sin(a)/(2 w^2) (w t - sin(2 w t)/2)`` (DESIGN.md §6), for any mass and inertia.
+    ``y = g sin(a)/(2 w^2) (w t - sin(2 w t)/2)``, for any mass and inertia.
     """
     t = np.asarray(t, dtype=float)
     c = gravity * np.sin(incline) / (2 * omega**2)

@@ -62,7 +62,7 @@ def knife_edge_euclidean(m=1.0, J=0.5, g=9.81, alpha=0.3):
      ("symmetric", "midpoint", 2), ("symmetric", "trapezoid", 2)],
 )
 def test_knife_edge_euclidean_orders(scheme, rule, order):
-    """DESIGN.md's trap: the (+)/(-) constraint is first order even with the midpoint L_d."""
+    """The trap: the (+)/(-) constraint is first order even with the midpoint L_d."""
     sysm = knife_edge_euclidean()
     exact = S.inclined_knife_edge_exact(2.0)
     errs = run_errors(sysm, np.zeros(3), np.array([0.0, 0.0, 1.0]), 2.0, HS,
