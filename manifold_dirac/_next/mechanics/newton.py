@@ -126,10 +126,10 @@ def newton(
     status0 = jnp.where(finite0, Status.OK, Status.NONFINITE).astype(jnp.int32)
 
     def cond(c):
-        return ~c[5]
+        return ~c[4]
 
     def body(c):
-        z, r, e, _, it, _, status, _ = c
+        z, r, e, it, _, status, _ = c
         dz = jnp.linalg.solve(jac(z), -r)
         z1 = z + dz
         r1, e1, aux1 = value(z1)
@@ -141,11 +141,11 @@ def newton(
         status = jnp.where(
             ~finite, Status.NONFINITE, jnp.where(converged | (e1 <= rtol), Status.OK, Status.NO_CONVERGENCE)
         ).astype(jnp.int32)
-        return z1, r1, e1, e, it1, done, status, aux1
+        return z1, r1, e1, it1, done, status, aux1
 
-    c = (z0, r0, e0, jnp.inf, jnp.int32(0), done0, status0, aux0)
+    c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0)
     for _ in range(min(UNROLL, max_iter)):
-        c = jax.lax.cond(c[5], lambda c: c, body, c)
-    c = jax.lax.cond(c[5], lambda c: c, lambda c: jax.lax.while_loop(cond, body, c), c)
-    z, _, e, _, it, _, status, aux = c
+        c = jax.lax.cond(c[4], lambda c: c, body, c)
+    c = jax.lax.cond(c[4], lambda c: c, lambda c: jax.lax.while_loop(cond, body, c), c)
+    z, _, e, it, _, status, aux = c
     return NewtonResult(z, aux, status, it, e)
