@@ -159,9 +159,43 @@ def _unpack(flat: np.ndarray, spec: tuple) -> Any:
     out, i = [], 0
     for shape, dtype in shapes:
         size = int(np.prod(shape))
-        out.append(flat[..., i:i + size].reshape(*flat.shape[:-1], *shape).astype(dtype))
+        out.append(flat[..., i:i + size].reshape(*flat.shape[:-1], *shape).astype(dtype, copy=False))
         i += size
     return jax.tree.unflatten(treedef, out)
+
+
+class _Store:
+    """The stored points on the host: one array per result field, filled chunk by chunk.
+
+    The arrays are allocated once, at full length, when the first chunk
+    arrives, and each chunk's packed output is copied into them and dropped:
+    the results are held once (no list of chunks, no concatenation, no
+    unpacking copy), so storing every point of a long run costs what the
+    :class:`Trajectory` holds plus one chunk.
+    """
+
+    def __init__(self, n_slots: int, spec: list):
+        self.n_slots, self.spec, self.filled, self.arrays = n_slots, spec, 0, None
+
+    def add(self, out: Any) -> None:
+        info, packed = out
+        m = min(len(info), self.n_slots - self.filled)
+        if m <= 0:
+            return
+        pts, recs = _unpack(np.asarray(packed[:m]), self.spec[0])
+        parts = {"t": info[:m, 0], "is_step": info[:m, 1] > 0, "q": pts.q, "p": pts.p, "v": pts.v,
+                 "energy": pts.energy, "xi": recs.xi, "mu": recs.mu,
+                 "constraint_residual": recs.constraint_residual, "error": recs.error,
+                 "iterations": recs.iterations}
+        if self.arrays is None:
+            self.arrays = jax.tree.map(lambda a: np.empty((self.n_slots, *a.shape[1:]), a.dtype), parts)
+        lo, hi = self.filled, self.filled + m
+
+        def put(dst: np.ndarray, src: np.ndarray) -> None:
+            dst[lo:hi] = src
+
+        jax.tree.map(put, self.arrays, parts)
+        self.filled = hi
 
 
 def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
@@ -462,7 +496,7 @@ class Integrator:
         v_init = state.v_init if state.v_init is not None else jnp.zeros_like(members.p)
         use_v_init = state.v_init is not None and state.k == 0
         k = state.k
-        chunks: list[Any] = []
+        store = _Store(n_slots, fn.spec)
         start = time.perf_counter()
         bar = None
         if progress:
@@ -480,7 +514,7 @@ class Integrator:
                 (members, q_prev, hp, kk), out = fn(*args)
                 have_prev = bool(hp)
                 k = int(kk)
-                chunks.append(jax.device_get(out))
+                store.add(jax.device_get(out))
                 slot0 += CHUNK
                 if bar is not None:
                     bar.update(min(k - state.k, n_steps) - bar.n)
@@ -497,11 +531,10 @@ class Integrator:
             if bar is not None:
                 bar.close()
         final = RunState(k, state.t0, members, B, q_prev, None)
-        tr = self._assemble(chunks, fn.spec[0], n_slots, final, stride, time.perf_counter() - start, interrupted)
+        tr = self._assemble(store, n_slots, final, stride, time.perf_counter() - start, interrupted)
         if interrupted:
-            raise RunInterrupted(
-                f"integration interrupted at step {k} (t = {state.t0 + k * h:g}); the {tr.n_points} points "
-                "computed so far are in .trajectory", tr)
+            kept = "no point was stored yet" if tr is None else f"the {tr.n_points} points computed so far are in .trajectory"
+            raise RunInterrupted(f"integration interrupted at step {k} (t = {state.t0 + k * h:g}); {kept}", tr)
         self._raise_if_failed(final, partial=tr)
         return tr
 
@@ -569,13 +602,14 @@ class Integrator:
         return code, ""
 
     # ------------------------------------------------------------- assemble
-    def _assemble(self, chunks: list, spec: tuple, n_slots: int, final: RunState, stride: int, wall: float,
-                  interrupted: bool) -> Trajectory:
+    def _assemble(self, store: _Store, n_slots: int, final: RunState, stride: int, wall: float,
+                  interrupted: bool) -> Trajectory | None:
         sysm, Q = self.system, self.system.Q
         B, nb = final.batch_shape, len(final.batch_shape)
-        info = np.concatenate([c[0] for c in chunks], axis=0)
-        pts, recs = _unpack(np.concatenate([c[1] for c in chunks], axis=0), spec)
-        t, is_step = info[:, 0], info[:, 1] > 0
+        if store.arrays is None:  # interrupted before the first chunk came back
+            return None
+        a = store.arrays
+        t, is_step = a["t"][:store.filled], a["is_step"][:store.filled]
         n_rec = min(len(t), n_slots)
         # a raised failure: keep the points up to the failed step
         st = np.atleast_1d(np.asarray(final.members.status))
@@ -584,14 +618,18 @@ class Integrator:
             ks = np.rint((t[:n_rec] - final.t0) / self.h).astype(int)
             n_rec = int(np.searchsorted(ks, fs, side="right"))
         keep = slice(0, n_rec)
-        unflat = lambda a: a.reshape((a.shape[0], *B, *a.shape[2:])) if nb else a
-        q = jax.tree.map(lambda a: unflat(a[keep]), pts.q)
-        steps = np.nonzero(is_step[keep])[0]
+        unflat = lambda x: x.reshape((x.shape[0], *B, *x.shape[2:])) if nb else x
+        q = jax.tree.map(lambda x: unflat(x[keep]), a["q"])
+        # the slots that took a step are a prefix (the step index only grows): slices, not copies
+        n_step_slots = int(np.count_nonzero(is_step[keep]))
+        if not np.all(is_step[:n_step_slots]):  # an internal invariant, never a user error
+            raise RuntimeError("manifold_dirac: the stored steps are not a prefix of the stored points (a bug)")
+        steps = slice(0, n_step_slots)
         n_steps_taken = final.k
         meta = {
             "h": self.h, "scheme": self.scheme.name, "discrete_lagrangian": self.rule.name, "order": self.order,
             "system": sysm.name or "unnamed", "manifold": repr(Q), "n_steps": n_steps_taken, "stride": stride,
-            "total_iterations": int(np.sum(recs.iterations[steps])), "wall_time": wall,
+            "total_iterations": int(np.sum(a["iterations"][steps])), "wall_time": wall,
             "names": getattr(sysm, "subsystem_slices", None), "interrupted": interrupted,
         }
         status = np.asarray(final.members.status).reshape(B) if nb else np.asarray(final.members.status)
@@ -599,10 +637,10 @@ class Integrator:
         if interrupted:
             status = np.where(status == Status.OK, int(Status.INTERRUPTED), status)
         return Trajectory(
-            t=t[keep], q=q, p=unflat(pts.p[keep]), v=unflat(pts.v[keep]), energy=unflat(pts.energy[keep]),
-            xi=unflat(recs.xi[steps]), mu=unflat(recs.mu[steps]),
-            constraint_residual=unflat(recs.constraint_residual[steps]), residual=unflat(recs.error[steps]),
-            iterations=unflat(recs.iterations[steps]), status=status, messages=messages, meta=meta,
+            t=t[keep], q=q, p=unflat(a["p"][keep]), v=unflat(a["v"][keep]), energy=unflat(a["energy"][keep]),
+            xi=unflat(a["xi"][steps]), mu=unflat(a["mu"][steps]),
+            constraint_residual=unflat(a["constraint_residual"][steps]), residual=unflat(a["error"][steps]),
+            iterations=unflat(a["iterations"][steps]), status=status, messages=messages, meta=meta,
         )
 
 
