@@ -8,6 +8,13 @@ pass::
     register_manifold("my-group", MyGroup)     # picked up by tests/next/manifolds
     check_manifold_laws(MyGroup())             # or run every law directly
 
+or draws samples with hypothesis (:func:`points`, :func:`tangents`,
+:func:`samples`; hypothesis is imported only by these)::
+
+    @given(samples(MyGroup(), (2,), "near_singular"))
+    def test_my_law(sample):
+        q, xi = sample
+
 Every law is a function ``law(manifold, q, xi)`` of a point ``q``
 ``(*batch, *point_shape)`` and a tangent vector ``xi`` ``(*batch, dim)`` in
 frame coordinates at ``q``, drawn by :func:`draw_sample` in one of
@@ -93,8 +100,12 @@ __all__ = [
     "law_values",
     "laws_for",
     "point_arrays",
+    "points",
     "register_manifold",
     "registered_manifolds",
+    "samples",
+    "seeds",
+    "tangents",
     "unregister_manifold",
 ]
 
@@ -1260,6 +1271,39 @@ def check_manifold_laws(
                         ) from exc
                     count += 1
     return count
+
+
+# -------------------------------------------------- hypothesis strategies
+def seeds() -> Any:
+    """hypothesis strategy of seeds for :func:`numpy.random.default_rng` (``0 ... 2**32 - 1``)."""
+    from hypothesis import strategies as st
+
+    return st.integers(min_value=0, max_value=2**32 - 1)
+
+
+def points(manifold: Manifold, batch_shape: tuple[int, ...] = ()) -> Any:
+    """hypothesis strategy of points ``(*batch_shape, *point_shape)`` drawn by ``random_point``.
+
+    Product manifolds give tuples of component points (pytrees).
+    """
+    return seeds().map(lambda s: manifold.random_point(np.random.default_rng(s), tuple(batch_shape)))
+
+
+def tangents(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic") -> Any:
+    """hypothesis strategy of tangent vectors ``(*batch_shape, dim)`` drawn by ``sample_tangent`` in ``regime``."""
+    if regime not in REGIMES:
+        raise ValueError(f"tangents: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
+    return seeds().map(
+        lambda s: jnp.asarray(manifold.sample_tangent(np.random.default_rng(s), tuple(batch_shape), regime),
+                              dtype=float)
+    )
+
+
+def samples(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic") -> Any:
+    """hypothesis strategy of ``(q, xi)`` pairs drawn by :func:`draw_sample` (the laws' own samples)."""
+    if regime not in REGIMES:
+        raise ValueError(f"samples: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
+    return seeds().map(lambda s: draw_sample(manifold, s, tuple(batch_shape), regime))
 
 
 _register_builtins()

@@ -1,0 +1,104 @@
+"""manifold_dirac.testing itself: registry, tolerance helper, hypothesis strategies, runner."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from manifold_dirac._next.manifolds import SE2, SO3, Euclidean, ProductManifold
+from manifold_dirac._next.testing import (
+    assert_close,
+    check_manifold_laws,
+    draw_sample,
+    laws_for,
+    points,
+    register_manifold,
+    registered_manifolds,
+    samples,
+    tangents,
+    unregister_manifold,
+)
+
+
+def test_register_and_unregister():
+    register_manifold("tmp-e2", lambda: Euclidean(2))
+    try:
+        assert registered_manifolds()["tmp-e2"]() == Euclidean(2)
+        with pytest.raises(ValueError, match="'tmp-e2' is already registered; pass replace=True"):
+            register_manifold("tmp-e2", lambda: Euclidean(2))
+        register_manifold("tmp-e2", lambda: Euclidean(3), replace=True)
+        assert registered_manifolds()["tmp-e2"]().dim == 3
+    finally:
+        unregister_manifold("tmp-e2")
+    assert "tmp-e2" not in registered_manifolds()
+    with pytest.raises(ValueError, match="'tmp-e2' is not registered; registered: .*so3-exp"):
+        unregister_manifold("tmp-e2")
+    with pytest.raises(TypeError, match="factory must be callable"):
+        register_manifold("bad", Euclidean(2))
+    with pytest.raises(ValueError, match="non-empty string"):
+        register_manifold("", lambda: Euclidean(2))
+
+
+def test_registered_manifolds_is_a_copy():
+    reg = registered_manifolds()
+    reg.clear()
+    assert registered_manifolds()
+
+
+def test_assert_close_message():
+    a = np.zeros((2, 3))
+    b = np.zeros((2, 3))
+    b[1, 2] = 1e-3
+    assert_close(a, b, 0, 1e-2, "ok")
+    with pytest.raises(
+        AssertionError, match=r"xi: mismatch at batch index \[1\], entry \[2\]: .*\|error\| = 1\.000e-03"
+    ):
+        assert_close(a, b, 1e-12, 1e-12, "xi", batch_ndim=1)
+    with pytest.raises(AssertionError, match="shapes differ"):
+        assert_close(np.zeros(2), np.zeros(3))
+    with pytest.raises(AssertionError, match="mismatch"):
+        assert_close(np.array([np.nan]), np.array([0.0]))
+
+
+def test_check_manifold_laws_counts_and_validates_names():
+    n = check_manifold_laws(Euclidean(2), seeds=[0, 1], batch_shapes=[()], regimes=["generic"])
+    assert n == 2 * len(laws_for(Euclidean(2)))
+    with pytest.raises(ValueError, match=r"laws \['hat_vee'\] do not apply to Euclidean\(2\)"):
+        check_manifold_laws(Euclidean(2), laws=["hat_vee"])
+
+
+def test_draw_sample_is_reproducible():
+    m = ProductManifold(SO3(), SE2())
+    (q, xi), (q2, xi2) = draw_sample(m, 3, (2,), "near_singular"), draw_sample(m, 3, (2,), "near_singular")
+    for a, b in zip(q, q2):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(xi, xi2)
+    assert xi.shape == (2, 6) and xi.dtype == np.float64
+    q3, xi3 = draw_sample(m, 4, (2,), "near_singular")  # another seed, another sample
+    assert np.abs(np.asarray(xi3) - np.asarray(xi)).max() > 1e-3
+
+
+@settings(max_examples=5)
+@given(q=points(SO3(), (2,)), xi=tangents(SE2(), (3,), "near_zero"), s=samples(Euclidean(3), (1,), "generic"))
+def test_strategies_shapes(q, xi, s):
+    assert q.shape == (2, 3, 3)
+    SO3().check_point(q)
+    assert xi.shape == (3, 3) and np.all(np.abs(xi) < 1e-6)
+    assert s[0].shape == (1, 3) and s[1].shape == (1, 3)
+
+
+@settings(max_examples=3)
+@given(pair=samples(ProductManifold(SO3(), Euclidean(2)), (2,), "near_singular"))
+def test_samples_of_a_product_are_pytrees_on_the_manifold(pair):
+    q, xi = pair
+    assert isinstance(q, tuple) and q[0].shape == (2, 3, 3) and q[1].shape == (2, 2)
+    ProductManifold(SO3(), Euclidean(2)).check_point(q)
+    assert xi.shape == (2, 5)
+
+
+def test_strategies_refuse_an_unknown_regime():
+    with pytest.raises(ValueError, match="unknown regime 'huge'; regimes: near_zero, generic, near_singular"):
+        tangents(SO3(), (), "huge")
+    with pytest.raises(ValueError, match="unknown regime 'huge'"):
+        samples(SO3(), (), "huge")
