@@ -3,9 +3,15 @@
 Compiled functions are shared across tests: the systems are module-level
 objects (the compile cache lives with the system), and runs use a few fixed
 batch shapes.
+
+The numpy engine (the library's first engine, removed at the engine switch)
+is compared through its recorded runs, ``tests/data/numpy_engine_knife_heavy_top.npz``
+(``tests/data/README.md``).
 """
 
+import functools
 import importlib
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -13,14 +19,13 @@ import numpy as np
 import pytest
 
 import manifold_dirac._next  # noqa: F401  (float64, cache)
-from manifold_dirac import integrate as old_integrate
-from manifold_dirac import systems as OLD
+from manifold_dirac._next.analysis import observed_order
 from manifold_dirac._next.manifolds import SO3, Euclidean
 from manifold_dirac._next.mechanics.integrate import Integrator, integrate
 from manifold_dirac._next.mechanics.newton import SolverOptions
 from manifold_dirac._next.mechanics.status import Status
 from manifold_dirac._next.mechanics.system import LagrangeDiracSystem
-from manifold_dirac.analysis import observed_order
+from manifold_dirac._next.systems import heavy_top_reference
 from manifold_dirac.errors import NonFiniteError, StepDomainError
 
 INERTIA = jnp.array([1.0, 2.0, 3.0])
@@ -53,19 +58,18 @@ def knife_edge_xy(m=1.0, J=0.5, g=9.81, alpha=0.3):
 KNIFE = knife_edge_xy()
 
 
-def old_knife_edge_xy(m=1.0, J=0.5, g=9.81, alpha=0.3):
-    """The same system for the numpy engine."""
-    from manifold_dirac import Euclidean as OldEuclidean
-    from manifold_dirac import LagrangeDiracSystem as OldSystem
+@functools.lru_cache(maxsize=None)
+def numpy_engine_runs() -> dict[str, np.ndarray]:
+    """The numpy engine's runs of the knife edge and the heavy top below, as recorded in
+    ``data/numpy_engine_knife_heavy_top.npz`` (found by walking up from this file: ``tests/data``)."""
+    for parent in Path(__file__).resolve().parents:
+        path = parent / "data" / "numpy_engine_knife_heavy_top.npz"
+        if path.is_file():
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+    raise FileNotFoundError(f"numpy_engine_knife_heavy_top.npz: no data/ directory above {__file__}")
 
-    def L(q, v):
-        return 0.5 * m * (v[..., 0] ** 2 + v[..., 1] ** 2) + 0.5 * J * v[..., 2] ** 2 + m * g * np.sin(alpha) * q[..., 0]
 
-    def A(q):
-        th = q[..., 2]
-        return np.stack([np.sin(th), -np.cos(th), 0 * th], -1)[..., None, :]
-
-    return OldSystem(OldEuclidean(3), L, constraint=A, name="knife_edge_xy")
 OSC = LagrangeDiracSystem(Euclidean(2), lambda q, v: 0.5 * v @ v - 0.5 * q @ q, name="oscillator")
 DAMPED = LagrangeDiracSystem(Euclidean(1), lambda q, v: 0.5 * v @ v - 0.5 * q @ q,
                              force=lambda t, q, v: -0.3 * v, name="damped")
@@ -75,22 +79,24 @@ DAMPED = LagrangeDiracSystem(Euclidean(1), lambda q, v: 0.5 * v @ v - 0.5 * q @ 
 @pytest.mark.parametrize("scheme", ["plus", "minus", "symmetric"])
 @pytest.mark.parametrize("rule", ["midpoint", "trapezoid", "rectangle+"])
 def test_knife_edge_agrees_with_numpy_engine(scheme, rule):
-    """Same equations, two implementations: the compiled engine equals the numpy engine."""
+    """Same equations, two implementations: the compiled engine equals the numpy engine (its recorded run
+    of the same system, coded in numpy)."""
     q0, v0 = np.zeros(3), np.array([0.0, 0.0, 1.0])
     tr = integrate(KNIFE, q0, v0=v0, h=0.05, n_steps=40, scheme=scheme, discrete_lagrangian=rule)
-    ot = old_integrate(old_knife_edge_xy(), q0, v0=v0, h=0.05, n_steps=40, scheme=scheme, discrete_lagrangian=rule)
+    ot = numpy_engine_runs()
     for f in ("q", "p", "v", "energy", "xi", "mu"):
-        np.testing.assert_allclose(getattr(tr, f), getattr(ot, f), rtol=0, atol=1e-11, err_msg=f)
+        np.testing.assert_allclose(getattr(tr, f), ot[f"knife_edge_xy/{scheme}/{rule}/{f}"],
+                                   rtol=0, atol=1e-11, err_msg=f)
 
 
 def test_heavy_top_agrees_with_numpy_engine_and_a_wrong_lagrangian_does_not():
     tr = integrate(TOP, Q0, v0=V0, h=0.01, n_steps=200)
-    ot = old_integrate(OLD.heavy_top(), np.asarray(Q0), v0=V0, h=0.01, n_steps=200)
-    np.testing.assert_allclose(tr.q, ot.q, atol=1e-12)
-    np.testing.assert_allclose(tr.p, ot.p, atol=1e-12)
+    ot_q, ot_p = numpy_engine_runs()["heavy_top/q"], numpy_engine_runs()["heavy_top/p"]
+    np.testing.assert_allclose(tr.q, ot_q, atol=1e-12)
+    np.testing.assert_allclose(tr.p, ot_p, atol=1e-12)
     wrong = LagrangeDiracSystem(SO3(), lambda q, v: top_L(q, v) - 1e-3 * q[2, 0])
     tw = integrate(wrong, Q0, v0=V0, h=0.01, n_steps=200)
-    assert np.abs(tw.q[-1] - ot.q[-1]).max() > 1e-5
+    assert np.abs(tw.q[-1] - ot_q[-1]).max() > 1e-5
 
 
 # -------------------------------------------------------------- orders
@@ -130,7 +136,7 @@ def test_inclined_knife_edge_symmetric_scheme_is_second_order_against_the_exact_
 @pytest.mark.parametrize("system", [TOP, TOP_CAYLEY], ids=["exp", "cayley"])
 def test_heavy_top_second_order(system):
     T = 1.0
-    ref = OLD.heavy_top_reference(T, np.asarray(Q0), V0)
+    ref = heavy_top_reference(T, np.asarray(Q0), V0)
     errs = [np.abs(integrate(system, Q0, v0=V0, h=h, n_steps=int(round(T / h))).q[-1] - ref).max() for h in HS]
     assert observed_order(HS, errs) == pytest.approx(2, abs=0.1)
 
