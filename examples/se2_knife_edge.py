@@ -1,5 +1,5 @@
 """Knife edge on SE(2): the free skate runs on circles; on an inclined plane it
-follows the closed-form cycloid-like path of `inclined_knife_edge_exact` (docs/schemes.md)."""
+follows the closed-form cycloid-like path (systems.inclined_knife_edge_exact)."""
 
 import numpy as np
 from _common import output_dir

@@ -1,37 +1,53 @@
-"""manifold_dirac: structure-preserving integrators for Lagrange--Dirac systems on manifolds."""
+"""manifold_dirac: structure-preserving integrators for Lagrange--Dirac systems on manifolds.
 
-from .errors import (
+The engine is compiled with JAX: importing the package enables float64 in JAX
+and the persistent compilation cache (:mod:`manifold_dirac.config`).
+"""
+
+from . import config as _config
+
+_config.configure()
+
+from .errors import (  # noqa: E402
     ConvergenceError,
     DegenerateLagrangianWarning,
     IllPosedStepError,
     NonFiniteError,
     RetractionDomainError,
+    RunInterrupted,
+    StepDomainError,
     StepError,
 )
-from .manifolds import (
+from .manifolds import (  # noqa: E402
     SE2,
     SO3,
-    Chart,
     Euclidean,
     GeomstatsManifold,
+    GroupRetraction,
     Manifold,
     MatrixLieGroup,
     ProductManifold,
+    Retraction,
     Sphere2,
+    register_retraction,
 )
-from .mechanics import (
-    DiscreteLagrangian,
+from .manifolds.base import Chart  # noqa: E402
+from .mechanics import (  # noqa: E402
     Integrator,
     LagrangeDiracSystem,
+    QuadratureRule,
+    RunState,
+    Scheme,
     SolverOptions,
     State,
-    StepInfo,
+    Status,
+    StepRecord,
     Trajectory,
     integrate,
-    register_discrete_lagrangian,
+    register_rule,
+    register_scheme,
 )
-
-from .interconnection import (  # noqa: E402  (builds on the mechanics)
+from .interconnection import (  # noqa: E402
     Interaction,
     InterconnectedSystem,
     equal_velocities,
@@ -41,38 +57,15 @@ from .interconnection import (  # noqa: E402  (builds on the mechanics)
     rolling_without_slipping,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
-    "Manifold",
-    "Chart",
-    "MatrixLieGroup",
-    "Euclidean",
-    "SO3",
-    "SE2",
-    "ProductManifold",
-    "GeomstatsManifold",
-    "Sphere2",
-    "LagrangeDiracSystem",
-    "DiscreteLagrangian",
-    "register_discrete_lagrangian",
-    "SolverOptions",
-    "Integrator",
-    "State",
-    "StepInfo",
-    "integrate",
-    "Trajectory",
-    "interconnect",
-    "Interaction",
-    "InterconnectedSystem",
-    "equal_velocities",
-    "linear_interaction",
-    "rolling_without_slipping",
-    "rolling_ball_on_plane",
-    "RetractionDomainError",
-    "StepError",
-    "ConvergenceError",
-    "IllPosedStepError",
-    "NonFiniteError",
-    "DegenerateLagrangianWarning",
+    "Manifold", "Chart", "Retraction", "GroupRetraction", "register_retraction", "MatrixLieGroup", "Euclidean",
+    "SO3", "SE2", "ProductManifold", "GeomstatsManifold", "Sphere2",
+    "LagrangeDiracSystem", "QuadratureRule", "register_rule", "Scheme", "register_scheme", "SolverOptions",
+    "Integrator", "RunState", "State", "StepRecord", "Status", "integrate", "Trajectory",
+    "interconnect", "Interaction", "InterconnectedSystem", "equal_velocities", "linear_interaction",
+    "rolling_without_slipping", "rolling_ball_on_plane",
+    "RetractionDomainError", "StepError", "ConvergenceError", "IllPosedStepError", "NonFiniteError",
+    "StepDomainError", "RunInterrupted", "DegenerateLagrangianWarning",
 ]

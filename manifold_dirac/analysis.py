@@ -1,4 +1,8 @@
-"""Diagnostics shared by the tests, the retraction study and the benchmarks."""
+"""Diagnostics shared by the tests, the retraction study and the benchmarks.
+
+Plain numpy on recorded arrays (a trajectory's fields are numpy arrays), so
+nothing here depends on the engine that computed them.
+"""
 
 from __future__ import annotations
 
@@ -30,11 +34,24 @@ def observed_order(h, err) -> float:
 
 
 def energy_drift(t, energy) -> tuple[float, float]:
-    """``(slope, spread)`` of an energy record: the least-squares drift rate
-    ``dE/dt`` and the peak-to-peak range of ``E - E_0``.
+    """``(slope, spread)`` of an energy record.
 
     A variational integrator shows a bounded, oscillating error (spread) with
     no drift; a non-symplectic one a growing trend.
+
+    Parameters
+    ----------
+    t : array-like, shape=[K+1]
+        Times of the record.
+    energy : array-like, shape=[K+1]
+        Energies at those times.
+
+    Returns
+    -------
+    slope : float
+        The least-squares drift rate ``dE/dt``.
+    spread : float
+        The peak-to-peak range of ``E - E_0``.
     """
     t = np.asarray(t, dtype=float)
     e = np.asarray(energy, dtype=float) - float(np.asarray(energy)[0])

@@ -4,19 +4,24 @@ Subsystems ``(L_i, Delta_i)`` on ``Q_i`` are joined through an interaction
 distribution ``Sigma_Q = ker S(q)`` on ``Q = Q_1 x ... x Q_k``. By (32)
 ``(D_{Delta_1} (+) ... (+) D_{Delta_k}) [x] D_int = D_{Delta_Q}`` with
 ``Delta_Q = (Delta_1 (+) ... (+) Delta_k) ∩ Sigma_Q`` (31), so the
-interconnected system is the ordinary Lagrange--Dirac system with
-``L = sum_i L_i`` and the constraint one-forms ``[blockdiag(A_i); S]``, and
-external forces pulled back factor by factor (34). :func:`interconnect`
-returns exactly that, an :class:`InterconnectedSystem` -- a
-:class:`~manifold_dirac.mechanics.system.LagrangeDiracSystem` that can be
-integrated by every scheme and interconnected again.
+interconnected system is the ordinary Lagrange--Dirac system (33) with
+``L = sum_i L_i(q_i, v_i)`` and the constraint one-forms
+``[blockdiag(A_i(q_i)); S(q)]``, and external forces pulled back factor by
+factor (34). :func:`interconnect` returns exactly that, an
+:class:`InterconnectedSystem` -- a
+:class:`~manifold_dirac.mechanics.system.LagrangeDiracSystem` built
+through its public constructor, which every scheme integrates and which can
+be interconnected again.
+
+Every function here that the engine calls is written for **one** point with
+``jax.numpy`` (a product point is the tuple of the subsystems' points);
+batches come from ``jax.vmap`` inside the engine.
 
 Discretely, with the product retraction and a quadrature linear in ``L``,
 discretizing the subsystems and then interconnecting the discrete Dirac
 structures gives the same equations as discretizing the interconnected
 system; :class:`SubsystemDiscreteLagrangian` is the first route (each
-subsystem's ``L_d`` through its own retraction), used by the tests to show
-the equality.
+subsystem's ``L_d`` through its own rule and retraction).
 
 The interaction-force view (Jacobs & Yoshimura 2014): the multipliers of the
 interaction rows are the impulses of the constraint forces
@@ -26,26 +31,23 @@ subsystem's share of them divided by ``h``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from .manifolds.product import ProductManifold
-from .manifolds.product import _block_diag
-from .mechanics.discrete_lagrangians import (
-    DiscreteLagrangian,
-    DiscreteLagrangianValue,
-    NodeGeometry,
-    _pullback,
-    get_discrete_lagrangian,
-)
+from .manifolds.product import ProductManifold, block_diag
+from .mechanics.rules import NodeGeometry, QuadratureRule, RuleValue, get_rule
+from .mechanics.schemes import get_scheme
 from .mechanics.system import LagrangeDiracSystem, as_one_forms
 
 __all__ = [
     "Interaction",
     "InterconnectedSystem",
+    "Layout",
     "SubsystemDiscreteLagrangian",
     "SubsystemTrajectory",
     "equal_velocities",
@@ -65,6 +67,8 @@ class Layout:
     ----------
     names : tuple of str
     offsets, dims : tuple of int
+        Start and length of each subsystem's block in frame coordinates
+        (tangent vectors and covectors of the product, shape ``(N,)``).
     systems : tuple of LagrangeDiracSystem
     """
 
@@ -75,48 +79,74 @@ class Layout:
 
     @property
     def dim(self) -> int:
+        """``N``, the dimension of the product."""
         return int(sum(self.dims))
+
+    def _walk(self, name: str) -> list[tuple[Layout, int]]:
+        """The (layout, index) pairs along a dotted name, outermost first."""
+        path, layout = [], self
+        parts = name.split(".")
+        for depth, head in enumerate(parts):
+            if layout is None:
+                outer = ".".join(parts[:depth])
+                raise ValueError(
+                    f"interaction: {outer!r} is not an interconnected system, so {name!r} does not exist"
+                )
+            if head not in layout.names:
+                raise ValueError(
+                    f"interaction: no subsystem named {head!r}"
+                    + (f" in {'.'.join(parts[:depth])!r}" if depth else "")
+                    + "; the subsystems are " + ", ".join(repr(n) for n in layout.names)
+                )
+            i = layout.names.index(head)
+            path.append((layout, i))
+            inner = layout.systems[i]
+            layout = inner.layout if isinstance(inner, InterconnectedSystem) else None
+        return path
 
     def locate(self, name: str) -> tuple[int, int]:
         """``(offset, dim)`` of a subsystem, dotted names reaching into nested ones
         (``"cart.left"``)."""
-        head, _, rest = name.partition(".")
-        if head not in self.names:
-            raise ValueError(
-                f"interaction: no subsystem named {head!r}; the subsystems are "
-                + ", ".join(repr(n) for n in self.names)
-            )
-        i = self.names.index(head)
-        off, dim = self.offsets[i], self.dims[i]
-        if rest:
-            inner = self.systems[i]
-            if not isinstance(inner, InterconnectedSystem):
-                raise ValueError(f"interaction: {head!r} is not an interconnected system, so {name!r} does not exist")
-            o2, d2 = inner.layout.locate(rest)
-            return off + o2, d2
-        return off, dim
+        path = self._walk(name)
+        return sum(lay.offsets[i] for lay, i in path), path[-1][0].dims[path[-1][1]]
 
     def index(self, name: str, component: int) -> int:
         """Frame-coordinate index of ``component`` of subsystem ``name``."""
         off, dim = self.locate(name)
-        if not isinstance(component, (int, np.integer)) or not 0 <= component < dim:
-            raise ValueError(f"interaction: {name!r} has {dim} frame components; component {component!r} does not exist")
+        integer = isinstance(component, (int, np.integer)) and not isinstance(component, bool)
+        if not integer or not 0 <= component < dim:
+            raise ValueError(
+                f"interaction: {name!r} has {dim} frame components; component {component!r} does not exist"
+            )
         return off + int(component)
+
+    def system(self, name: str) -> LagrangeDiracSystem:
+        """The subsystem called ``name`` (dotted for nested ones)."""
+        lay, i = self._walk(name)[-1]
+        return lay.systems[i]
+
+    def point(self, q: Any, name: str) -> Any:
+        """The point of subsystem ``name`` inside the product point ``q`` (a nested tuple)."""
+        for _, i in self._walk(name):
+            q = q[i]
+        return q
 
 
 # ---------------------------------------------------------------- interaction
 class Interaction:
-    """One-forms ``S(q)`` on the product whose kernel is ``Sigma_Q``.
+    """One-forms ``S(q)`` on the product whose kernel is ``Sigma_Q`` (25).
 
     Build one with the helpers (:func:`equal_velocities`,
     :func:`rolling_without_slipping`, :func:`rolling_ball_on_plane`,
-    :func:`linear_interaction`) or directly, and add interactions with ``+``.
+    :func:`linear_interaction`) or directly, and add interactions with ``+``
+    (their rows are stacked).
 
     Parameters
     ----------
-    forms : array ``(r, N)`` or callable ``S(q) -> (*batch, r, N)`` or callable ``layout -> (that)``
-        ``q`` is the product point (a tuple of the subsystems' points);
-        rows are one-forms in the product's frame coordinates.
+    forms : array ``(r, N)``, or callable ``S(q) -> (r, N)``, or callable ``layout -> (either)``
+        ``q`` is ONE product point (a tuple of the subsystems' points); a
+        callable is written with ``jax.numpy``. Rows are one-forms in the
+        product's frame coordinates.
     needs_layout : bool
         Whether ``forms`` is a factory taking the :class:`Layout` (what the
         helpers use to resolve subsystem names).
@@ -134,44 +164,62 @@ class Interaction:
         out._parts = self._parts + other._parts
         return out
 
+    def __repr__(self) -> str:
+        return "Interaction(" + " + ".join(self.labels) + ")"
+
     @property
     def labels(self) -> tuple[str, ...]:
         return tuple(p[2] for p in self._parts)
 
-    def resolve(self, layout: Layout) -> Callable[[Any], np.ndarray]:
-        """The function ``q -> S(q)``, shape ``(*batch, r, N)``, for this layout."""
+    def _resolved(self, layout: Layout) -> list[tuple[Any, str]]:
+        """Each part as a validated constant ``(r, N)`` numpy array or a function of ``q``."""
         N = layout.dim
-        fns = []
+        out = []
         for forms, needs_layout, label in self._parts:
             f = forms(layout) if needs_layout else forms
-            if callable(f):
-                fns.append((f, label))
-            else:
-                fns.append((as_one_forms(f, N, label, rows="r"), label))
+            out.append((f if callable(f) else as_one_forms(f, N, label, rows="r"), label))
+        return out
 
-        def S_of_q(q: Any) -> np.ndarray:
+    def constant_forms(self, layout: Layout) -> np.ndarray | None:
+        """``S`` as a constant ``(r, N)`` array if no part depends on ``q``, else None."""
+        parts = self._resolved(layout)
+        if any(callable(f) for f, _ in parts):
+            return None
+        return np.concatenate([f for f, _ in parts], axis=0)
+
+    def resolve(self, layout: Layout) -> Callable[[Any], jax.Array]:
+        """The function ``q -> S(q)``, shape ``(r, N)``, for one product point of this layout."""
+        N = layout.dim
+        parts = self._resolved(layout)
+
+        def S_of_q(q: Any) -> jax.Array:
             blocks = []
-            for f, label in fns:
-                S = np.asarray(f(q)) if callable(f) else f
-                if S.ndim < 2 or S.shape[-1] != N:
+            for f, label in parts:
+                S = jnp.asarray(f(q), dtype=float) if callable(f) else jnp.asarray(f)
+                if S.ndim != 2 or S.shape[-1] != N:
                     raise ValueError(
-                        f"{label}: the interaction one-forms must have shape (..., r, N) with N = {N}, got {S.shape}"
+                        f"{label}: the interaction one-forms of one point must have shape (r, N) "
+                        f"with N = {N}, got {S.shape}"
                     )
                 blocks.append(S)
-            batch = np.broadcast_shapes(*(b.shape[:-2] for b in blocks))
-            return np.concatenate([np.broadcast_to(b, (*batch, *b.shape[-2:])) for b in blocks], axis=-2)
+            return jnp.concatenate(blocks, axis=0)
 
         return S_of_q
 
 
-def linear_interaction(coefficients: Mapping[tuple[str, int], float] | Sequence[Mapping[tuple[str, int], float]],
+Coefficients = Mapping[tuple[str, int], float]
+
+
+def linear_interaction(coefficients: Coefficients | Sequence[Coefficients],
                        label: str = "linear interaction") -> Interaction:
     """Constant one-forms given by coefficients on named components.
 
     Parameters
     ----------
     coefficients : dict ``{(name, component): c}`` or a list of them (one per row)
-        Each row is ``sum c v_name[component] = 0``.
+        Each row is ``sum c v_name[component] = 0``; names may be dotted
+        (``"left.body"``) to reach into nested interconnections.
+    label : str
     """
     rows = [coefficients] if isinstance(coefficients, Mapping) else list(coefficients)
 
@@ -214,29 +262,27 @@ def rolling_ball_on_plane(ball: str, centre: str, radius: float) -> Interaction:
     """A ball (on SO(3), body angular velocity ``w``) rolling on a plane with
     its centre (on R^2): ``x' = r (R w) x e3``, i.e. ``x1' = r (R w)_2``,
     ``x2' = -r (R w)_1``.
+
+    Configuration dependent: the rows are ``(-r R[1, :], 1, 0)`` and
+    ``(r R[0, :], 0, 1)`` in the ``(w, x')`` columns. Both names may be dotted.
     """
     if not (np.isfinite(radius) and radius > 0):
         raise ValueError(f"rolling_ball_on_plane: radius must be positive, got {radius!r}")
+    r = float(radius)
 
     def build(layout: Layout):
         ob, db = layout.locate(ball)
         oc, dc = layout.locate(centre)
         if db != 3 or dc != 2:
-            raise ValueError(f"rolling_ball_on_plane: {ball!r} must be 3-dimensional (SO(3)) and {centre!r} 2-dimensional (R^2)")
-        ib = layout.names.index(ball.partition(".")[0])
-        if "." in ball:
-            raise ValueError("rolling_ball_on_plane: the ball must be a top-level subsystem")
+            raise ValueError(f"rolling_ball_on_plane: {ball!r} must be 3-dimensional (SO(3)) and {centre!r} "
+                             "2-dimensional (R^2)")
         N = layout.dim
 
         def S(q):
-            R = np.asarray(q[ib])
-            batch = R.shape[:-2]
-            out = np.zeros((*batch, 2, N), dtype=R.dtype)
-            out[..., 0, ob:ob + 3] = -radius * R[..., 1, :]
-            out[..., 0, oc] = 1.0
-            out[..., 1, ob:ob + 3] = radius * R[..., 0, :]
-            out[..., 1, oc + 1] = 1.0
-            return out
+            R = jnp.asarray(layout.point(q, ball))
+            out = jnp.zeros((2, N), dtype=R.dtype)
+            out = out.at[0, ob:ob + 3].set(-r * R[1, :]).at[0, oc].set(1.0)
+            return out.at[1, ob:ob + 3].set(r * R[0, :]).at[1, oc + 1].set(1.0)
 
         return S
 
@@ -252,7 +298,7 @@ class SubsystemTrajectory:
     ----------
     name : str
     t : ndarray, shape=[K+1]
-    q : point, shape=[K+1, *B, ...]
+    q : point, shape=[K+1, *B, *point_shape]
     v, p : ndarray, shape=[K+1, *B, n_i]
     interaction_force : ndarray, shape=[K, *B, n_i]
         The force the subsystem receives through ``Sigma`` over each stored
@@ -278,10 +324,23 @@ class SubsystemTrajectory:
 class InterconnectedSystem(LagrangeDiracSystem):
     """The interconnection of named subsystems through an interaction (31)--(34).
 
-    An ordinary :class:`LagrangeDiracSystem` on ``ProductManifold(Q_1, ...)``:
-    ``L = sum L_i``, constraint one-forms ``[blockdiag(A_i(q_i)); S(q)]``,
-    force ``(F_1, ..., F_k)``; partials are the subsystems' own (analytic
-    where they have them). Built by :func:`interconnect`.
+    An ordinary :class:`LagrangeDiracSystem` on ``ProductManifold(Q_1, ...)``,
+    built through its public constructor from, for one point
+    ``q = (q_1, ..., q_k)``, ``v = (v_1, ..., v_k)``:
+
+    * ``L(q, v) = sum_i L_i(q_i, v_i)`` (33);
+    * the constraint one-forms ``[blockdiag(A_i(q_i)); S(q)]`` (31), a
+      constant matrix when every ``A_i`` and ``S`` is constant;
+    * the force ``(F_1(t, q_1, v_1), ..., F_k(t, q_k, v_k)) + F(t, q, v)``:
+      the subsystems' forces pulled back factor by factor (34), plus an
+      optional force ``F`` on the product;
+    * analytic partials ``(dL_i/dq_i, dL_i/dv_i)`` concatenated when every
+      subsystem has analytic partials (otherwise automatic ones of the sum,
+      which are the same numbers);
+    * ``params``: the tuple of the subsystems' parameters when any subsystem
+      has some (each subsystem receives its own), else None.
+
+    Built by :func:`interconnect`.
 
     Attributes
     ----------
@@ -289,92 +348,120 @@ class InterconnectedSystem(LagrangeDiracSystem):
     names : tuple of str
     layout : Layout
     interaction : Interaction or None
+    product_force : callable ``F(t, q, v) -> (N,)`` or None
+        The force on the product given to :func:`interconnect`.
     """
 
     def __init__(self, subsystems: Sequence[LagrangeDiracSystem], names: Sequence[str],
-                 interaction: Interaction | None, name: str | None = None,
-                 force: Callable[[float, Any, np.ndarray], np.ndarray] | None = None):
+                 interaction: Interaction | None = None, name: str | None = None,
+                 force: Callable[[Any, Any, jax.Array], jax.Array] | None = None):
         self.subsystems = tuple(subsystems)
-        self.names = tuple(names)
+        self.names = tuple(str(n) for n in names)
         Q = ProductManifold(*(s.Q for s in self.subsystems))
         self.layout = Layout(self.names, Q.offsets, Q.dims, self.subsystems)
         self.interaction = interaction
+        self.product_force = force
         self._S = interaction.resolve(self.layout) if interaction is not None else None
-        self._extra_force = force
-        has_force = force is not None or any(s.force is not None for s in self.subsystems)
+        k, N = len(self.subsystems), Q.dim
+        has_params = any(s.params is not None for s in self.subsystems)
+        params = tuple(s.params for s in self.subsystems) if has_params else None
+        self._no_params = (None,) * k
+
+        # constant one-forms stay a constant matrix (the engine then skips A(q))
+        constraint: Any = self._constraint
+        if all(s.has_constant_constraint for s in self.subsystems):
+            S_const = interaction.constant_forms(self.layout) if interaction is not None else np.zeros((0, N))
+            if S_const is not None:
+                own = [np.asarray(s.constraint_matrix(s.Q.default_point()), dtype=float)
+                       for s in self.subsystems]
+                rows = [self._widen(A, i, np) for i, A in enumerate(own)] + [S_const]
+                constraint = np.concatenate(rows, axis=0)
+                if constraint.shape[0] == 0:
+                    constraint = None
+        has_force = force is not None or any(s.has_force for s in self.subsystems)
+        analytic = all(not s.uses_automatic_partials for s in self.subsystems)
         super().__init__(
             Q,
             self._lagrangian,
-            constraint=self._constraint,
+            constraint=constraint,
             force=self._force if has_force else None,
-            partials=self._partials,
+            partials=self._partials if analytic else None,
             name=name or "+".join(self.names),
+            params=params,
         )
 
-    # the pieces of the combined system
-    def _split(self, v: np.ndarray) -> tuple[np.ndarray, ...]:
-        return self.Q.split(v)  # type: ignore[attr-defined]
+    # ---------------------------------------------------- the composed pieces
+    def _sub_params(self, p: tuple) -> tuple:
+        return p[0] if p else self._no_params
 
-    def _lagrangian(self, q: Any, v: np.ndarray) -> np.ndarray:
-        total = 0.0
-        for s, qi, vi in zip(self.subsystems, q, self._split(v)):
-            total = total + s.lagrangian(qi, vi)
-        return total  # type: ignore[return-value]
+    def _widen(self, A: Any, i: int, xp: Any = jnp) -> Any:
+        """Rows ``A_i`` ``(m_i, d_i)`` widened to the product's ``(m_i, N)``, in block ``i``
+        (``xp``: ``numpy`` for constant forms, ``jax.numpy`` inside traced code)."""
+        off, d, N = self.layout.offsets[i], self.layout.dims[i], self.layout.dim
+        m = A.shape[0]
+        return xp.concatenate([xp.zeros((m, off)), A, xp.zeros((m, N - off - d))], axis=1)
 
-    def _partials(self, q: Any, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        parts = [s.partials(qi, vi) for s, qi, vi in zip(self.subsystems, q, self._split(v))]
-        join = self.Q.join  # type: ignore[attr-defined]
-        return join([np.real(p[0]) for p in parts]), join([np.real(p[1]) for p in parts])
-
-    @property
-    def uses_automatic_partials(self) -> bool:
-        """Whether some subsystem relies on complex-step partials."""
-        return any(s.uses_automatic_partials for s in self.subsystems)
-
-    def _own_blocks(self, q: Any) -> np.ndarray:
-        blocks = [np.asarray(s.constraint_matrix(qi)) for s, qi in zip(self.subsystems, q)]
-        batch = np.broadcast_shapes(*(b.shape[:-2] for b in blocks))
-        m = sum(b.shape[-2] for b in blocks)
-        out = np.zeros((*batch, m, self.Q.dim), dtype=np.result_type(*blocks))
-        r = 0
-        for b, off, d in zip(blocks, self.layout.offsets, self.layout.dims):
-            out[..., r:r + b.shape[-2], off:off + d] = b
-            r += b.shape[-2]
-        return out
-
-    def _constraint(self, q: Any) -> np.ndarray:
-        own = self._own_blocks(q)
-        if self._S is None:
-            return own
-        S = self._S(q)
-        batch = np.broadcast_shapes(own.shape[:-2], S.shape[:-2])
-        return np.concatenate([np.broadcast_to(own, (*batch, *own.shape[-2:])),
-                               np.broadcast_to(S, (*batch, *S.shape[-2:]))], axis=-2)
-
-    def _force(self, t: Any, q: Any, v: np.ndarray) -> np.ndarray:
-        parts = []
-        for s, qi, vi in zip(self.subsystems, q, self._split(v)):
-            F = s.force_at(t, qi, vi)
-            parts.append(np.zeros_like(vi) if F is None else F + 0 * vi)
-        total = self.Q.join(parts)  # type: ignore[attr-defined]
-        if self._extra_force is not None:
-            total = total + self._extra_force(t, q, v)
+    def _lagrangian(self, q: Any, v: jax.Array, *p: Any) -> jax.Array:
+        """``L(q, v) = sum_i L_i(q_i, v_i)`` (33), one point."""
+        pars = self._sub_params(p)
+        terms = [s.lagrangian(qi, vi, pi) for s, qi, vi, pi in zip(self.subsystems, q, self.Q.split(v), pars)]
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
         return total
 
-    def constraint_rows(self, q: Any) -> dict[str, slice]:
-        """Which rows of ``A(q)`` belong to which subsystem (``"interaction"`` last)."""
+    def _partials(self, q: Any, v: jax.Array, *p: Any) -> tuple[jax.Array, jax.Array]:
+        """The subsystems' ``(dL_i/dq_i, dL_i/dv_i)`` concatenated, one point."""
+        pars = self._sub_params(p)
+        parts = [s.partials(qi, vi, pi) for s, qi, vi, pi in zip(self.subsystems, q, self.Q.split(v), pars)]
+        return self.Q.join([a for a, _ in parts]), self.Q.join([b for _, b in parts])
+
+    def _constraint(self, q: Any, *p: Any) -> jax.Array:
+        """``[blockdiag(A_i(q_i)); S(q)]`` (31), shape ``(m, N)``, one point."""
+        pars = self._sub_params(p)
+        rows = [
+            self._widen(s.constraint_matrix(qi, pi), i)
+            for i, (s, qi, pi) in enumerate(zip(self.subsystems, q, pars))
+            if s.n_constraints
+        ]
+        if self._S is not None:
+            rows.append(self._S(q))
+        if not rows:
+            return jnp.zeros((0, self.layout.dim))
+        return jnp.concatenate(rows, axis=0)
+
+    def _force(self, t: Any, q: Any, v: jax.Array, *p: Any) -> jax.Array:
+        """The subsystems' forces, factor by factor (34), plus the product-level force."""
+        pars = self._sub_params(p)
+        parts = []
+        for s, qi, vi, pi in zip(self.subsystems, q, self.Q.split(v), pars):
+            F = s.force(t, qi, vi, pi)
+            parts.append(jnp.zeros_like(vi) if F is None else F)
+        total = self.Q.join(parts)
+        if self.product_force is not None:
+            total = total + jnp.asarray(self.product_force(t, q, v), dtype=total.dtype)
+        return total
+
+    # ------------------------------------------------------------- structure
+    def constraint_rows(self, q: Any = None) -> dict[str, slice]:
+        """Which rows of ``A(q)`` belong to which subsystem (``"interaction"`` last).
+
+        ``q`` is accepted for compatibility and ignored: row counts are static.
+        """
         rows, r = {}, 0
-        for name, s, qi in zip(self.names, self.subsystems, q):
-            m = s.n_constraints(qi)
-            rows[name] = slice(r, r + m)
-            r += m
-        rows["interaction"] = slice(r, self.n_constraints(q))
+        for name, s in zip(self.names, self.subsystems):
+            rows[name] = slice(r, r + s.n_constraints)
+            r += s.n_constraints
+        rows["interaction"] = slice(r, self.n_constraints)
         return rows
 
-    def interaction_matrix(self, q: Any) -> np.ndarray:
-        """``S(q)``, shape ``(*batch, r, N)`` (``r = 0`` without an interaction)."""
+    def interaction_matrix(self, q: Any, params: Any = None) -> jax.Array:
+        """``S(q)`` for one point, shape ``(r, N)`` (``r = 0`` without an interaction).
+
+        For a batch use ``system.evaluate("interaction_matrix", q)``.
+        """
         if self._S is None:
-            return np.zeros((0, self.Q.dim))
+            return jnp.zeros((0, self.Q.dim))
         return self._S(q)
 
     @property
@@ -382,36 +469,61 @@ class InterconnectedSystem(LagrangeDiracSystem):
         """``{name: [start, stop]}`` of each subsystem's frame coordinates."""
         return {n: [o, o + d] for n, o, d in zip(self.names, self.layout.offsets, self.layout.dims)}
 
+    def subsystem(self, name: str) -> LagrangeDiracSystem:
+        """The subsystem called ``name``; dotted names reach into nested ones (``"left.body"``)."""
+        return self.layout.system(name)
+
     # ------------------------------------------------------------ read back
     def parts(self, trajectory: Any) -> dict[str, SubsystemTrajectory]:
         """Split a trajectory of this system into its subsystems' trajectories.
 
+        Parameters
+        ----------
+        trajectory : Trajectory
+            A trajectory of this system (any scheme, stride or batch).
+
         Returns
         -------
         dict of str to SubsystemTrajectory
-            Including each subsystem's interaction force (``-S_i^T mu_S / h`` for
-            the plus and symmetric schemes, ``+`` for minus; see
+            Keyed by the top-level names, each with its share of the
+            multipliers as forces: ``-G_i mu / h`` with the scheme's reaction
+            ``G = reaction_sign A(q_k)^T`` -- ``-S_i(q_k)^T mu_S / h`` for the
+            plus and symmetric schemes, ``+`` for minus (53d) (see
             :class:`SubsystemTrajectory`).
+
+        Notes
+        -----
+        Over step ``k`` of the plus scheme,
+        ``D2 L_d(q_{k-1}, q_k) + D1 L_d(q_k, q_{k+1}) + f^+ + f^- = A(q_k)^T mu_k``,
+        while a force ``F`` enters as ``f^+ + f^- ~ h F``: so the constraints act
+        as the force ``-A(q_k)^T mu_k / h``. The stored step ``k`` starts at the
+        stored point ``k`` (with a stride, too).
         """
-        Q, h = self.Q, float(trajectory.meta["h"])
-        K = trajectory.xi.shape[0]
-        q_steps = Q.index_point(trajectory.q, slice(0, K))
-        A = self.constraint_matrix(q_steps) if K else np.zeros((0, self.n_constraints(Q.index_point(trajectory.q, 0)), Q.dim))
-        q_first = Q.index_point(trajectory.q, 0)
-        rows = self.constraint_rows(q_first)
-        # the reaction impulse over step k is -A^T mu for plus/symmetric
-        # (D2 L_d(k-1) + D1 L_d(k) = A^T mu) and +A^T mu for minus (53d)
-        sign = 1.0 if trajectory.meta.get("scheme") == "minus" else -1.0
-        mu = sign * trajectory.mu
+        h = float(trajectory.meta["h"])
+        mu = np.asarray(trajectory.mu)
+        K = mu.shape[0]
+        q_steps = jax.tree.map(lambda a: np.asarray(a)[:K], trajectory.q)
+        B = tuple(mu.shape[1:-1])
+        m, N = self.n_constraints, self.Q.dim
+        if K and m:
+            A = np.asarray(self.evaluate("constraint_matrix", q_steps))
+        else:
+            A = np.zeros((K, *B, m, N))
+        try:
+            reaction_sign = get_scheme(trajectory.meta.get("scheme")).reaction_sign
+        except ValueError:
+            reaction_sign = -1.0 if trajectory.meta.get("scheme") == "minus" else 1.0
+        force_mu = -reaction_sign * mu / h
+        rows = self.constraint_rows()
         out = {}
         for i, (name, off, d) in enumerate(zip(self.names, self.layout.offsets, self.layout.dims)):
             sl = slice(off, off + d)
             r_int, r_own = rows["interaction"], rows[name]
-            f_int = np.einsum("...ri,...r->...i", A[..., r_int, sl], mu[..., r_int]) / h
-            f_own = np.einsum("...ri,...r->...i", A[..., r_own, sl], mu[..., r_own]) / h
+            f_int = np.einsum("...ri,...r->...i", A[..., r_int, sl], force_mu[..., r_int])
+            f_own = np.einsum("...ri,...r->...i", A[..., r_own, sl], force_mu[..., r_own])
             out[name] = SubsystemTrajectory(
-                name=name, t=trajectory.t, q=trajectory.q[i], v=trajectory.v[..., sl], p=trajectory.p[..., sl],
-                interaction_force=f_int, constraint_force=f_own,
+                name=name, t=np.asarray(trajectory.t), q=trajectory.q[i], v=np.asarray(trajectory.v)[..., sl],
+                p=np.asarray(trajectory.p)[..., sl], interaction_force=f_int, constraint_force=f_own,
             )
         return out
 
@@ -421,7 +533,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
 
 def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None = None,
                  names: Sequence[str] | None = None, name: str | None = None,
-                 force: Callable[[float, Any, np.ndarray], np.ndarray] | None = None) -> InterconnectedSystem:
+                 force: Callable[[Any, Any, jax.Array], jax.Array] | None = None) -> InterconnectedSystem:
     """Interconnect subsystems through an interaction distribution (29)--(34).
 
     Parameters
@@ -432,11 +544,14 @@ def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None 
     interaction : Interaction, optional
         The one-forms of ``Sigma_Q``; ``None`` gives the direct sum (27).
     names : sequence of str, optional
-        Names of the subsystems (default: their ``name``); must be unique.
+        Names of the subsystems (default: their ``name``); must be unique and
+        free of ``'.'`` (which reaches into nested systems).
     name : str, optional
         Name of the result.
-    force : callable ``F(t, q, v)``, optional
-        An external force on the product, added to the subsystems' own.
+    force : callable ``F(t, q, v) -> (N,)``, optional
+        An external force on the product for one point (``q`` the tuple of
+        the subsystems' points, ``v`` ``(N,)``), written with ``jax.numpy``;
+        added to the subsystems' own.
 
     Returns
     -------
@@ -446,7 +561,7 @@ def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None 
     ------
     ValueError
         For no subsystems, a name collision, or an interaction whose
-        one-forms have the wrong shape.
+        one-forms have the wrong shape (checked here, by tracing ``S`` once).
 
     Notes
     -----
@@ -458,7 +573,9 @@ def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None 
         raise ValueError("interconnect: give at least one subsystem")
     for s in systems:
         if not isinstance(s, LagrangeDiracSystem):
-            raise ValueError(f"interconnect: subsystems must be LagrangeDiracSystem instances, got {type(s).__name__}")
+            raise ValueError(  # noqa: TRY004  (ValueError, as with the numpy engine)
+                f"interconnect: subsystems must be LagrangeDiracSystem instances, got {type(s).__name__}"
+            )
     if names is None:
         names = [s.name or f"system{i}" for i, s in enumerate(systems)]
     names = [str(n) for n in names]
@@ -467,126 +584,186 @@ def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None 
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(
-            f"interconnect: subsystem name collision: {', '.join(repr(d) for d in dup)} appear more than once; "
-            "pass names=(...) to tell them apart"
+            f"interconnect: subsystem name collision: {', '.join(repr(d) for d in dup)} appear more than "
+            "once; pass names=(...) to tell them apart"
         )
     if any("." in n for n in names):
         raise ValueError("interconnect: subsystem names may not contain '.' (it reaches into nested systems)")
     if interaction is not None and not isinstance(interaction, Interaction):
-        raise ValueError("interconnect: interaction must be an Interaction (see equal_velocities, linear_interaction)")
-    out = InterconnectedSystem(systems, names, interaction, name, force)
-    if interaction is not None:
-        # resolve now so a wrong shape fails here, not at the first step
-        probe = out.Q.random_point(np.random.default_rng(0))
-        out.interaction_matrix(probe)
-    return out
+        raise ValueError(
+            "interconnect: interaction must be an Interaction (see equal_velocities, linear_interaction)"
+        )
+    if force is not None and not callable(force):
+        raise ValueError(f"interconnect: force must be a callable F(t, q, v), got {type(force).__name__}")
+    # the constructor traces L, the stacked one-forms (S included) and the
+    # force once at an abstract point, so a wrong shape fails here
+    return InterconnectedSystem(systems, names, interaction, name, force)
 
 
 # ---------------------------------------------- discretize, then interconnect
-class SubsystemDiscreteLagrangian(DiscreteLagrangian):
+class SubsystemDiscreteLagrangian(QuadratureRule):
     """``L_d = sum_i L_d^i``, each subsystem discretized with its own rule and retraction.
 
     The "discretize the subsystems, then interconnect" route of Parks & Leok:
-    D1, D2, the discrete forces and the node geometry are assembled block by
-    block from the subsystems' :meth:`DiscreteLagrangian.evaluate`, not from
-    ``L = sum L_i`` on the product.
+    ``D1 L_d``, ``D2 L_d``, the discrete forces and the node geometry are
+    assembled block by block from each subsystem's own
+    :meth:`QuadratureRule.evaluate` on ``Q_i`` (its ``L_i``, its retraction,
+    its force), never from ``L = sum L_i`` on the product. Use it as the
+    ``discrete_lagrangian`` of an integration of ``system`` itself.
 
     Parameters
     ----------
     system : InterconnectedSystem
-    rules : str or DiscreteLagrangian, or a sequence of them (one per subsystem)
+    rules : str or QuadratureRule, or a sequence of them (one per subsystem)
+
+    Attributes
+    ----------
+    system : InterconnectedSystem
+    rules : tuple of QuadratureRule
+    same_nodes : bool
+        Whether every subsystem's rule has the same nodes (needed for a
+        force on the product, which is evaluated at the product's nodes).
+
+    Raises
+    ------
+    ValueError
+        For a system that is not an :class:`InterconnectedSystem`, a wrong
+        number of rules, or different rules with a product-level force.
+
+    Notes
+    -----
+    With ``xi = (xi_1, ..., xi_k)`` and each ``L_d^i`` evaluated at
+    ``(q0_i, R_{q0_i}(xi_i))``::
+
+        D1 L_d = (D1 L_d^1, ..., D1 L_d^k),   D2 L_d = (D2 L_d^1, ..., D2 L_d^k),
+        J0, J1, P0, P1, J_xi = blockdiag of the subsystems',
+        f^- = (f^-_1, ..., f^-_k) + h sum_j w_j P0_j^T F(t0 + s_j h, c_j, xi/h)
+
+    (``F`` the product-level force, ``c_j`` the product node). With the
+    product retraction these are the numbers the same rule gives on the
+    product for ``L = sum L_i``, so the equations of every scheme -- the
+    discrete (+)/(-) structures (46)--(47) of the subsystems interconnected
+    through ``Sigma^{d+-}``, (50)--(53) -- are those of the interconnected
+    system discretized. ``nodes``
+    holds the common nodes, or ``((0.5, 1.0),)`` as a placeholder when the
+    rules differ; ``order`` is the smallest of the subsystems'.
     """
 
     def __init__(self, system: InterconnectedSystem, rules: Any = "midpoint"):
         if not isinstance(system, InterconnectedSystem):
-            raise ValueError("SubsystemDiscreteLagrangian: needs an InterconnectedSystem")
-        if isinstance(rules, (str, DiscreteLagrangian)):
+            raise ValueError("SubsystemDiscreteLagrangian: needs an InterconnectedSystem")  # noqa: TRY004
+        if isinstance(rules, (str, QuadratureRule)):
             rules = [rules] * len(system.subsystems)
-        rules = [get_discrete_lagrangian(r) for r in rules]
+        rules = tuple(get_rule(r) for r in rules)
         if len(rules) != len(system.subsystems):
-            raise ValueError(f"SubsystemDiscreteLagrangian: {len(rules)} rules for {len(system.subsystems)} subsystems")
-        params = {r.node_parameters() for r in rules}
-        first = rules[0]
-        object.__setattr__(self, "_system", system)
-        object.__setattr__(self, "_rules", tuple(rules))
+            raise ValueError(
+                f"SubsystemDiscreteLagrangian: {len(rules)} rules for {len(system.subsystems)} subsystems"
+            )
+        same = len({r.nodes for r in rules}) == 1
+        if system.product_force is not None and not same:
+            raise ValueError(
+                "SubsystemDiscreteLagrangian: a force on the product needs the same rule nodes for every "
+                "subsystem (it is evaluated at the product's nodes)"
+            )
+        object.__setattr__(self, "system", system)
+        object.__setattr__(self, "rules", rules)
+        object.__setattr__(self, "same_nodes", same)
         super().__init__(
             name="subsystems(" + ",".join(r.name for r in rules) + ")",
-            nodes=first.nodes if len(params) == 1 else ((0.5, 1.0),),
+            nodes=rules[0].nodes if same else ((0.5, 1.0),),
             order=min(r.order for r in rules),
             symmetric=all(r.symmetric for r in rules),
             degenerate_safe=all(r.degenerate_safe for r in rules),
         )
 
-    def order_on(self, Q: Any) -> int:
-        return min(r.order_on(s.Q) for r, s in zip(self._rules, self._system.subsystems))
+    # identity: the compiled-step cache is keyed by the rule, so two of these
+    # are equal only for the same system object and the same rules
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is type(self) and other.system is self.system  # type: ignore[attr-defined]
+                and other.rules == self.rules)  # type: ignore[attr-defined]
 
-    def evaluate(self, system, q0, q1, h, t0=0.0, force_override=None, extra_nodes=(), jacobians=None):
-        sysm: InterconnectedSystem = self._system
+    def __hash__(self) -> int:
+        return hash((type(self), id(self.system), self.rules))
+
+    def __repr__(self) -> str:
+        return f"SubsystemDiscreteLagrangian({self.system.name!r}, rules={[r.name for r in self.rules]})"
+
+    def order_on(self, Q: Any) -> int:
+        """The smallest order of the subsystems' rules on their own retractions."""
+        return min(r.order_on(s.Q) for r, s in zip(self.rules, self.system.subsystems))
+
+    def _check(self, system: LagrangeDiracSystem, params: Any) -> Any:
+        if system is not self.system:
+            raise ValueError(
+                f"SubsystemDiscreteLagrangian: built for {self.system!r}, used with {system!r}; build one "
+                "for the system you integrate"
+            )
+        if params is None:
+            params = system.params
+        return params if params is not None else (None,) * len(self.system.subsystems)
+
+    def value(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, h: Any,
+              params: Any = None) -> jax.Array:
+        """``sum_i L_d^i(q0_i, R_{q0_i}(xi_i))`` at one point (scalar)."""
+        pars = self._check(system, params)
+        sysm = self.system
+        terms = [r.value(s, a, x, h, p)
+                 for s, r, a, x, p in zip(sysm.subsystems, self.rules, q0, sysm.Q.split(xi), pars)]
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        return total
+
+    def evaluate(
+        self,
+        system: LagrangeDiracSystem,
+        q0: Any,
+        xi: jax.Array,
+        h: Any,
+        t0: Any,
+        params: Any = None,
+        u: jax.Array | None = None,
+        extra_nodes: tuple[float, ...] = (),
+    ) -> RuleValue:
+        """``D1 L_d``, ``D2 L_d``, discrete forces and nodes, block by block (see Notes)."""
+        pars = self._check(system, params)
+        sysm = self.system
         Q = sysm.Q
         k = len(sysm.subsystems)
-        # forces: an array override splits by subsystem; a callable override (on the
-        # product) replaces every subsystem's force, and so is applied at the product's
-        # nodes below, like the product-level force of interconnect(..., force=...)
-        product_force: Any = None
-        fo_parts: list[Any]
-        if force_override is None:
-            fo_parts = [None] * k
-            product_force = sysm._extra_force
-        elif callable(force_override):
-            fo_parts = [_zero_force] * k
-            product_force = force_override
-        else:
-            fo_parts = list(Q.split(np.asarray(force_override)))
-        jac_parts: Iterable[Any]
-        if jacobians is not None:
-            xi, J0, J1 = jacobians
-            jac_parts = [
-                (x, J0[..., sl, sl], J1[..., sl, sl])
-                for x, sl in zip(Q.split(xi), (Q.slice(i) for i in range(len(sysm.subsystems))))
-            ]
-        else:
-            jac_parts = [None] * len(sysm.subsystems)
-        vals = []
-        for s, r, a, b, fo, jp in zip(sysm.subsystems, self._rules, q0, q1, fo_parts, jac_parts):
-            extra = tuple(e for e in extra_nodes if e not in r.node_parameters())
-            vals.append(r.evaluate(s, a, b, h, t0, fo, extra_nodes=extra, jacobians=jp))
-        join = Q.join
-
-        def bd(mats):
-            return _block_diag(mats, Q.dims)
-
-        f_minus = join([v.f_minus for v in vals])
-        f_plus = join([v.f_plus for v in vals])
-        if product_force is not None:
-            if len({r.nodes for r in self._rules}) != 1:
-                raise NotImplementedError(
-                    "SubsystemDiscreteLagrangian: a force on the product needs the same rule for every subsystem"
-                )
-            v_all = join([v.xi for v in vals]) / h
-            for s_, w in self._rules[0].nodes:
-                per = [next(g for g in v.nodes if g.s == s_) for v in vals]
-                point = tuple(g.point for g in per)
-                P0 = None if s_ in (0.0, 1.0) else bd([g.P0 for g in per])
-                P1 = None if s_ in (0.0, 1.0) else bd([g.P1 for g in per])
-                F = np.asarray(product_force(t0 + s_ * h, point, v_all))
-                f_minus = f_minus + (w * h) * _pullback(P0, 0, s_, F)
-                f_plus = f_plus + (w * h) * _pullback(P1, 1, s_, F)
-        # node geometry: one node per requested extra parameter (the symmetric scheme's midpoint)
-        nodes = []
-        for s_ in tuple(extra_nodes):
-            per = [next(g for g in v.nodes if g.s == s_) for v in vals]
-            point = tuple(g.point for g in per)
-            nodes.append(NodeGeometry(s_, point, bd([g.P0 for g in per]), bd([g.P1 for g in per]),
-                                      bd([g.Jxi for g in per])))
-        return DiscreteLagrangianValue(
-            join([v.xi for v in vals]), bd([v.J0 for v in vals]), bd([v.J1 for v in vals]),
-            join([v.D1 for v in vals]), join([v.D2 for v in vals]), f_minus, f_plus, tuple(nodes),
+        xis = Q.split(xi)
+        us = Q.split(u) if u is not None else (None,) * k
+        wanted = tuple(dict.fromkeys(float(s) for s in extra_nodes))
+        vals = [
+            r.evaluate(s, a, x, h, t0, p, ui, wanted)
+            for s, r, a, x, p, ui in zip(sysm.subsystems, self.rules, q0, xis, pars, us)
+        ]
+        keys = tuple(dict.fromkeys(wanted + (tuple(s for s, _ in self.nodes) if self.same_nodes else ())))
+        nodes = {}
+        for s_ in keys:
+            per = [v.nodes[s_] for v in vals]
+            nodes[s_] = NodeGeometry(tuple(g.point for g in per), block_diag([g.P0 for g in per]),
+                                     block_diag([g.P1 for g in per]), block_diag([g.Jxi for g in per]))
+        fm = Q.join([v.f_minus for v in vals])
+        fp = Q.join([v.f_plus for v in vals])
+        scale = jnp.max(jnp.stack([v.scale for v in vals]))
+        finite = jnp.all(jnp.stack([v.finite for v in vals]))
+        if sysm.product_force is not None:
+            vel = xi / h
+            for s_, w in self.nodes:
+                g = nodes[s_]
+                F = jnp.asarray(sysm.product_force(t0 + s_ * h, g.point, vel), dtype=fm.dtype)
+                fm = fm + (w * h) * (F @ g.P0)
+                fp = fp + (w * h) * (F @ g.P1)
+                scale = jnp.maximum(scale, h * jnp.max(jnp.abs(F)))
+        return RuleValue(
+            q1=tuple(v.q1 for v in vals),
+            J0=block_diag([v.J0 for v in vals]),
+            J1=block_diag([v.J1 for v in vals]),
+            D1=Q.join([v.D1 for v in vals]),
+            D2=Q.join([v.D2 for v in vals]),
+            f_minus=fm,
+            f_plus=fp,
+            scale=scale,
+            finite=finite,
+            nodes=nodes,
         )
-
-    def value(self, system, q0, q1, h):
-        return sum(r.value(s, a, b, h) for s, r, a, b in zip(self._system.subsystems, self._rules, q0, q1))
-
-
-def _zero_force(t: Any, q: Any, v: np.ndarray) -> np.ndarray:
-    """No force (a subsystem whose force a product-level override replaces)."""
-    return np.zeros_like(v)

@@ -644,7 +644,8 @@ def plot_trajectory(
     -------
     matplotlib.figure.Figure
     """
-    from .manifolds import SE2, SO3, Sphere2
+    from .manifolds import SE2, SO3
+    from .manifolds.geomstats_adapter import Sphere2
 
     Q = system.Q if system is not None else manifold
     q = _get(trajectory, "q")
@@ -695,6 +696,7 @@ def _plot_coordinates(
     t = np.asarray(_get(trajectory, "t"), dtype=float)
     q = trajectory.q
     if Q is not None:
+        # the manifolds take leading (time, batch) axes and return jax arrays
         c = np.asarray(Q.to_coordinates(q), dtype=float)
         names = tuple(Q.coordinate_names) or tuple(f"q{i}" for i in range(c.shape[-1]))
     elif isinstance(q, tuple):

@@ -12,23 +12,34 @@ sizes, :func:`retraction_study` reports per combination
 * Newton iterations per step and wall time per step,
 
 as a :class:`StudyResult` with a markdown table and a work--precision figure.
+
+Wall times are those of the stepping loops (``Trajectory.meta["wall_time"]``)
+and exclude compilation: each (system, scheme, rule, stride) is compiled
+once by a one-step run before the timed runs (the step size, the initial
+data and the step count are traced, so the timed runs reuse it).
+The system of an example and retraction is built once per process
+(:func:`example_system`): its compiled steps live with it, so a second study
+of the same example, or the command line's tour, compiles nothing again.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax
 import numpy as np
 
-from .analysis import observed_order
 from .errors import StepError
-from .mechanics.integrator import integrate
+from .analysis import observed_order
+from .mechanics.integrate import integrate
+from .mechanics.trajectory import Trajectory
 from .systems.catalog import Example, get_example
 
-__all__ = ["StudyResult", "StudyRow", "retraction_study"]
+__all__ = ["StudyResult", "StudyRow", "example_system", "point_at", "retraction_study"]
+
+_SYSTEMS: dict[tuple[Any, str], Any] = {}
 
 
 @dataclass(frozen=True)
@@ -38,7 +49,9 @@ class StudyRow:
     Attributes
     ----------
     retraction, scheme, rule : str
+        The combination.
     hs : tuple of float
+        Step sizes, largest first.
     errors : tuple of float
         Error at ``T`` for each step size (NaN-free: a failed run is recorded
         in ``failure`` instead).
@@ -49,9 +62,13 @@ class StudyRow:
     energy_error : float
         ``max |E - E0| / max(1, |E0|)`` over the long run.
     constraint_residual : float
+        Largest discrete constraint residual of all the runs.
     iterations_per_step : float
+        Newton iterations per step over the runs of the order measurement.
     wall_time_per_step : float
-        Seconds per step (mean over the runs of the order measurement).
+        Seconds per step (mean over the runs of the order measurement): the
+        time of the stepping loop, without compilation and without the
+        validation of the initial data.
     failure : str
         Empty, or the message of the run that failed.
     """
@@ -71,12 +88,24 @@ class StudyRow:
 
     @property
     def label(self) -> str:
+        """``"retraction/scheme/rule"``."""
         return f"{self.retraction}/{self.scheme}/{self.rule}"
 
 
 @dataclass(frozen=True)
 class StudyResult:
-    """The rows of a study and how to show them."""
+    """The rows of a study and how to show them.
+
+    Attributes
+    ----------
+    system : str
+        Name of the example.
+    T : float
+        Time at which the errors are measured.
+    long_T : float
+        Duration of the energy run.
+    rows : tuple of StudyRow
+    """
 
     system: str
     T: float
@@ -84,7 +113,12 @@ class StudyResult:
     rows: tuple[StudyRow, ...] = field(default_factory=tuple)
 
     def table(self) -> str:
-        """A markdown table of the rows."""
+        """A markdown table of the rows.
+
+        Returns
+        -------
+        str
+        """
         head = (
             f"Retraction study of `{self.system}`: error at T = {self.T:g} for h in "
             f"{', '.join(f'{h:g}' for h in self.rows[0].hs) if self.rows else '-'}; energy over T = {self.long_T:g}\n\n"
@@ -104,7 +138,17 @@ class StudyResult:
         return head + "\n".join(lines) + "\n"
 
     def figure(self, path: Any = None) -> Any:
-        """The work--precision plot (error at T against wall time per run)."""
+        """The work--precision plot (error at T against wall time per run).
+
+        Parameters
+        ----------
+        path : str or Path, optional
+            Write the figure there.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
         from .plotting import plot_work_precision
 
         data = [
@@ -115,11 +159,66 @@ class StudyResult:
         return plot_work_precision(data, path=path, title=f"work-precision: {self.system}")
 
 
-def _run(example: Example, system: Any, h: float, n: int, scheme: str, rule: str, stride: int = 1):
+def point_at(q: Any, index: int) -> Any:
+    """The point at ``index`` of the leading (time) axis of a recorded point (a tuple on a product).
+
+    Parameters
+    ----------
+    q : point, shape=[K+1, ...]
+        ``Trajectory.q``: an array, or a nested tuple of arrays on a product.
+    index : int
+
+    Returns
+    -------
+    point
+        The same structure with numpy arrays.
+    """
+    return jax.tree.map(lambda a: np.asarray(a)[index], q)
+
+
+def example_system(example: Example, retraction: str | None = None) -> Any:
+    """``example.system(retraction)``, built once per process and then reused.
+
+    The compiled steps of a system are cached with the system object, so
+    reusing it spares a compilation per (scheme, rule, stride) on every later
+    run. Systems are not modified by integrating them, so sharing one is safe.
+    The key is the example's ``build`` function and the retraction: a copy of
+    an example (``dataclasses.replace``, e.g. with fewer retractions) shares
+    the original's systems.
+
+    Parameters
+    ----------
+    example : Example
+    retraction : str, optional
+        Default: the example's first.
+
+    Returns
+    -------
+    LagrangeDiracSystem
+
+    Raises
+    ------
+    ValueError
+        For a retraction the example does not offer.
+    """
+    ret = retraction or example.retractions[0]
+    key = (example.build, ret)
+    sysm = _SYSTEMS.get(key)
+    if sysm is None:
+        sysm = _SYSTEMS[key] = example.system(ret)
+    return sysm
+
+
+def _run(example: Example, system: Any, h: float, n: int, scheme: str, rule: str, stride: int = 1,
+         warm: set | None = None) -> tuple[Trajectory, float, int]:
+    """One run and the time of its stepping loop; compiled beforehand (once per key in ``warm``)."""
     q0, v0 = example.initial(system)
-    t0 = time.perf_counter()
+    key = (id(system), scheme, rule, stride)
+    if warm is not None and key not in warm:
+        integrate(system, q0, v0=v0, h=h, n_steps=1, scheme=scheme, discrete_lagrangian=rule, stride=stride)
+        warm.add(key)
     tr = integrate(system, q0, v0=v0, h=h, n_steps=n, scheme=scheme, discrete_lagrangian=rule, stride=stride)
-    return tr, time.perf_counter() - t0, n
+    return tr, float(tr.meta["wall_time"]), n
 
 
 def retraction_study(
@@ -137,10 +236,11 @@ def retraction_study(
     Parameters
     ----------
     system : str or Example
-        A name from :data:`manifold_dirac.systems.catalog.EXAMPLES`.
+        A name from the catalog's ``EXAMPLES`` (``manifold-dirac list``), or an example.
     retractions : sequence of str, optional
         Default: every retraction the example offers.
     schemes, rules : sequence of str
+        Schemes and discrete Lagrangians to combine.
     hs : sequence of float, optional
         At least two different step sizes, each dividing ``T`` (default: the
         example's h times 2, 1, 1/2).
@@ -154,6 +254,14 @@ def retraction_study(
     Returns
     -------
     StudyResult
+
+    Raises
+    ------
+    ValueError
+        For a retraction the example does not offer, fewer than two distinct
+        positive step sizes, a step size that does not divide ``T``, or a
+        non-positive ``T`` or ``long_steps``. A failed run is not an error:
+        its row records the failure.
     """
     ex = system if isinstance(system, Example) else get_example(system)
     rets = tuple(retractions) if retractions else ex.retractions
@@ -186,28 +294,30 @@ def retraction_study(
         from tqdm.auto import tqdm
 
         bar = tqdm(combos, delay=1.0, unit="case", leave=False)
+    warm: set = set()
     rows = []
     for ret, scheme, rule in bar:
-        sysm = ex.system(ret)
+        sysm = example_system(ex, ret)
         errors: list[float] = []
         walls, its, steps, cres = [], [], [], [0.0]
         failure = ""
         ref_kind = "closed form / solve_ivp" if ex.reference is not None else "self-convergence"
         try:
             for h in hs:
-                tr, wall, n = _run(ex, sysm, h, n_of[h], scheme, rule)
+                tr, wall, n = _run(ex, sysm, h, n_of[h], scheme, rule, warm=warm)
                 walls.append(wall)
                 steps.append(n)
                 its.append(tr.meta["total_iterations"])
                 cres.append(float(np.max(tr.constraint_residual, initial=0.0)))
-                q_end = sysm.Q.index_point(tr.q, -1)
+                q_end = point_at(tr.q, -1)
                 if ex.reference is not None:
                     errors.append(ex.error(sysm, q_end, tr.t[-1]))
                 else:
                     fine, _, _ = _run(ex, sysm, h / 16, 16 * n, scheme, rule, stride=16)
-                    d = sysm.Q.inverse_retract(sysm.Q.index_point(fine.q, -1), q_end)
+                    d = np.asarray(sysm.Q.inverse_retract(point_at(fine.q, -1), q_end))
                     errors.append(float(np.max(np.abs(d))))
-            sl, _, _ = _run(ex, sysm, hs[0], long_steps, scheme, rule, stride=max(1, long_steps // 2000))
+            long_stride = max(1, long_steps // 2000)
+            sl, _, _ = _run(ex, sysm, hs[0], long_steps, scheme, rule, stride=long_stride)
             e0 = float(sl.energy[0])
             energy = float(np.max(np.abs(sl.energy - e0)) / max(1.0, abs(e0)))
             cres.append(float(np.max(sl.constraint_residual, initial=0.0)))

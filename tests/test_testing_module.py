@@ -1,4 +1,4 @@
-"""manifold_dirac.testing itself: registry, tolerance helper, strategies, runner."""
+"""manifold_dirac.testing itself: registry, tolerance helper, hypothesis strategies, runner."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_register_and_unregister():
     assert "tmp-e2" not in registered_manifolds()
     with pytest.raises(ValueError, match="'tmp-e2' is not registered; registered: .*so3-exp"):
         unregister_manifold("tmp-e2")
-    with pytest.raises(ValueError, match="factory must be callable"):
+    with pytest.raises(TypeError, match="factory must be callable"):
         register_manifold("bad", Euclidean(2))
     with pytest.raises(ValueError, match="non-empty string"):
         register_manifold("", lambda: Euclidean(2))
@@ -74,7 +74,9 @@ def test_draw_sample_is_reproducible():
     for a, b in zip(q, q2):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(xi, xi2)
-    assert xi.shape == (2, 6)
+    assert xi.shape == (2, 6) and xi.dtype == np.float64
+    _q3, xi3 = draw_sample(m, 4, (2,), "near_singular")  # another seed, another sample
+    assert np.abs(np.asarray(xi3) - np.asarray(xi)).max() > 1e-3
 
 
 @settings(max_examples=5)
@@ -84,3 +86,19 @@ def test_strategies_shapes(q, xi, s):
     SO3().check_point(q)
     assert xi.shape == (3, 3) and np.all(np.abs(xi) < 1e-6)
     assert s[0].shape == (1, 3) and s[1].shape == (1, 3)
+
+
+@settings(max_examples=3)
+@given(pair=samples(ProductManifold(SO3(), Euclidean(2)), (2,), "near_singular"))
+def test_samples_of_a_product_are_pytrees_on_the_manifold(pair):
+    q, xi = pair
+    assert isinstance(q, tuple) and q[0].shape == (2, 3, 3) and q[1].shape == (2, 2)
+    ProductManifold(SO3(), Euclidean(2)).check_point(q)
+    assert xi.shape == (2, 5)
+
+
+def test_strategies_refuse_an_unknown_regime():
+    with pytest.raises(ValueError, match="unknown regime 'huge'; regimes: near_zero, generic, near_singular"):
+        tangents(SO3(), (), "huge")
+    with pytest.raises(ValueError, match="unknown regime 'huge'"):
+        samples(SO3(), (), "huge")

@@ -1,77 +1,80 @@
-"""Embedded manifolds from geomstats, with the Riemannian exp/log as the retraction.
+"""Embedded manifolds with the Riemannian exp/log as the retraction, in closed form on JAX.
 
-Needs the optional extra (``pip install manifold_dirac[geomstats]``); geomstats
-is imported through :func:`manifold_dirac._compat.import_geomstats`, which
-works around geomstats 2.8.0's import failure with numpy >= 2.4.
-
-A :class:`GeomstatsManifold` wraps an embedded geomstats manifold (points are
-ambient vectors ``(*batch, ambient_dim)``) together with
+A :class:`GeomstatsManifold` is an embedded manifold whose points are ambient
+vectors ``(*batch, ambient_dim)``, given by
 
 * a smooth local orthonormal **frame** ``E(q)`` ``(*batch, ambient_dim, dim)``
   whose columns span ``T_q Q``; frame coordinates ``xi`` stand for the
   ambient tangent vector ``E(q) xi``;
 * the **retraction** ``R_q(xi) = exp_q(E(q) xi)`` and its inverse
-  ``R_{q0}^{-1}(q1) = E(q0)^T log_{q0}(q1)`` -- the metric's exp and log,
-  ``space.metric.exp(E(q) xi, q)`` and ``E(q0)^T space.metric.log(q1, q0)``;
-* **exact Jacobians** ``J0, J1, J_q, J_xi`` by the complex step through
-  complex-safe closed forms of exp, log and the frame, e.g.
-  ``J1[:, j] = Im xi(q0, q1 + i h E(q1) e_j) / h`` with ``h = 1e-30``: no
-  subtraction, so exact to round-off (Squire & Trapp, SIAM Rev. 1998).
+  ``R_{q0}^{-1}(q1) = E(q0)^T log_{q0}(q1)``, the metric's exp and log in
+  closed form (``jax.numpy``, NaN-free under autodiff);
+* **exact Jacobians** by forward-mode autodiff of those closed forms along
+  the frame, e.g. ``J1[:, j] = d/de xi(q0, q1 + e E(q1) e_j)`` at ``e = 0``
+  and ``J_xi = E(q1)^T d/dxi exp_q(E(q) xi)`` -- exact to round-off (the
+  numpy engine took the same derivatives by the complex step). Moving
+  ``q`` along its first-order curve ``q + e E(q) eta`` instead of the
+  retraction changes no first derivative.
 
-The closed forms are also what the values are computed with by default
-(``values="closed_form"``): geomstats' ``HypersphereMetric.log`` goes
-through ``arccos`` of the inner product and loses digits near ``0`` and near
-the antipode (measured: relative error 2e-7 at ``|xi| = 1e-9``, 4e-10 at
-``1e-6``, 4e-4 at ``pi - 1e-6``), which would break the round trip
-``R_q^{-1}(R_q(xi)) = xi`` the integrators rely on. With
-``values="geomstats"`` the values come from geomstats' metric itself; the
-tests check the two agree where geomstats is accurate.
+:class:`Sphere2` is the unit sphere ``S^2`` (geomstats' ``Hypersphere(2)``)::
+
+    exp_q(v)     = cos|v| q + (sin|v| / |v|) v,
+    log_{q0}(q1) = (theta / s) w,   w = q1 - c q0,  c = q0 . q1,  s = |w|,  theta = atan2(s, c).
+
+geomstats is **not** imported for these closed forms. ``values="geomstats"``
+is the documented slower path that computes the values of ``retract`` and
+``inverse_retract`` with geomstats' own ``metric.exp``/``metric.log``
+(numpy, eager: not under ``jit``); it exists to cross-check the closed forms.
+geomstats' ``HypersphereMetric.log`` goes through ``arccos`` of the inner
+product and loses digits near ``0`` and near the antipode (measured with its
+2.8.0 release: relative error 2e-7 at ``|xi| = 1e-9``, 4e-10 at ``1e-6``,
+4e-4 at ``pi - 1e-6``), which would break the round trip
+``R_q^{-1}(R_q(xi)) = xi`` the integrators rely on; hence the closed forms
+are the default.
+
+The retraction is **not symmetric** in the frames: ``R_{q1}^{-1}(q0)`` is
+``-R_{q0}^{-1}(q1)`` transported by the geodesic, and read in the frame at
+``q1``, which is not parallel along it (a frame of ``S^2`` cannot be), so
+the two differ at second order in ``|xi|``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from .._compat import import_geomstats
-from ..errors import RetractionDomainError
-from .base import Manifold, check_retraction_name
+from .base import Manifold, Retraction, register_retraction, resolve_retraction
 
-__all__ = ["GeomstatsManifold", "Sphere2", "sphere_exp", "sphere_frame", "sphere_log"]
+__all__ = ["GeomstatsManifold", "MetricExp", "Sphere2", "sphere_exp", "sphere_frame", "sphere_log"]
 
-_H = 1e-30  # complex step
 _INV_SQRT2 = 1.0 / np.sqrt(2.0)
 _CHART_BAND = 1e-3  # random points keep this distance (in |z|) from the chart switch
+_VALUES = ("closed_form", "geomstats")
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Bilinear (not Hermitian) dot product over the last axis: complex-step safe."""
-    return np.sum(a * b, axis=-1)
+def _dot(a: jax.Array, b: jax.Array) -> jax.Array:
+    return jnp.sum(a * b, axis=-1)
 
 
 def _index_str(mask: np.ndarray) -> str:
-    idx = np.argwhere(np.atleast_1d(mask))[0].tolist() if np.ndim(mask) else []
-    return str(idx)
+    return str(np.argwhere(np.atleast_1d(mask))[0].tolist() if np.ndim(mask) else [])
 
 
 # --------------------------------------------------- sphere closed forms
-def _cos_sinc_of_sq(t2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``cos t`` and ``sin t / t`` as analytic functions of ``t^2`` (complex-safe).
-
-    Taylor series below ``|t^2| < 1e-6`` (the next term is below 1e-27), so
-    that no square root of a (complex) number near zero is taken.
-    """
-    small = np.real(t2) < 1e-6
-    ts = np.where(small, 1.0, t2)
-    t = np.sqrt(ts)
-    cos = np.where(small, 1 - t2 / 2 * (1 - t2 / 12 * (1 - t2 / 30 * (1 - t2 / 56))), np.cos(t))
-    sinc = np.where(small, 1 - t2 / 6 * (1 - t2 / 20 * (1 - t2 / 42 * (1 - t2 / 72))), np.sin(t) / t)
+def _cos_sinc_of_sq(t2: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``cos t`` and ``sin t / t`` from ``t^2`` (Taylor below ``t^2 < 1e-6``, next term < 1e-27)."""
+    small = t2 < 1e-6
+    t = jnp.sqrt(jnp.where(small, 1.0, t2))
+    cos = jnp.where(small, 1 - t2 / 2 * (1 - t2 / 12 * (1 - t2 / 30 * (1 - t2 / 56))), jnp.cos(t))
+    sinc = jnp.where(small, 1 - t2 / 6 * (1 - t2 / 20 * (1 - t2 / 42 * (1 - t2 / 72))), jnp.sin(t) / t)
     return cos, sinc
 
 
-def sphere_exp(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+def sphere_exp(q: jax.Array, v: jax.Array) -> jax.Array:
     """Exponential map of the unit sphere, ``cos|v| q + (sin|v|/|v|) v``.
 
     Parameters
@@ -79,149 +82,154 @@ def sphere_exp(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     q : array-like, shape=[..., n+1]
         Base points (unit vectors).
     v : array-like, shape=[..., n+1]
-        Ambient tangent vectors at ``q``; may be complex (complex step).
+        Ambient tangent vectors at ``q``.
 
     Returns
     -------
-    ndarray, shape=[..., n+1]
+    jax.Array, shape=[..., n+1]
     """
-    q = np.asarray(q)
-    v = np.asarray(v)
+    q, v = jnp.asarray(q), jnp.asarray(v)
     cos, sinc = _cos_sinc_of_sq(_dot(v, v))
     return cos[..., None] * q + sinc[..., None] * v
 
 
-def _arctan_over_z_of_sq(z2: np.ndarray) -> np.ndarray:
-    """``arctan(z)/z`` as an analytic function of ``z^2`` (series below 1e-6)."""
-    small = np.abs(z2) < 1e-6
-    zs = np.where(small, 1.0, z2)
-    z = np.sqrt(zs)
-    return np.where(small, 1 - z2 / 3 * (1 - 3 * z2 / 5 * (1 - 5 * z2 / 7)), np.arctan(z) / z)
+def _arctan_over_z_of_sq(z2: jax.Array) -> jax.Array:
+    """``arctan(z)/z`` as a function of ``z^2`` (series below 1e-6)."""
+    small = z2 < 1e-6
+    z = jnp.sqrt(jnp.where(small, 1.0, z2))
+    return jnp.where(small, 1 - z2 / 3 * (1 - 3 * z2 / 5 * (1 - 5 * z2 / 7)), jnp.arctan(z) / z)
 
 
-def sphere_log(q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+def sphere_log(q0: jax.Array, q1: jax.Array) -> jax.Array:
     """Logarithm of the unit sphere, ``log_{q0}(q1) = (theta / s) w``.
 
-    With ``c = q0 . q1``, ``w = q1 - c q0``, ``s = |w|`` and
-    ``theta = atan2(s, c)``, written with ``arctan`` only (``arctan(s/c)``
-    for ``c > 0``, ``pi/2 - arctan(c/s)`` otherwise) so that it is analytic
-    and accepts complex input, and as accurate as ``atan2``. Not defined at
-    the antipode (``s = 0``, ``c < 0``); the caller checks the domain.
+    With ``c = q0 . q1``, ``w = q1 - c q0``, ``s = |w|``,
+    ``theta = atan2(s, c)``, written as ``theta/s = (arctan(z)/z)/c``,
+    ``z = s/c``, for ``c > 0`` (a function of ``s^2``: smooth at ``q1 = q0``)
+    and ``(pi/2 - arctan(c/s))/s`` otherwise -- as accurate as ``atan2``.
+    Not defined at the antipode (``s = 0``, ``c < 0``; non-finite there).
 
     Parameters
     ----------
     q0, q1 : array-like, shape=[..., n+1]
-        Unit vectors; may be complex (complex step).
+        Unit vectors.
 
     Returns
     -------
-    ndarray, shape=[..., n+1]
+    jax.Array, shape=[..., n+1]
         The tangent vector at ``q0``.
     """
-    q0 = np.asarray(q0)
-    q1 = np.asarray(q1)
+    q0, q1 = jnp.asarray(q0), jnp.asarray(q1)
     c = _dot(q0, q1)
     w = q1 - c[..., None] * q0
     s2 = _dot(w, w)
-    front = np.real(c) > 0
-    # c > 0: theta/s = (arctan(z)/z) / c with z = s/c, an analytic function of z^2
-    cs = np.where(front, c, 1.0)
+    front = c > 0
+    cs = jnp.where(front, c, 1.0)
     ratio_front = _arctan_over_z_of_sq(s2 / (cs * cs)) / cs
-    # c <= 0: theta = pi/2 - arctan(c/s), s >= sin(theta) > 0 away from the antipode
-    s2b = np.where(front, 1.0, s2)
-    sb = np.sqrt(s2b)
-    ratio_back = (np.pi / 2 - np.arctan(np.where(front, 0.0, c) / sb)) / sb
-    return np.where(front, ratio_front, ratio_back)[..., None] * w
+    sb = jnp.sqrt(jnp.where(front, 1.0, s2))
+    ratio_back = (np.pi / 2 - jnp.arctan(jnp.where(front, 0.0, c) / sb)) / sb
+    return jnp.where(front, ratio_front, ratio_back)[..., None] * w
 
 
-def sphere_frame(q: np.ndarray) -> np.ndarray:
+def sphere_frame(q: jax.Array) -> jax.Array:
     """A smooth local orthonormal frame of ``S^2``, ``(*batch, 3, 2)``.
 
     Two charts, switched on ``|z|`` (the third coordinate of ``q``):
 
     * ``|z| <= 1/sqrt(2)`` (the band around the equator): ``e1 = z^ x q /
       |z^ x q|`` (east), ``e2 = q x e1`` (north); singular only at the poles
-      ``+-z^``, which are at least 45 degrees away;
+      ``+-z^``, at least 45 degrees away;
     * ``|z| > 1/sqrt(2)`` (the polar caps): the same with the axis ``y^``
       instead of ``z^``, singular only at ``+-y^``, again at least 45 degrees
       away.
 
-    Each chart is an analytic function of ``q`` (complex-step safe; the
-    switch looks at the real part only). ``(e1, e2, q)`` is right-handed.
+    The chart is selected before normalizing, so neither value nor
+    derivative is NaN. ``(e1, e2, q)`` is right-handed.
     """
-    q = np.asarray(q)
-    qn = q / np.sqrt(_dot(q, q))[..., None]
-    polar = np.abs(np.real(qn[..., 2])) > _INV_SQRT2
+    q = jnp.asarray(q)
+    qn = q / jnp.sqrt(_dot(q, q))[..., None]
     x, y, z = qn[..., 0], qn[..., 1], qn[..., 2]
-    zero = np.zeros_like(x)
-    east_z = np.stack([-y, x, zero], -1)  # z^ x q
-    east_y = np.stack([z, zero, -x], -1)  # y^ x q
-    a = np.where(polar[..., None], east_y, east_z)
-    e1 = a / np.sqrt(_dot(a, a))[..., None]
-    e2 = np.cross(qn, e1)
-    return np.stack([e1, e2], -1)
+    zero = jnp.zeros_like(x)
+    polar = jnp.abs(z) > _INV_SQRT2
+    a = jnp.where(polar[..., None], jnp.stack([z, zero, -x], -1), jnp.stack([-y, x, zero], -1))
+    e1 = a / jnp.sqrt(_dot(a, a))[..., None]
+    return jnp.stack([e1, jnp.cross(qn, e1)], -1)
+
+
+def _columns(f: Callable[[jax.Array], jax.Array], x: jax.Array, V: jax.Array) -> jax.Array:
+    """Derivatives of ``f`` at ``x`` along the columns of ``V`` ``(*batch, n, k)``: ``(*batch, m, k)``."""
+    x = jnp.broadcast_to(x, V.shape[:-1])
+    return jax.vmap(lambda v: jax.jvp(f, (x,), (v,))[1], in_axes=-1, out_axes=-1)(V)
+
+
+def _to_ambient(E: jax.Array, xi: jax.Array) -> jax.Array:
+    """``E xi``: ``(*batch, n, k)``, ``(*batch, k)`` -> ``(*batch, n)``."""
+    return jnp.sum(E * xi[..., None, :], -1)
+
+
+def _to_frame(E: jax.Array, v: jax.Array) -> jax.Array:
+    """``E^T v``: ``(*batch, n, k)``, ``(*batch, n)`` -> ``(*batch, k)``."""
+    return jnp.sum(E * v[..., :, None], -2)
+
+
+def _to_frame_columns(E: jax.Array, V: jax.Array) -> jax.Array:
+    """``E^T V``: ``(*batch, n, k)``, ``(*batch, n, m)`` -> ``(*batch, k, m)``."""
+    return jnp.sum(E[..., :, :, None] * V[..., :, None, :], -3)
 
 
 # ------------------------------------------------------------- the adapter
 class GeomstatsManifold(Manifold):
-    """An embedded geomstats manifold with its metric exp/log as the retraction.
+    """An embedded manifold with its metric exp/log (closed forms) as the retraction.
 
     Parameters
     ----------
-    space : geomstats manifold
-        An embedded manifold with a Riemannian ``metric`` (e.g.
-        ``Hypersphere(2)``), whose points are ambient vectors.
     frame : callable
-        ``frame(q) -> E`` ``(*batch, ambient_dim, dim)``, an orthonormal basis
-        of ``T_q``, smooth in ``q`` locally and analytic (complex-step safe).
+        ``frame(q) -> E`` ``(*batch, ambient_dim, dim)``: an orthonormal basis
+        of ``T_q``, smooth in ``q`` locally, written with ``jax.numpy``.
     exp, log : callable
-        Complex-safe closed forms of the metric's exp
-        ``exp(q, v) -> q'`` and log ``log(q0, q1) -> v`` (ambient vectors).
-        They give the exact Jacobians, and the values when
+        Closed forms of the metric's ``exp(q, v) -> q'`` and
+        ``log(q0, q1) -> v`` (ambient vectors), ``jax.numpy``, NaN-free under
+        autodiff. They give the exact Jacobians, and the values when
         ``values="closed_form"``.
+    dim, ambient_dim : int
+        Dimension of the manifold and of the ambient space.
+    space : geomstats manifold or callable, optional
+        The geomstats manifold (an embedded one with a Riemannian
+        ``metric``), or a function returning it, called on first use: only
+        ``values="geomstats"`` and :attr:`space` need geomstats.
     values : {"closed_form", "geomstats"}
         What computes ``retract``/``inverse_retract``: the closed forms
-        (default; accurate to round-off) or ``space.metric`` itself.
+        (default; accurate to round-off, jittable) or ``space.metric``
+        itself (eager numpy; a cross-check).
     name : str, optional
         For ``repr``.
-
-    Notes
-    -----
-    Subclasses supply :meth:`random_point`, :meth:`sample_tangent`,
-    :meth:`check_point`, human coordinates and :meth:`_check_log_domain`
-    where the generic versions (ambient coordinates, projection of a
-    Gaussian) do not fit.
     """
 
-    retractions: ClassVar[tuple[str, ...]] = ("metric",)
-
-    def __init__(
-        self,
-        space: Any,
-        frame: Callable[[np.ndarray], np.ndarray],
-        exp: Callable[[np.ndarray, np.ndarray], np.ndarray],
-        log: Callable[[np.ndarray, np.ndarray], np.ndarray],
-        *,
-        values: str = "closed_form",
-        name: str | None = None,
-    ) -> None:
-        import_geomstats()
-        self.space = space
-        self.dim = int(space.dim)
-        shape = tuple(int(s) for s in getattr(space, "shape", ()))
-        if len(shape) != 1:
-            raise ValueError(
-                f"GeomstatsManifold: only manifolds whose points are vectors are supported, got shape {shape}"
-            )
-        self.ambient_dim = shape[0]
-        self.point_shape = shape
-        self.retraction = "metric"
-        self.values = check_retraction_name(values, ("closed_form", "geomstats"), "GeomstatsManifold values")
-        self._frame = frame
-        self._exp = exp
-        self._log = log
-        self._name = name or type(space).__name__
+    def __init__(self, frame: Callable, exp: Callable, log: Callable, *, dim: int, ambient_dim: int,
+                 space: Any = None, values: str = "closed_form", name: str | None = None,
+                 retraction: str | Retraction = "metric") -> None:
+        if values not in _VALUES:
+            raise ValueError(f"{type(self).__name__}: unknown values {values!r}; valid values are "
+                             + ", ".join(repr(v) for v in _VALUES))
+        self.dim, self.ambient_dim = int(dim), int(ambient_dim)
+        self.point_shape = (self.ambient_dim,)
+        self.retraction = resolve_retraction(type(self), retraction)
+        self.values = values
+        self._frame, self._exp, self._log = frame, exp, log
+        self._space = space
+        self._name = name or type(self).__name__
         self.coordinate_names = tuple(f"u{i}" for i in range(self.ambient_dim))
+        if values == "geomstats":
+            _ = self.space  # fail early if geomstats is missing
+
+    @property
+    def space(self) -> Any:
+        """The geomstats manifold (built, and geomstats imported, on first access)."""
+        if callable(self._space) and not hasattr(self._space, "metric"):
+            self._space = self._space()
+        if self._space is None:
+            raise ValueError(f"{self._name}: no geomstats space was given")
+        return self._space
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._name}, values={self.values!r})"
@@ -239,82 +247,74 @@ class GeomstatsManifold(Manifold):
         return Sphere2(values=values)
 
     # ----------------------------------------------------------- helpers
-    def frame(self, q: np.ndarray) -> np.ndarray:
+    def frame(self, q: jax.Array) -> jax.Array:
         """The frame ``E(q)``, ``(*batch, ambient_dim, dim)``."""
-        return self._frame(q)
+        return self._frame(jnp.asarray(q))
 
-    def _to_ambient(self, q: np.ndarray, xi: np.ndarray) -> np.ndarray:
-        return np.einsum("...ai,...i->...a", self._frame(q), xi)
+    def _retract_cf(self, q, xi):
+        return self._exp(q, _to_ambient(self._frame(q), xi))
 
-    def _xi(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
-        """Frame coordinates of the closed-form log (complex-safe, no domain check)."""
-        return np.einsum("...ai,...a->...i", self._frame(q0), self._log(q0, q1))
+    def _xi(self, q0, q1):
+        return _to_frame(self._frame(q0), self._log(q0, q1))
 
-    def _check_log_domain(self, q0: np.ndarray, q1: np.ndarray) -> None:
-        """Raise :class:`RetractionDomainError` where ``log_{q0}(q1)`` is undefined."""
-
-    def _geomstats_call(self, fn: Callable, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def _geomstats_call(self, fn: Callable, a: Any, b: Any) -> jax.Array:
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         batch = np.broadcast_shapes(a.shape[:-1], b.shape[:-1])
         a2 = np.broadcast_to(a, (*batch, a.shape[-1])).reshape(-1, a.shape[-1])
         b2 = np.broadcast_to(b, (*batch, b.shape[-1])).reshape(-1, b.shape[-1])
         out = np.asarray(fn(a2, b2))
-        return out.reshape(*batch, out.shape[-1])
+        return jnp.asarray(out.reshape(*batch, out.shape[-1]))
 
     # ------------------------------------------------------------ manifold
     def retract(self, q, xi):
-        q = np.asarray(q, dtype=float)
-        xi = np.asarray(xi)
-        v = self._to_ambient(q, xi)
+        q, xi = jnp.asarray(q, dtype=float), jnp.asarray(xi, dtype=float)
         if self.values == "geomstats":
-            return self._geomstats_call(self.space.metric.exp, v, q)
-        return self._exp(q, v)
+            return self._geomstats_call(self.space.metric.exp, self.ambient_tangent(q, xi), q)
+        return self._retract_cf(q, xi)
 
     def inverse_retract(self, q0, q1):
-        q0 = np.asarray(q0, dtype=float)
-        q1 = np.asarray(q1, dtype=float)
-        self._check_log_domain(q0, q1)
+        q0, q1 = jnp.asarray(q0, dtype=float), jnp.asarray(q1, dtype=float)
         if self.values == "geomstats":
-            v = self._geomstats_call(self.space.metric.log, q1, q0)
-            return np.einsum("...ai,...a->...i", self._frame(q0), v)
+            return _to_frame(self._frame(q0), self._geomstats_call(self.space.metric.log, q1, q0))
         return self._xi(q0, q1)
 
-    def inverse_retract_jacobians(self, q0, q1):
-        q0 = np.asarray(q0, dtype=float)
-        q1 = np.asarray(q1, dtype=float)
-        self._check_log_domain(q0, q1)
-        q0, q1 = np.broadcast_arrays(q0, q1)
-        # one complex-step direction per column j, on a new axis -2
-        d0 = 1j * _H * np.swapaxes(self._frame(q0), -1, -2)  # (*b, dim, amb)
-        d1 = 1j * _H * np.swapaxes(self._frame(q1), -1, -2)
-        J0 = np.imag(self._xi(q0[..., None, :] + d0, q1[..., None, :])) / _H  # (*b, j, i)
-        J1 = np.imag(self._xi(q0[..., None, :], q1[..., None, :] + d1)) / _H
-        return np.swapaxes(J0, -1, -2), np.swapaxes(J1, -1, -2)
+    def retract_with_inverse_jacobians(self, q0, xi):
+        q0, xi = jnp.asarray(q0, dtype=float), jnp.asarray(xi, dtype=float)
+        batch = jnp.broadcast_shapes(q0.shape[:-1], xi.shape[:-1])
+        q0 = jnp.broadcast_to(q0, (*batch, self.ambient_dim))
+        q1 = self._retract_cf(q0, xi)
+        J0 = _columns(lambda p: self._xi(p, q1), q0, self._frame(q0))
+        J1 = _columns(lambda p: self._xi(q0, p), q1, self._frame(q1))
+        return (self.retract(q0, xi) if self.values == "geomstats" else q1), J0, J1
 
-    def retract_jacobians(self, q, xi):
-        q = np.asarray(q, dtype=float)
-        xi = np.asarray(xi, dtype=float)
-        batch = np.broadcast_shapes(q.shape[:-1], xi.shape[:-1])
-        q = np.broadcast_to(q, (*batch, self.ambient_dim))
-        xi = np.broadcast_to(xi, (*batch, self.dim))
-        Ep = self._frame(self._exp(q, self._to_ambient(q, xi)))  # frame at q'
-        qc = q[..., None, :] + 1j * _H * np.swapaxes(self._frame(q), -1, -2)  # (*b, j, amb)
-        xib = np.broadcast_to(xi[..., None, :], (*batch, self.dim, self.dim))
-        vq = np.imag(self._exp(qc, self._to_ambient(qc, xib))) / _H  # (*b, j, amb)
-        xic = xib + 1j * _H * np.eye(self.dim)
-        vxi = np.imag(self._exp(q[..., None, :], self._to_ambient(q[..., None, :], xic))) / _H
-        Jq = np.einsum("...ai,...ja->...ij", Ep, vq)
-        Jxi = np.einsum("...ai,...ja->...ij", Ep, vxi)
-        return Jq, Jxi
+    def retract_with_jacobians(self, q, xi):
+        q, xi = jnp.asarray(q, dtype=float), jnp.asarray(xi, dtype=float)
+        batch = jnp.broadcast_shapes(q.shape[:-1], xi.shape[:-1])
+        q, xi = jnp.broadcast_to(q, (*batch, self.ambient_dim)), jnp.broadcast_to(xi, (*batch, self.dim))
+        q1 = self._retract_cf(q, xi)
+        E1 = self._frame(q1)
+        Jq = _to_frame_columns(E1, _columns(lambda p: self._retract_cf(p, xi), q, self._frame(q)))
+        Jxi = _to_frame_columns(E1, _columns(lambda x: self._retract_cf(q, x), xi,
+                                         jnp.broadcast_to(jnp.eye(self.dim), (*batch, self.dim, self.dim))))
+        return (self.retract(q, xi) if self.values == "geomstats" else q1), Jq, Jxi
+
+    def in_domain(self, xi):
+        """``|xi| < pi``: inside the injectivity radius of a unit sphere (subclasses refine)."""
+        return jnp.sum(jnp.asarray(xi) ** 2, axis=-1) < np.pi**2
 
     def ambient_tangent(self, q, eta):
-        return np.einsum("...ai,...i->...a", self._frame(np.asarray(q, dtype=float)), np.asarray(eta))
+        return _to_ambient(self.frame(q), jnp.asarray(eta))
 
     # ---------------------------------------------- generic (subclasses refine)
+    def default_point(self):
+        return jnp.zeros(self.ambient_dim).at[-1].set(1.0)
+
     def random_point(self, rng, batch_shape=()):
         x = rng.standard_normal((*batch_shape, self.ambient_dim))
-        return np.asarray(self.space.projection(x.reshape(-1, self.ambient_dim))).reshape(x.shape)
+        p = np.asarray(self.space.projection(x.reshape(-1, self.ambient_dim)))
+        return jnp.asarray(p.reshape(x.shape))
 
-    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> np.ndarray:
+    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
         a = np.asarray(q, dtype=float)
         if a.ndim < 1 or a.shape[-1] != self.ambient_dim:
             raise ValueError(
@@ -330,24 +330,41 @@ class GeomstatsManifold(Manifold):
             raise ValueError(
                 f"{name}: not a point of {self._name} at batch index {_index_str(~on)} (atol {atol:.1e})"
             )
-        return a
+        return jnp.asarray(a)
 
     def to_coordinates(self, q):
-        return np.asarray(q)
+        return jnp.asarray(q)
 
     def from_coordinates(self, c):
-        return self.check_point(c)
+        return self.check_point(c, name="coordinates")
+
+
+@register_retraction(GeomstatsManifold)
+class MetricExp(Retraction):
+    """``R_q(xi) = exp_q(E(q) xi)``: the metric's geodesics read in the frame (not symmetric: module docs)."""
+
+    name = "metric"
+    symmetric = False
+
+
+def _hypersphere2() -> Any:
+    from .._compat import import_geomstats
+
+    import_geomstats()
+    from geomstats.geometry.hypersphere import Hypersphere  # type: ignore[import-untyped]
+
+    return Hypersphere(2)
 
 
 class Sphere2(GeomstatsManifold):
-    """The unit sphere ``S^2 = Hypersphere(2)`` with the great-circle retraction.
+    """The unit sphere ``S^2`` with the great-circle retraction.
 
     Points are unit vectors ``(*batch, 3)``; frame coordinates ``xi``
     ``(*batch, 2)`` stand for ``E(q) xi`` with the two-chart frame of
-    :func:`sphere_frame` (east/north away from the poles). ``R_q(xi)`` is
-    the geodesic ``exp_q(E(q) xi)``; its inverse is defined except at the
-    antipode ``-q`` (``|xi| = pi``), where the logarithm is not unique and
-    :class:`~manifold_dirac.errors.RetractionDomainError` is raised.
+    :func:`sphere_frame` (east/north away from the poles). ``R_q(xi)`` is the
+    geodesic ``exp_q(E(q) xi)``; its inverse is defined except at the
+    antipode ``-q`` (``|xi| = pi``), where it is not finite
+    (:meth:`checked_inverse_retract` raises).
 
     Parameters
     ----------
@@ -363,62 +380,42 @@ class Sphere2(GeomstatsManifold):
     discontinuous there (a continuous frame of ``S^2`` does not exist), so
     ``J0`` and ``J_q`` -- derivatives along the frame at the moving point --
     change abruptly across them. :meth:`random_point` keeps a distance of
-    ``1e-3`` (in ``|z|``) from the switch, so that finite-difference law
-    checks never straddle it.
+    ``1e-3`` (in ``|z|``) from the switch, so that finite-difference checks
+    never straddle it.
     """
 
-    coordinate_names = ("polar", "azimuth")
-
     def __init__(self, values: str = "closed_form") -> None:
-        gs = import_geomstats()
-        del gs
-        from geomstats.geometry.hypersphere import Hypersphere  # type: ignore[import-untyped]
-
-        super().__init__(Hypersphere(2), sphere_frame, sphere_exp, sphere_log, values=values, name="Sphere2")
+        super().__init__(sphere_frame, sphere_exp, sphere_log, dim=2, ambient_dim=3, space=_hypersphere2,
+                         values=values, name="Sphere2")
         self.coordinate_names = ("polar", "azimuth")
 
     def __repr__(self) -> str:
         return "Sphere2()" if self.values == "closed_form" else f"Sphere2(values={self.values!r})"
 
-    def _check_log_domain(self, q0, q1):
-        c = _dot(q0, q1)
-        w = q1 - c[..., None] * q0
-        s = np.sqrt(_dot(w, w))
-        bad = (c < 0) & (s <= 1e-14)
-        if np.any(bad):
-            raise RetractionDomainError(
-                f"Sphere2: inverse retraction at batch index {_index_str(bad)}: q1 is the antipode of q0 "
-                f"(distance pi - {float(np.min(np.where(bad, s, np.inf))):.1e}); the logarithm is not "
-                "unique there. Use a smaller step."
-            )
-
     def random_point(self, rng, batch_shape=()):
-        x = rng.standard_normal((*batch_shape, 3))
-        x /= np.linalg.norm(x, axis=-1, keepdims=True)
+        def draw():
+            x = rng.standard_normal((*batch_shape, 3))
+            return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+        x = draw()
         near = np.abs(np.abs(x[..., 2]) - _INV_SQRT2) < _CHART_BAND
         while np.any(near):  # resample the (rare) points next to the chart switch
-            y = rng.standard_normal((*batch_shape, 3))
-            y /= np.linalg.norm(y, axis=-1, keepdims=True)
-            x = np.where(near[..., None], y, x)
+            x = np.where(near[..., None], draw(), x)
             near = np.abs(np.abs(x[..., 2]) - _INV_SQRT2) < _CHART_BAND
-        return x
+        return jnp.asarray(x)
 
     def sample_tangent(self, rng, batch_shape, regime):
-        if regime == "near_singular":
-            # close to the antipode, |xi| = pi - delta: the log's hard case
-            # (its condition number grows like 1/delta)
+        if regime in ("near_singular", "generic"):
             d = rng.standard_normal((*batch_shape, 2))
             d /= np.linalg.norm(d, axis=-1, keepdims=True)
-            r = np.pi - 10.0 ** rng.uniform(-3, -1.5, batch_shape)
-            return r[..., None] * d
-        if regime == "generic":
-            # a norm in (0.1, 2.5): well inside the injectivity radius pi
-            d = rng.standard_normal((*batch_shape, 2))
-            d /= np.linalg.norm(d, axis=-1, keepdims=True)
-            return rng.uniform(0.1, 2.5, batch_shape)[..., None] * d
+            if regime == "near_singular":  # near the antipode; conditioning ~ 1/(pi - |xi|)
+                r = np.pi - 10.0 ** rng.uniform(-3, -1.5, batch_shape)
+            else:  # well inside the injectivity radius pi
+                r = rng.uniform(0.1, 2.5, batch_shape)
+            return jnp.asarray(r[..., None] * d)
         return super().sample_tangent(rng, batch_shape, regime)
 
-    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> np.ndarray:
+    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
         a = np.asarray(q, dtype=float)
         if a.ndim < 1 or a.shape[-1] != 3:
             raise ValueError(f"{name}: a point of Sphere2 is a unit 3-vector, shape (..., 3), got {a.shape}")
@@ -430,22 +427,23 @@ class Sphere2(GeomstatsManifold):
         err = np.abs(np.linalg.norm(a, axis=-1) - 1.0)
         if np.any(err > atol):
             raise ValueError(
-                f"{name}: not on the unit sphere at batch index {_index_str(err > atol)}: "
+                f"{name}: not on the unit sphere (Sphere2) at batch index {_index_str(err > atol)}: "
                 f"| |q| - 1 | = {float(np.max(err)):.3e} > atol = {atol:.1e}"
             )
-        return a
+        return jnp.asarray(a)
 
     def to_coordinates(self, q):
         """``(polar, azimuth)``, ``(*batch, 2)``: polar in ``[0, pi]``, azimuth in ``(-pi, pi]``."""
-        q = np.asarray(q, dtype=float)
-        polar = np.arctan2(np.hypot(q[..., 0], q[..., 1]), q[..., 2])
-        azimuth = np.arctan2(q[..., 1], q[..., 0])
-        return np.stack([polar, azimuth], -1)
+        q = jnp.asarray(q, dtype=float)
+        polar = jnp.arctan2(jnp.hypot(q[..., 0], q[..., 1]), q[..., 2])
+        return jnp.stack([polar, jnp.arctan2(q[..., 1], q[..., 0])], -1)
 
     def from_coordinates(self, c):
         """The unit vector with ``(polar, azimuth)`` ``(*batch, 2)``."""
-        c = np.asarray(c, dtype=float)
+        c = jnp.asarray(c, dtype=float)
         if c.shape[-1:] != (2,):
-            raise ValueError(f"Sphere2 coordinates are (..., 2) = (polar, azimuth), got {c.shape}")
+            raise ValueError(
+                f"Sphere2.from_coordinates: coordinates are (..., 2) = (polar, azimuth), got shape {c.shape}"
+            )
         th, ph = c[..., 0], c[..., 1]
-        return np.stack([np.sin(th) * np.cos(ph), np.sin(th) * np.sin(ph), np.cos(th)], -1)
+        return jnp.stack([jnp.sin(th) * jnp.cos(ph), jnp.sin(th) * jnp.sin(ph), jnp.cos(th)], -1)

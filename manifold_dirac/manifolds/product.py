@@ -1,33 +1,78 @@
 """Products ``Q1 x Q2 x ...`` with the product retraction (factor by factor).
 
-Points are tuples of the factors' points; tangent vectors and covectors are
-the concatenation of the factors' frame coordinates; every Jacobian is
-block diagonal. The product retraction is what makes "discretize the
-subsystems, then interconnect" equal "interconnect, then discretize"
-(``docs/interconnection.md``).
+A point is a tuple of the factors' points (a pytree: ``jax.tree`` utilities,
+``jit``, ``vmap`` and ``scan`` treat it like any other point); tangent
+vectors and covectors are the factors' frame coordinates concatenated,
+``xi = (xi_1, xi_2, ...)``; the retraction is
+``R_(q_1, q_2, ...)(xi) = (R_{q_1}(xi_1), R_{q_2}(xi_2), ...)``, so every
+Jacobian is block diagonal, ``J = diag(J^(1), J^(2), ...)``, and the inverse
+is defined where every factor's is. The product retraction is what makes
+"discretize the subsystems, then interconnect" equal "interconnect, then
+discretize" (``docs/interconnection.md``). It is symmetric exactly when
+every factor's retraction is.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import functools
+from collections.abc import Sequence
+from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from .base import Manifold
+from .base import Manifold, Point, Retraction, register_retraction, resolve_retraction
 
-__all__ = ["ProductManifold"]
+__all__ = ["ProductManifold", "ProductRetraction", "block_diag"]
 
 
-def _block_diag(blocks: Sequence[np.ndarray], dims: Sequence[int]) -> np.ndarray:
-    batch = np.broadcast_shapes(*(b.shape[:-2] for b in blocks))
-    n = sum(dims)
-    dtype = np.result_type(*blocks)
-    out = np.zeros((*batch, n, n), dtype=dtype)
-    i = 0
-    for b, d in zip(blocks, dims):
-        out[..., i : i + d, i : i + d] = b
-        i += d
-    return out
+def block_diag(blocks: Sequence[jax.Array]) -> jax.Array:
+    """The block-diagonal matrix of ``blocks`` ``(*batch_i, d_i, d_i)``, batched.
+
+    Unlike ``jax.scipy.linalg.block_diag`` it keeps leading batch axes
+    (broadcast between the blocks): the result is ``(*batch, D, D)`` with
+    ``D = sum(d_i)``.
+    """
+    blocks = [jnp.asarray(b) for b in blocks]
+    batch = jnp.broadcast_shapes(*(b.shape[:-2] for b in blocks))
+    dims = [b.shape[-1] for b in blocks]
+    dtype = jnp.result_type(*blocks)
+    rows = []
+    for i, b in enumerate(blocks):
+        row = [
+            jnp.broadcast_to(b, (*batch, dims[i], dims[i])).astype(dtype) if j == i
+            else jnp.zeros((*batch, dims[i], dims[j]), dtype)
+            for j in range(len(blocks))
+        ]
+        rows.append(jnp.concatenate(row, -1))
+    return jnp.concatenate(rows, -2)
+
+
+class ProductRetraction(Retraction):
+    """The product of the factors' retractions (held in ``factors``).
+
+    ``symmetric`` is true exactly when every factor's retraction is. Two
+    product retractions are equal when their factors' are, in order.
+    """
+
+    name = "product"
+
+    def __init__(self, factors: Sequence[Retraction] = ()):
+        self.factors = tuple(factors)
+
+    @property
+    def symmetric(self) -> bool:  # type: ignore[override]
+        return all(r.symmetric for r in self.factors)
+
+    def __repr__(self) -> str:
+        return "ProductRetraction(" + ", ".join(repr(r) for r in self.factors) + ")"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.factors == other.factors  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.factors))
 
 
 class ProductManifold(Manifold):
@@ -36,8 +81,10 @@ class ProductManifold(Manifold):
     Parameters
     ----------
     *factors : Manifold
-        At least one factor. The frame coordinates of the product are the
-        factors' coordinates concatenated in this order.
+        At least one factor; the product's frame coordinates are the
+        factors' concatenated in this order.
+    retraction : {"product"} or ProductRetraction
+        The only retraction of a product (the factors choose theirs).
 
     Attributes
     ----------
@@ -48,21 +95,22 @@ class ProductManifold(Manifold):
         Start index of each factor's block in frame coordinates.
     """
 
-    retractions = ("product",)
-
-    def __init__(self, *factors: Manifold):
+    def __init__(self, *factors: Manifold, retraction: str | ProductRetraction = "product"):
         if not factors or not all(isinstance(f, Manifold) for f in factors):
-            raise ValueError("ProductManifold: give one or more Manifold instances as factors")
+            raise TypeError("ProductManifold: give one or more Manifold instances as factors")
         self.factors = tuple(factors)
-        self.dims = tuple(f.dim for f in factors)
+        self.dims = tuple(int(f.dim) for f in factors)
         self.offsets = tuple(int(x) for x in np.cumsum((0,) + self.dims[:-1]))
         self.dim = int(sum(self.dims))
         self.point_shape = ()
-        self.retraction = "product"
-        self.symmetric_retraction = all(f.symmetric_retraction for f in factors)
-        self.coordinate_names = tuple(
-            f"{i}.{n}" for i, f in enumerate(factors) for n in f.coordinate_names
-        )
+        own = ProductRetraction(tuple(f.retraction for f in factors))
+        if isinstance(retraction, ProductRetraction) and retraction != own:
+            raise ValueError(
+                f"ProductManifold: retraction {retraction!r} does not match the factors' {own!r}"
+            )
+        resolve_retraction(type(self), retraction)  # an unknown name lists the valid ones
+        self.retraction = own
+        self.coordinate_names = tuple(f"{i}.{n}" for i, f in enumerate(factors) for n in f.coordinate_names)
 
     def __repr__(self) -> str:
         return "ProductManifold(" + ", ".join(repr(f) for f in self.factors) + ")"
@@ -75,60 +123,59 @@ class ProductManifold(Manifold):
         """The slice of factor ``i``'s block in a tangent vector or covector."""
         return slice(self.offsets[i], self.offsets[i] + self.dims[i])
 
-    def split(self, v: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Split a tangent vector or covector ``(*batch, dim)`` into the factors' parts."""
-        v = np.asarray(v)
+    def split(self, v: Any) -> tuple[jax.Array, ...]:
+        """Split ``(*batch, dim)`` into the factors' parts ``(*batch, dim_i)``."""
+        v = jnp.asarray(v)
         return tuple(v[..., self.slice(i)] for i in range(len(self.factors)))
 
-    def join(self, parts: Sequence[np.ndarray]) -> np.ndarray:
-        """Concatenate the factors' parts into one ``(*batch, dim)`` array."""
-        parts = [np.asarray(p) for p in parts]
-        batch = np.broadcast_shapes(*(p.shape[:-1] for p in parts))
-        return np.concatenate([np.broadcast_to(p, (*batch, p.shape[-1])) for p in parts], -1)
+    def join(self, parts: Sequence[Any]) -> jax.Array:
+        """Concatenate the factors' parts (batch axes broadcast) into ``(*batch, dim)``."""
+        parts = [jnp.asarray(p) for p in parts]
+        batch = jnp.broadcast_shapes(*(p.shape[:-1] for p in parts))
+        return jnp.concatenate([jnp.broadcast_to(p, (*batch, p.shape[-1])) for p in parts], -1)
+
+    def _zip(self, *points: Point):
+        return zip(self.factors, *points)
 
     # -------------------------------------------------------------- manifold
     def retract(self, q, xi):
-        return tuple(f.retract(qi, xii) for f, qi, xii in zip(self.factors, q, self.split(xi)))
+        return tuple(f.retract(qi, x) for f, qi, x in self._zip(q, self.split(xi)))
 
     def inverse_retract(self, q0, q1):
-        return self.join([f.inverse_retract(a, b) for f, a, b in zip(self.factors, q0, q1)])
-
-    def inverse_retract_jacobians(self, q0, q1):
-        J = [f.inverse_retract_jacobians(a, b) for f, a, b in zip(self.factors, q0, q1)]
-        return _block_diag([j[0] for j in J], self.dims), _block_diag([j[1] for j in J], self.dims)
-
-    def inverse_retract_with_jacobians(self, q0, q1):
-        """``(xi, J0, J1)`` computed together."""
-        out = [f.inverse_retract_with_jacobians(a, b) for f, a, b in zip(self.factors, q0, q1)]
-        return (
-            self.join([o[0] for o in out]),
-            _block_diag([o[1] for o in out], self.dims),
-            _block_diag([o[2] for o in out], self.dims),
-        )
+        return self.join([f.inverse_retract(a, b) for f, a, b in self._zip(q0, q1)])
 
     def retract_with_inverse_jacobians(self, q0, xi):
-        out = [f.retract_with_inverse_jacobians(a, x) for f, a, x in zip(self.factors, q0, self.split(xi))]
-        return (
-            tuple(o[0] for o in out),
-            _block_diag([o[1] for o in out], self.dims),
-            _block_diag([o[2] for o in out], self.dims),
-        )
+        out = [f.retract_with_inverse_jacobians(a, x) for f, a, x in self._zip(q0, self.split(xi))]
+        return tuple(o[0] for o in out), block_diag([o[1] for o in out]), block_diag([o[2] for o in out])
 
-    def retract_jacobians(self, q, xi):
-        J = [f.retract_jacobians(qi, xii) for f, qi, xii in zip(self.factors, q, self.split(xi))]
-        return _block_diag([j[0] for j in J], self.dims), _block_diag([j[1] for j in J], self.dims)
+    def retract_with_jacobians(self, q, xi):
+        out = [f.retract_with_jacobians(a, x) for f, a, x in self._zip(q, self.split(xi))]
+        return tuple(o[0] for o in out), block_diag([o[1] for o in out]), block_diag([o[2] for o in out])
+
+    def in_domain(self, xi):
+        return functools.reduce(jnp.logical_and, [f.in_domain(x) for f, x in self._zip(self.split(xi))])
 
     def ambient_tangent(self, q, eta):
-        return tuple(f.ambient_tangent(qi, e) for f, qi, e in zip(self.factors, q, self.split(eta)))
+        return tuple(f.ambient_tangent(qi, e) for f, qi, e in self._zip(q, self.split(eta)))
 
-    def broadcast_point(self, q, batch_shape):
+    # ---------------------------------------------------- points and checks
+    def default_point(self) -> Point:
+        return tuple(f.default_point() for f in self.factors)
+
+    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> Point:
+        n = len(self.factors)
+        what = f"{name}: a point of a product of {n} manifolds is a tuple of {n} factor points, got "
+        if not isinstance(q, (tuple, list)):
+            raise TypeError(what + type(q).__name__)
+        if len(q) != n:
+            raise ValueError(what + f"{type(q).__name__} of length {len(q)}")
+        return tuple(f.check_point(qi, atol, f"{name}[{i}]") for i, (f, qi) in enumerate(self._zip(q)))
+
+    def batch_shape(self, q: Point) -> tuple[int, ...]:
+        return tuple(jnp.broadcast_shapes(*(f.batch_shape(qi) for f, qi in zip(self.factors, q))))
+
+    def broadcast_point(self, q: Point, batch_shape: tuple[int, ...]) -> Point:
         return tuple(f.broadcast_point(qi, batch_shape) for f, qi in zip(self.factors, q))
-
-    def stack_points(self, points):
-        return tuple(f.stack_points([p[i] for p in points]) for i, f in enumerate(self.factors))
-
-    def index_point(self, q, index):
-        return tuple(f.index_point(qi, index) for f, qi in zip(self.factors, q))
 
     def random_point(self, rng, batch_shape=()):
         return tuple(f.random_point(rng, batch_shape) for f in self.factors)
@@ -136,26 +183,19 @@ class ProductManifold(Manifold):
     def sample_tangent(self, rng, batch_shape, regime):
         return self.join([f.sample_tangent(rng, batch_shape, regime) for f in self.factors])
 
-    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q"):
-        if not isinstance(q, (tuple, list)) or len(q) != len(self.factors):
-            raise ValueError(
-                f"{name}: a point of a product of {len(self.factors)} manifolds is a tuple of "
-                f"{len(self.factors)} factor points, got {type(q).__name__}"
-                + (f" of length {len(q)}" if isinstance(q, (tuple, list)) else "")
-            )
-        return tuple(f.check_point(qi, atol, f"{name}[{i}]") for i, (f, qi) in enumerate(zip(self.factors, q)))
-
-    def batch_shape(self, q):
-        return np.broadcast_shapes(*(f.batch_shape(qi) for f, qi in zip(self.factors, q)))
-
+    # ------------------------------------------------------ human coordinates
     def to_coordinates(self, q):
+        """The factors' coordinates concatenated (names ``"<factor>.<name>"``)."""
         return self.join([f.to_coordinates(qi) for f, qi in zip(self.factors, q)])
 
     def from_coordinates(self, c):
-        c = np.asarray(c, dtype=float)
+        c = jnp.asarray(c, dtype=float)
         sizes = [len(f.coordinate_names) for f in self.factors]
         if c.shape[-1:] != (sum(sizes),):
-            raise ValueError(f"ProductManifold coordinates have length {sum(sizes)}, got {c.shape}")
+            raise ValueError(f"ProductManifold.from_coordinates: coordinates have length {sum(sizes)} "
+                             f"({', '.join(self.coordinate_names)}), got shape {c.shape}")
         idx = np.cumsum([0] + sizes)
         return tuple(f.from_coordinates(c[..., a:b]) for f, a, b in zip(self.factors, idx[:-1], idx[1:]))
 
+
+register_retraction(ProductManifold)(ProductRetraction)

@@ -1,77 +1,96 @@
-"""The planar rigid-motion group SE(2), points as 3x3 homogeneous matrices.
+"""The planar rigid-motion group SE(2): points as 3x3 homogeneous poses, body twists.
 
-Tangent vectors are body twists in the order ``(omega, v_x, v_y)``: angular
-velocity first, then the body-frame velocity of the origin of the body
-frame, so a knife edge (no sideways slip) is ``A = [0, 0, 1]``.
+A tangent vector is a body twist ``xi = (w, v_x, v_y)``: angular velocity
+first, then the velocity of the body origin in body axes (a knife edge is
+``A = [0, 0, 1]``). Retractions ``R_q(xi) = q tau(xi)``, each a registered
+class with closed forms (``c = cos w``, ``s = sin w``):
 
-Retractions ``R_q(xi) = q tau(xi)``:
+* ``"exp"`` (:class:`SE2Exp`): ``tau = (rot w, V(w) v)``, ``V = [[A, -B], [B, A]]``
+  with ``A = sin w / w``, ``B = (1 - cos w)/w`` (Sola et al., arXiv
+  1812.01537, eq. 156); ``log``: ``w = atan2(s, c)``, ``v = V^{-1} t`` with
+  ``V^{-1} = [[h, w/2], [-w/2, h]]``, ``h = (w/2) cot(w/2)`` (App. C). The
+  right Jacobian (eq. 163, reordered to ``(w, v)``; ``C = (w - sin w)/w^2``,
+  ``D = (1 - cos w)/w^2``) and its inverse (``k = (1 - h)/w^2``)::
 
-* ``"exp"``: the group exponential, ``tau(w, v) = (rot(w), V(w) v)``;
-* ``"cayley"``: the Cayley map of se(2) (generic matrix formula);
-* ``"so2xr2"``: rotation and translation retracted separately, like
-  SO(2) x R^2: ``tau(w, v) = (rot(w), v)``, i.e. the new position is
-  ``x + R v``. Its inverse is ``(angle(R0^T R1), R0^T (x1 - x0))``. It is *not*
-  symmetric (``tau(-xi) != tau(xi)^{-1}``), which costs the midpoint and
-  trapezoid rules their second order (see ``docs/schemes.md``).
+      J_r = [[1, 0, 0], [C v_x - D v_y, A, B], [D v_x + C v_y, -B, A]],
+      J_r^{-1} = [[1, 0, 0], [k w v_x + v_y/2, h, -w/2], [k w v_y - v_x/2, w/2, h]];
 
-``J_r``/``J_l`` of ``exp`` are from Sola et al. (arXiv 1812.01537, eqs.
-163-164), reordered to ``(omega, v)``.
+  ``J_l(xi) = J_r(-xi)`` (eq. 164). Domain ``|w| < pi``.
+* ``"cayley"`` (:class:`SE2Cayley`): with ``f = 1/(1 + w^2/4)``,
+  ``cay(xi) = (rot, f (v_x - w v_y/2, v_y + w v_x/2))``, ``c = f (1 - w^2/4)``,
+  ``s = f w``; ``cay^{-1}``: ``w = 2 sin/(1 + cos)``, ``v = (I - W/2) t``;
+  ``J_r^{-1} = [[1 + w^2/4, 0, 0], [v_y/2 + w v_x/4, 1, -w/2], [-v_x/2 + w v_y/4, w/2, 1]]``,
+  ``J_r = f [[1, 0, 0], [-v_y/2, 1, w/2], [v_x/2, -w/2, 1]]``. The rotation
+  angle is ``2 atan(w/2)``; only ``w`` bounds the domain.
+* ``"so2xr2"`` (:class:`SO2xR2`): rotation and translation retracted
+  separately, ``tau = (rot w, v)``: the new position is ``x + R v`` with the
+  *old* heading. ``J_r = diag(1, rot(-w))``, ``J_l^{-1} = [[1, 0], [J v, I]]``
+  with ``J v = (-v_y, v_x)``. Not symmetric: ``tau(xi)^{-1} = (rot(-w),
+  -rot(-w) v) != tau(-xi)``, so the midpoint and trapezoid rules lose their
+  second order with it.
+
+``J_q = Ad_{tau^{-1}}`` with ``Ad_g = [[1, 0], [(t_y, -t_x), R]]`` (App. C, reordered).
+Small-angle branches below ``w^2 < 1e-3`` share the SO(3) coefficients
+(``sin w/w``, ``(1 - cos w)/w^2``, ...) and their NaN-free double-``where``.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from .lie_group import MatrixLieGroup
+from .base import register_retraction
+from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
+from .so3 import coefficients, mm
 
-__all__ = ["SE2"]
+__all__ = ["SE2", "SE2Cayley", "SE2Exp", "SO2xR2"]
 
-_SMALL = 1e-3
-
-
-def _abcd(w: np.ndarray):
-    """``A = sin w/w``, ``B = (1-cos w)/w``, ``C = (w - sin w)/w^2``, ``D = (1-cos w)/w^2``."""
-    w2 = w * w
-    small = w2 < _SMALL
-    ws = np.where(small, 1.0, w)
-    s, c = np.sin(ws), np.cos(ws)
-    hc = 2 * np.sin(ws / 2) ** 2  # 1 - cos, without cancellation
-    A = np.where(small, 1 - w2 / 6 * (1 - w2 / 20 * (1 - w2 / 42)), s / ws)
-    B = np.where(small, w / 2 * (1 - w2 / 12 * (1 - w2 / 30 * (1 - w2 / 56))), hc / ws)
-    C = np.where(small, w / 6 * (1 - w2 / 20 * (1 - w2 / 42 * (1 - w2 / 72))), (ws - s) / (ws * ws))
-    D = np.where(small, 0.5 - w2 / 24 * (1 - w2 / 30 * (1 - w2 / 56)), hc / (ws * ws))
-    del c
-    return A, B, C, D
+# the generic Cayley's band: refuse rotations within ~0.1 rad of pi (|w| = 2 tan(theta/2))
+_CAYLEY_MAX_W2 = float((2.0 * np.tan(0.5 * (np.pi - 0.1))) ** 2)
 
 
-def _rot(w: np.ndarray) -> np.ndarray:
-    c, s = np.cos(w), np.sin(w)
-    return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)
+def _m3(rows) -> jax.Array:
+    """A ``(*batch, 3, 3)`` matrix from a 3x3 nested list of broadcastable arrays or numbers."""
+    flat = jnp.broadcast_arrays(*(jnp.asarray(x, dtype=float) for r in rows for x in r))
+    return jnp.stack([jnp.stack(flat[3 * i : 3 * i + 3], -1) for i in range(3)], -2)
 
 
-def _pose(R: np.ndarray, t: np.ndarray) -> np.ndarray:
-    batch = np.broadcast_shapes(R.shape[:-2], t.shape[:-1])
-    g = np.zeros((*batch, 3, 3), dtype=np.result_type(R, t))
-    g[..., :2, :2] = R
-    g[..., :2, 2] = t
-    g[..., 2, 2] = 1.0
-    return g
+def _pose(c, s, tx, ty) -> jax.Array:
+    """``[[c, -s, t_x], [s, c, t_y], [0, 0, 1]]``."""
+    return _m3([[c, -s, tx], [s, c, ty], [0.0, 0.0, 1.0]])
+
+
+def _ad_inv(c, s, tx, ty) -> jax.Array:
+    """``Ad_{g^{-1}}`` of ``g = (rot, t)``: ``[[1, 0], [(s t_x - c t_y, c t_x + s t_y), rot^T]]``."""
+    return _m3([[1.0, 0.0, 0.0], [s * tx - c * ty, c, s], [c * tx + s * ty, -s, c]])
+
+
+def _parts(xi: jax.Array):
+    xi = jnp.asarray(xi)
+    return xi[..., 0], xi[..., 1], xi[..., 2]
+
+
+def _exp_coefficients(w: jax.Array):
+    """``A, B, C, D, h, k`` of the module docstring, NaN-free at ``w = 0``."""
+    a, d, c3, k = coefficients(w * w, "abck")  # sin/w, (1-cos)/w^2, (w-sin)/w^3, (1-h)/w^2
+    return a, w * d, w * c3, d, 1.0 - w * w * k, k
 
 
 class SE2(MatrixLieGroup):
     """The special Euclidean group SE(2), left-trivialized.
 
     Points are ``(*batch, 3, 3)`` homogeneous matrices ``[[R, x], [0, 1]]``;
-    tangent vectors are body twists ``(omega, v_x, v_y)``.
+    tangent vectors are body twists ``(w, v_x, v_y)`` ``(*batch, 3)``.
 
     Parameters
     ----------
-    retraction : {"exp", "cayley", "so2xr2"}
-        See the module docstring. ``exp``'s inverse is defined for
-        ``|omega| < pi`` (the principal angle); Cayley's is singular at a
-        rotation by pi and raises there.
+    retraction : {"exp", "cayley", "so2xr2"} or GroupRetraction
+        See the module docstring. ``exp``'s and ``so2xr2``'s inverses give
+        the principal angle ``(-pi, pi]``; Cayley's is singular at a rotation
+        by pi.
 
     Notes
     -----
@@ -81,268 +100,249 @@ class SE2(MatrixLieGroup):
 
     dim = 3
     matrix_size: ClassVar[int] = 3
-    retractions: ClassVar[tuple[str, ...]] = ("exp", "cayley", "so2xr2")
     coordinate_names = ("x", "y", "theta")
 
     def hat(self, xi):
-        xi = np.asarray(xi)
-        w, vx, vy = xi[..., 0], xi[..., 1], xi[..., 2]
-        z = np.zeros_like(w)
-        return np.stack(
-            [np.stack([z, -w, vx], -1), np.stack([w, z, vy], -1), np.stack([z, z, z], -1)], -2
-        )
+        w, vx, vy = _parts(xi)
+        return _m3([[0.0, -w, vx], [w, 0.0, vy], [0.0, 0.0, 0.0]])
 
     def vee(self, X):
-        X = np.asarray(X)
-        return np.stack([0.5 * (X[..., 1, 0] - X[..., 0, 1]), X[..., 0, 2], X[..., 1, 2]], -1)
+        return jnp.stack([0.5 * (X[..., 1, 0] - X[..., 0, 1]), X[..., 0, 2], X[..., 1, 2]], -1)
 
     def inverse(self, g):
-        g = np.asarray(g)
-        Rt = np.swapaxes(g[..., :2, :2], -1, -2)
-        return _pose(Rt, -np.einsum("...ij,...j->...i", Rt, g[..., :2, 2]))
+        r00, r01, r10, r11 = g[..., 0, 0], g[..., 0, 1], g[..., 1, 0], g[..., 1, 1]
+        tx, ty = g[..., 0, 2], g[..., 1, 2]
+        return _m3([[r00, r10, -(r00 * tx + r10 * ty)], [r01, r11, -(r01 * tx + r11 * ty)], [0.0, 0.0, 1.0]])
+
+    def between(self, g0, g1):
+        """``g0^{-1} g1``, its translation as ``R0^T (t1 - t0)`` (no cancellation at large ``|t|``)."""
+        R0t = jnp.swapaxes(g0[..., :2, :2], -1, -2)
+        R = mm(R0t, g1[..., :2, :2])
+        t = jnp.sum(R0t * (g1[..., :2, 2] - g0[..., :2, 2])[..., None, :], -1)
+        return _m3([[R[..., 0, 0], R[..., 0, 1], t[..., 0]],
+                    [R[..., 1, 0], R[..., 1, 1], t[..., 1]],
+                    [0.0, 0.0, 1.0]])
 
     def adjoint(self, g):
-        g = np.asarray(g)
-        R, t = g[..., :2, :2], g[..., :2, 2]
-        Ad = np.zeros((*g.shape[:-2], 3, 3), dtype=g.dtype)
-        Ad[..., 0, 0] = 1.0
-        Ad[..., 1, 0] = t[..., 1]
-        Ad[..., 2, 0] = -t[..., 0]
-        Ad[..., 1:, 1:] = R
-        return Ad
+        return _m3([[1.0, 0.0, 0.0],
+                    [g[..., 1, 2], g[..., 0, 0], g[..., 0, 1]],
+                    [-g[..., 0, 2], g[..., 1, 0], g[..., 1, 1]]])
 
-    # ---------------------------------------------------------------- exp/log
-    @staticmethod
-    def _V(w: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        return np.stack([np.stack([A, -B], -1), np.stack([B, A], -1)], -2)
+    def ad(self, xi):
+        w, vx, vy = _parts(xi)
+        return _m3([[0.0, 0.0, 0.0], [vy, 0.0, -w], [-vx, w, 0.0]])
 
-    def exp(self, xi):
-        xi = np.asarray(xi)
-        w = xi[..., 0]
-        A, B, _, _ = _abcd(w)
-        t = np.einsum("...ij,...j->...i", self._V(w, A, B), xi[..., 1:])
-        return _pose(_rot(w), t)
+    def retract(self, q, xi):
+        return mm(q, self.retraction.tau(self, jnp.asarray(xi)))
 
-    def log(self, g):
-        g = np.asarray(g)
-        w = np.arctan2(g[..., 1, 0], g[..., 0, 0])
-        A, B, _, _ = _abcd(w)
-        n = A * A + B * B  # = (sin(w/2)/(w/2))^2 > 0 for |w| <= pi
-        Vinv = np.stack([np.stack([A, B], -1), np.stack([-B, A], -1)], -2) / n[..., None, None]
-        v = np.einsum("...ij,...j->...i", Vinv, g[..., :2, 2])
-        return np.concatenate([w[..., None], v], -1)
-
-    def exp_right_jacobian(self, xi):
-        xi = np.asarray(xi)
-        w, vx, vy = xi[..., 0], xi[..., 1], xi[..., 2]
-        A, B, C, D = _abcd(w)
-        J = np.zeros((*xi.shape[:-1], 3, 3), dtype=xi.dtype)
-        J[..., 0, 0] = 1.0
-        J[..., 1, 0] = vx * C - vy * D
-        J[..., 2, 0] = vx * D + vy * C
-        J[..., 1, 1], J[..., 1, 2] = A, B
-        J[..., 2, 1], J[..., 2, 2] = -B, A
-        return J
-
-    def exp_right_jacobian_inv(self, xi):
-        return _block_inverse(self.exp_right_jacobian(xi))
-
-    # ------------------------------------------------ fused fast paths
-    # With ``exp``, one evaluation of ``A, B, C, D`` (and of cos/sin of the
-    # angle) serves tau, J_r, J_r^{-1}, J_l^{-1} = J_r^{-1}(-xi) (A, D even
-    # and B, C odd in the angle) and Ad_{tau^{-1}}; the matrices are written
-    # entry by entry into one buffer. Other retractions, and subclasses that
-    # replace one of the fused primitives, use the generic composition.
-    _FUSED_INV = ("retract", "_tau", "exp", "hat", "tau_left_jacobian_inv", "tau_right_jacobian_inv",
-                  "exp_right_jacobian_inv", "exp_right_jacobian")
-    _FUSED_FWD = ("retract", "retract_jacobians", "_tau", "exp", "hat", "adjoint", "inverse",
-                  "tau_right_jacobian", "exp_right_jacobian")
-
-    @staticmethod
-    def _exp_parts(xi: np.ndarray):
-        w, vx, vy = xi[..., 0], xi[..., 1], xi[..., 2]
-        A, B, C, D = _abcd(w)
-        c, s = np.cos(w), np.sin(w)
-        tau = np.zeros((*xi.shape[:-1], 3, 3), dtype=np.result_type(xi, float))
-        tau[..., 0, 0] = c
-        tau[..., 0, 1] = -s
-        tau[..., 1, 0] = s
-        tau[..., 1, 1] = c
-        tau[..., 0, 2] = A * vx - B * vy
-        tau[..., 1, 2] = B * vx + A * vy
-        tau[..., 2, 2] = 1.0
-        return w, vx, vy, A, B, C, D, c, s, tau
+    def inverse_retract(self, q0, q1):
+        return self.retraction.tau_inv(self, self.between(q0, q1))
 
     def retract_with_inverse_jacobians(self, q0, xi):
-        if self.retraction != "exp" or not self._inherits(SE2, self._FUSED_INV):
-            return super().retract_with_inverse_jacobians(q0, xi)
-        xi = np.asarray(xi)
-        w, vx, vy, A, B, C, D, c, s, tau = self._exp_parts(xi)
-        n = A * A + B * B
-        An, Bn = A / n, B / n
-        # J_r = [[1, 0], [cr, M]], M = [[A, B], [-B, A]]: J_r^{-1} = [[1, 0], [-M^{-1} cr, M^{-1}]]
-        cr0, cr1 = vx * C - vy * D, vx * D + vy * C
-        # J_l = J_r(-xi) = [[1, 0], [cl, M^T]]
-        cl0, cl1 = vx * C + vy * D, vy * C - vx * D
-        J = np.zeros((2, *xi.shape[:-1], 3, 3), dtype=tau.dtype)
-        J[..., 0, 0] = 1.0
-        J[0, ..., 1, 1] = An
-        J[0, ..., 1, 2] = -Bn
-        J[0, ..., 2, 1] = Bn
-        J[0, ..., 2, 2] = An
-        J[0, ..., 1, 0] = -(An * cr0 - Bn * cr1)
-        J[0, ..., 2, 0] = -(Bn * cr0 + An * cr1)
-        J[1, ..., 1, 1] = An
-        J[1, ..., 1, 2] = Bn
-        J[1, ..., 2, 1] = -Bn
-        J[1, ..., 2, 2] = An
-        J[1, ..., 1, 0] = -(An * cl0 + Bn * cl1)
-        J[1, ..., 2, 0] = -(An * cl1 - Bn * cl0)
-        J0 = J[1]
-        J0 *= -1.0
-        return q0 @ tau, J0, J[0]
+        t, J0, J1 = self.retraction.tau_with_inverse_jacobians(self, jnp.asarray(xi))
+        return mm(q0, t), J0, J1
 
     def retract_with_jacobians(self, q, xi):
-        if self.retraction != "exp" or not self._inherits(SE2, self._FUSED_FWD):
-            return super().retract_with_jacobians(q, xi)
-        xi = np.asarray(xi)
-        w, vx, vy, A, B, C, D, c, s, tau = self._exp_parts(xi)
-        tx, ty = tau[..., 0, 2], tau[..., 1, 2]
-        J = np.zeros((2, *xi.shape[:-1], 3, 3), dtype=tau.dtype)
-        # Ad of tau^{-1} = (R^T, -R^T t)
-        J[0, ..., 0, 0] = 1.0
-        J[0, ..., 1, 0] = s * tx - c * ty
-        J[0, ..., 2, 0] = c * tx + s * ty
-        J[0, ..., 1, 1] = c
-        J[0, ..., 1, 2] = s
-        J[0, ..., 2, 1] = -s
-        J[0, ..., 2, 2] = c
-        # J_r
-        J[1, ..., 0, 0] = 1.0
-        J[1, ..., 1, 0] = vx * C - vy * D
-        J[1, ..., 2, 0] = vx * D + vy * C
-        J[1, ..., 1, 1] = A
-        J[1, ..., 1, 2] = B
-        J[1, ..., 2, 1] = -B
-        J[1, ..., 2, 2] = A
-        q1 = q @ tau
-        if J.shape[1:] != q1.shape:  # q carries batch axes that xi does not
-            return q1, np.broadcast_to(J[0], q1.shape), np.broadcast_to(J[1], q1.shape)
-        return q1, J[0], J[1]
+        t, Jq, Jx = self.retraction.tau_with_jacobians(self, jnp.asarray(xi))
+        return mm(q, t), Jq, Jx
 
-    # ---------------------------------------------------------- Cayley, SO2xR2
-    def cayley_inv(self, g):
-        g = np.asarray(g)
-        self._check_cayley_domain(1.0 + g[..., 0, 0], 1e-12, g)
-        return super().cayley_inv(g)
+    def ambient_tangent(self, q, eta):
+        return mm(q, self.hat(eta))
 
-    def _tau(self, xi):
-        if self.retraction == "so2xr2":
-            xi = np.asarray(xi)
-            return _pose(_rot(xi[..., 0]), xi[..., 1:])
-        return super()._tau(xi)
+    # ---------------------------------------------------------------- exp/log
+    def exp(self, xi):
+        w, vx, vy = _parts(xi)
+        A, B = _exp_coefficients(w)[:2]
+        return _pose(jnp.cos(w), jnp.sin(w), A * vx - B * vy, B * vx + A * vy)
 
-    def _tau_inv(self, g):
-        if self.retraction == "so2xr2":
-            w = np.arctan2(g[..., 1, 0], g[..., 0, 0])
-            return np.concatenate([w[..., None], g[..., :2, 2]], -1)
-        return super()._tau_inv(g)
+    def log(self, g):
+        w = jnp.arctan2(g[..., 1, 0], g[..., 0, 0])
+        h = _exp_coefficients(w)[4]
+        tx, ty = g[..., 0, 2], g[..., 1, 2]
+        return jnp.stack([w, h * tx + 0.5 * w * ty, h * ty - 0.5 * w * tx], -1)
 
-    def _so2xr2_jacobians(self, xi):
-        # tau(xi)^{-1} tau(xi + d) = (rot(dw), rot(-w) dv)  -> J_r = diag(1, rot(-w))
-        # tau(xi + d) tau(xi)^{-1} = (rot(dw), dv - dw J v)  -> J_l = [[1, 0], [-J v, I]]
-        xi = np.asarray(xi)
-        batch = xi.shape[:-1]
-        Jr = np.zeros((*batch, 3, 3), dtype=xi.dtype)
-        Jr[..., 0, 0] = 1.0
-        Jr[..., 1:, 1:] = _rot(-xi[..., 0])
-        Jl_inv = np.zeros((*batch, 3, 3), dtype=xi.dtype)
-        Jl_inv[..., 0, 0] = 1.0
-        Jl_inv[..., 1:, 1:] = np.eye(2)
-        # J_l^{-1} = [[1, 0], [+J v, I]], J v = (-v_y, v_x)
-        Jl_inv[..., 1, 0] = -xi[..., 2]
-        Jl_inv[..., 2, 0] = xi[..., 1]
-        return Jr, Jl_inv
+    def exp_right_jacobian(self, xi):
+        w, vx, vy = _parts(xi)
+        A, B, C, D = _exp_coefficients(w)[:4]
+        return _m3([[1.0, 0.0, 0.0], [C * vx - D * vy, A, B], [D * vx + C * vy, -B, A]])
 
-    def tau_right_jacobian(self, xi):
-        if self.retraction == "so2xr2":
-            return self._so2xr2_jacobians(xi)[0]
-        return super().tau_right_jacobian(xi)
+    def exp_right_jacobian_inv(self, xi):
+        w, vx, vy = _parts(xi)
+        h, k = _exp_coefficients(w)[4:]
+        return _m3([[1.0, 0.0, 0.0],
+                    [k * w * vx + 0.5 * vy, h, -0.5 * w],
+                    [k * w * vy - 0.5 * vx, 0.5 * w, h]])
 
-    def tau_right_jacobian_inv(self, xi):
-        if self.retraction == "so2xr2":
-            return np.swapaxes(self._so2xr2_jacobians(xi)[0], -1, -2)
-        return super().tau_right_jacobian_inv(xi)
-
-    def tau_left_jacobian_inv(self, xi):
-        if self.retraction == "so2xr2":
-            return self._so2xr2_jacobians(xi)[1]
-        return super().tau_left_jacobian_inv(xi)
+    def exp_in_domain(self, xi):
+        return jnp.abs(jnp.asarray(xi)[..., 0]) < np.pi
 
     # ------------------------------------------------------------- sampling
     def random_point(self, rng, batch_shape=()):
         th = rng.uniform(-np.pi, np.pi, batch_shape)
         t = rng.standard_normal((*batch_shape, 2))
-        return _pose(_rot(th), t)
+        return _pose(np.cos(th), np.sin(th), t[..., 0], t[..., 1])
 
     def sample_tangent(self, rng, batch_shape, regime):
         if regime == "near_singular":
             xi = rng.standard_normal((*batch_shape, 3))
             sign = rng.choice([-1.0, 1.0], batch_shape)
-            if self.retraction == "cayley":
-                xi[..., 0] = sign * 10.0 ** rng.uniform(1, 3, batch_shape)  # angle -> pi
+            if self.retraction.name == "cayley":
+                xi[..., 0] = sign * 10.0 ** rng.uniform(0.5, 1.5, batch_shape)  # rotations up to ~3 rad
             else:
-                xi[..., 0] = sign * (np.pi - 10.0 ** rng.uniform(-8, -2, batch_shape))
-            return xi
+                xi[..., 0] = sign * (np.pi - 10.0 ** rng.uniform(-8, -2, batch_shape))  # nearly pi
+            return jnp.asarray(xi)
         return super().sample_tangent(rng, batch_shape, regime)
 
     # ---------------------------------------------------------- validation
-    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> np.ndarray:
+    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
         a = self._as_matrix_array(q, 3, name, "SE2")
         R = a[..., :2, :2]
-        err_r = np.linalg.norm(np.swapaxes(R, -1, -2) @ R - np.eye(2), axis=(-2, -1))
-        err_row = np.linalg.norm(a[..., 2, :] - np.array([0.0, 0.0, 1.0]), axis=-1)
+        defects = (
+            ("the rotation block is not a rotation, |R^T R - I|",
+             np.linalg.norm(np.swapaxes(R, -1, -2) @ R - np.eye(2), axis=(-2, -1))),
+            ("the last row is not [0, 0, 1], off by",
+             np.linalg.norm(a[..., 2, :] - np.array([0.0, 0.0, 1.0]), axis=-1)),
+        )
+        for what, err in defects:
+            if err.size and np.max(err) > atol:
+                idx = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
+                raise ValueError(
+                    f"{name}: not a pose (SE2) at batch index {[int(i) for i in idx]}: "
+                    f"{what} {np.max(err):.3e} > atol = {atol:.1e}"
+                )
         det = np.linalg.det(R)
-        if err_r.size and np.max(err_r) > atol:
-            idx = np.unravel_index(np.argmax(err_r), err_r.shape) if err_r.ndim else ()
-            raise ValueError(
-                f"{name}: rotation block is not a rotation at batch index {[int(i) for i in idx]}: "
-                f"|R^T R - I| = {np.max(err_r):.3e} > atol = {atol:.1e}"
-            )
         if np.any(det < 0):
             idx = np.argwhere(det < 0)[0].tolist() if np.ndim(det) else []
-            raise ValueError(f"{name}: rotation block has det = -1 (a reflection) at batch index {idx}")
-        if err_row.size and np.max(err_row) > atol:
-            idx = np.unravel_index(np.argmax(err_row), err_row.shape) if err_row.ndim else ()
             raise ValueError(
-                f"{name}: last row of a homogeneous SE(2) matrix must be [0, 0, 1] at batch index "
-                f"{[int(i) for i in idx]}; off by {np.max(err_row):.3e}"
+                f"{name}: not a pose (SE2) at batch index {idx}: "
+                "the rotation block has det = -1 (a reflection)"
             )
-        return a
+        return jnp.asarray(a)
 
     # ------------------------------------------------------ human coordinates
     def to_coordinates(self, q):
         """``(x, y, theta)``, ``(*batch, 3)``, ``theta`` in ``(-pi, pi]``."""
-        q = np.asarray(q)
-        th = np.arctan2(q[..., 1, 0], q[..., 0, 0])
-        return np.stack([q[..., 0, 2], q[..., 1, 2], th], -1)
+        q = jnp.asarray(q)
+        return jnp.stack([q[..., 0, 2], q[..., 1, 2], jnp.arctan2(q[..., 1, 0], q[..., 0, 0])], -1)
 
     def from_coordinates(self, c):
         """The pose with ``(x, y, theta)`` ``(*batch, 3)``."""
-        c = np.asarray(c, dtype=float)
+        c = jnp.asarray(c, dtype=float)
         if c.shape[-1:] != (3,):
-            raise ValueError(f"SE2 coordinates are (..., 3) = (x, y, theta), got {c.shape}")
-        return _pose(_rot(c[..., 2]), c[..., :2])
+            raise ValueError(
+                f"SE2.from_coordinates: coordinates are (..., 3) = (x, y, theta), got shape {c.shape}"
+            )
+        return _pose(jnp.cos(c[..., 2]), jnp.sin(c[..., 2]), c[..., 0], c[..., 1])
 
 
-def _block_inverse(J: np.ndarray) -> np.ndarray:
-    """Inverse of ``[[1, 0], [c, M]]`` with ``M = [[A, B], [-B, A]]``."""
-    M = J[..., 1:, 1:]
-    A, B = M[..., 0, 0], M[..., 0, 1]
-    n = A * A + B * B
-    Minv = np.stack([np.stack([A, -B], -1), np.stack([B, A], -1)], -2) / n[..., None, None]
-    out = np.zeros_like(J)
-    out[..., 0, 0] = 1.0
-    out[..., 1:, 1:] = Minv
-    out[..., 1:, 0] = -np.einsum("...ij,...j->...i", Minv, J[..., 1:, 0])
-    return out
+@register_retraction(SE2)
+class SE2Exp(Exp):
+    """``exp`` on SE(2) with fused closed forms: one evaluation of the angle's
+    coefficients serves ``tau``, ``J_r``, ``J_r^{-1}``, ``J_l^{-1}(xi) = J_r^{-1}(-xi)``
+    and ``Ad_{tau^{-1}}``."""
+
+    def tau_with_inverse_jacobians(self, G, xi):
+        w, vx, vy = _parts(xi)
+        A, B, _, _, h, k = _exp_coefficients(w)
+        kw, hw = k * w, 0.5 * w
+        tau = _pose(jnp.cos(w), jnp.sin(w), A * vx - B * vy, B * vx + A * vy)
+        J0 = _m3([[-1.0, 0.0, 0.0], [0.5 * vy - kw * vx, -h, -hw], [-kw * vy - 0.5 * vx, hw, -h]])
+        J1 = _m3([[1.0, 0.0, 0.0], [kw * vx + 0.5 * vy, h, -hw], [kw * vy - 0.5 * vx, hw, h]])
+        return tau, J0, J1
+
+    def tau_with_jacobians(self, G, xi):
+        w, vx, vy = _parts(xi)
+        A, B, C, D, _, _ = _exp_coefficients(w)
+        c, s = jnp.cos(w), jnp.sin(w)
+        tx, ty = A * vx - B * vy, B * vx + A * vy
+        Jxi = _m3([[1.0, 0.0, 0.0], [C * vx - D * vy, A, B], [D * vx + C * vy, -B, A]])
+        return _pose(c, s, tx, ty), _ad_inv(c, s, tx, ty), Jxi
+
+
+@register_retraction(SE2)
+class SE2Cayley(Cayley):
+    """The Cayley map of se(2) in closed form (module docstring); symmetric.
+
+    Its domain is bounded by the rotation only: ``|w| < 2 tan((pi - 0.1)/2)``
+    (the generic Cayley's band), whatever the translation.
+    """
+
+    @staticmethod
+    def _tau(xi):
+        w, vx, vy = _parts(xi)
+        f = 1.0 / (1.0 + 0.25 * w * w)
+        return f, _pose(f * (1.0 - 0.25 * w * w), f * w, f * (vx - 0.5 * w * vy), f * (vy + 0.5 * w * vx))
+
+    def tau(self, G, xi):
+        return self._tau(xi)[1]
+
+    def tau_inv(self, G, g):
+        w = 2.0 * (g[..., 1, 0] - g[..., 0, 1]) / (2.0 + g[..., 0, 0] + g[..., 1, 1])
+        tx, ty = g[..., 0, 2], g[..., 1, 2]
+        return jnp.stack([w, tx + 0.5 * w * ty, ty - 0.5 * w * tx], -1)
+
+    def right_jacobian(self, G, xi):
+        return self._tau_with_right_jacobian(xi)[1]
+
+    def _jac_inv(self, G, xi, sign):
+        w, vx, vy = _parts(sign * jnp.asarray(xi))  # sign -1: J_l^{-1}(xi) = J_r^{-1}(-xi)
+        return _m3([[1.0 + 0.25 * w * w, 0.0, 0.0],
+                    [0.5 * vy + 0.25 * w * vx, 1.0, -0.5 * w],
+                    [0.25 * w * vy - 0.5 * vx, 0.5 * w, 1.0]])
+
+    def in_domain(self, G, xi):
+        w = jnp.asarray(xi)[..., 0]
+        return w * w < _CAYLEY_MAX_W2
+
+    def _tau_with_right_jacobian(self, xi):
+        w, vx, vy = _parts(xi)
+        f, tau = self._tau(xi)
+        hw = 0.5 * w
+        return tau, _m3([[f, 0.0, 0.0], [-0.5 * f * vy, f, f * hw], [0.5 * f * vx, -f * hw, f]])
+
+    def tau_with_inverse_jacobians(self, G, xi):
+        return self.tau(G, xi), -self._jac_inv(G, xi, -1.0), self._jac_inv(G, xi, 1.0)
+
+    def tau_with_jacobians(self, G, xi):
+        tau, Jr = self._tau_with_right_jacobian(xi)
+        return tau, _ad_inv(tau[..., 0, 0], tau[..., 1, 0], tau[..., 0, 2], tau[..., 1, 2]), Jr
+
+
+@register_retraction(SE2)
+class SO2xR2(GroupRetraction):
+    """``tau(w, v) = (rot w, v)``: SO(2) x R^2 inside SE(2); not symmetric.
+
+    ``tau^{-1}(g) = (atan2(R_10, R_00), t)``, ``J_r = diag(1, rot(-w))``,
+    ``J_l^{-1} = [[1, 0, 0], [-v_y, 1, 0], [v_x, 0, 1]]``; domain ``|w| < pi``.
+    """
+
+    name = "so2xr2"
+    symmetric = False
+
+    def tau(self, G, xi):
+        w, vx, vy = _parts(xi)
+        return _pose(jnp.cos(w), jnp.sin(w), vx, vy)
+
+    def tau_inv(self, G, g):
+        return jnp.stack([jnp.arctan2(g[..., 1, 0], g[..., 0, 0]), g[..., 0, 2], g[..., 1, 2]], -1)
+
+    def right_jacobian(self, G, xi):
+        w = jnp.asarray(xi)[..., 0]
+        c, s = jnp.cos(w), jnp.sin(w)
+        return _m3([[1.0, 0.0, 0.0], [0.0, c, s], [0.0, -s, c]])
+
+    def right_jacobian_inv(self, G, xi):
+        return jnp.swapaxes(self.right_jacobian(G, xi), -1, -2)
+
+    def left_jacobian_inv(self, G, xi):
+        _, vx, vy = _parts(xi)
+        return _m3([[1.0, 0.0, 0.0], [-vy, 1.0, 0.0], [vx, 0.0, 1.0]])
+
+    def in_domain(self, G, xi):
+        return jnp.abs(jnp.asarray(xi)[..., 0]) < np.pi
+
+    def tau_with_jacobians(self, G, xi):
+        w, vx, vy = _parts(xi)
+        c, s = jnp.cos(w), jnp.sin(w)
+        Jxi = _m3([[1.0, 0.0, 0.0], [0.0, c, s], [0.0, -s, c]])
+        return _pose(c, s, vx, vy), _ad_inv(c, s, vx, vy), Jxi

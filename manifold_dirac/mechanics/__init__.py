@@ -1,38 +1,26 @@
-"""The mechanics: systems, discrete Lagrangians, schemes, the solver, results.
+"""The mechanics: systems, discrete Lagrangians, schemes, the step map, Newton, runs, results.
 
-* :mod:`.system` -- :class:`LagrangeDiracSystem` and its exact partials;
-* :mod:`.discrete_lagrangians` -- quadrature rules ``L_d`` along the retraction;
-* :mod:`.schemes` -- the (+), (-) and symmetric discrete Lagrange--Dirac equations;
-* :mod:`.solver` -- the batched Newton solve of one step;
-* :mod:`.integrator` -- :class:`Integrator` (step by step) and :func:`integrate`;
-* :mod:`.trajectory` -- the :class:`Trajectory` result.
+* :mod:`.system` -- :class:`LagrangeDiracSystem`, exact partials by autodiff;
+* :mod:`.rules` -- discrete Lagrangians: quadrature rules along the retraction;
+* :mod:`.schemes` -- the (+) (52), (-) (53) and symmetric schemes, one class each;
+* :mod:`.step` -- :class:`StepMap`: ``(system, scheme, rule)`` bound into one step;
+* :mod:`.newton` -- the generic compiled Newton solve;
+* :mod:`.integrate` -- :class:`Integrator` and :func:`integrate` (compiled chunks of ``lax.scan``);
+* :mod:`.trajectory` -- the :class:`Trajectory` result;
+* :mod:`.status` -- :class:`Status`, failures as values.
 """
 
-from .discrete_lagrangians import (
-    DISCRETE_LAGRANGIANS,
-    DiscreteLagrangian,
-    get_discrete_lagrangian,
-    register_discrete_lagrangian,
-)
-from .integrator import Integrator, State, StepInfo, integrate
-from .schemes import SCHEMES, Scheme, get_scheme
-from .solver import SolverOptions
+from .integrate import Integrator, RunState, integrate
+from .newton import SolverOptions
+from .rules import RULES, QuadratureRule, get_rule, register_rule
+from .schemes import SCHEMES, Minus, Plus, Scheme, Symmetric, get_scheme, register_scheme
+from .status import Status
+from .step import State, StepMap, StepRecord
 from .system import LagrangeDiracSystem
 from .trajectory import Trajectory
 
 __all__ = [
-    "DISCRETE_LAGRANGIANS",
-    "SCHEMES",
-    "DiscreteLagrangian",
-    "Integrator",
-    "LagrangeDiracSystem",
-    "Scheme",
-    "SolverOptions",
-    "State",
-    "StepInfo",
-    "Trajectory",
-    "get_discrete_lagrangian",
-    "get_scheme",
-    "integrate",
-    "register_discrete_lagrangian",
+    "RULES", "SCHEMES", "Integrator", "LagrangeDiracSystem", "Minus", "Plus", "QuadratureRule", "RunState",
+    "Scheme", "SolverOptions", "State", "Status", "StepMap", "StepRecord", "Symmetric", "Trajectory",
+    "get_rule", "get_scheme", "integrate", "register_rule", "register_scheme",
 ]

@@ -4,11 +4,11 @@ The continuous equations (19)/(23) of the paper, in frame coordinates::
 
     qdot = v in Delta_Q(q),   pdot - dL/dq - F in Delta_Q°(q),   p = dL/dv,
 
-with ``Delta_Q(q) = ker A(q)``. The partials ``dL/dq`` (along the retraction,
-``v`` held fixed in frame coordinates) and ``dL/dv`` are exact: either the
-user supplies them, or they are taken by complex-step differentiation
-(``docs/derivatives.md``), which is exact to round-off for analytic numpy
-code and needs no package.
+with ``Delta_Q(q) = ker A(q)``. The user writes ``L(q, v)`` for **one** point
+with ``jax.numpy``; the partials ``dL/dq`` (along the retraction, ``v`` held
+fixed) and ``dL/dv`` are taken by automatic differentiation
+(``docs/derivatives.md``), exact to round-off. Batches come from ``vmap``,
+never from the user's indexing.
 """
 
 from __future__ import annotations
@@ -16,22 +16,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..manifolds.base import Manifold
 
-__all__ = ["LagrangeDiracSystem"]
+__all__ = ["LagrangeDiracSystem", "as_one_forms", "over_batch"]
 
-_CS_STEP = 1e-30  # complex step; O(step^2) ~ 1e-60 never reaches a double's digits
-
-Lagrangian = Callable[[Any, np.ndarray], np.ndarray]
-Partials = Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray]]
-
-
-def _add_complex_step(Q: Manifold, q: Any, dq: Any) -> Any:
-    if isinstance(q, tuple):
-        return tuple(_add_complex_step(f, a, b) for f, a, b in zip(Q.factors, q, dq))  # type: ignore[attr-defined]
-    return q + (1j * _CS_STEP) * dq
+_TRACE_HINT = (
+    "Write it with jax.numpy (`import jax.numpy as jnp`; jnp.sin, jnp.sum, x[i] indexing, ...) for ONE "
+    "point: plain numpy, math, float() or Python `if` on values cannot be traced by JAX, which the "
+    "library uses for exact derivatives and compiled steps. Use jnp.where instead of `if`."
+)
 
 
 def as_one_forms(forms: Any, n: int, label: str, rows: str = "m") -> np.ndarray:
@@ -41,11 +38,9 @@ def as_one_forms(forms: Any, n: int, label: str, rows: str = "m") -> np.ndarray:
     ----------
     forms : array-like, shape=[rows, n] (a single row may be 1-d)
     n : int
-        Dimension of the (product) manifold.
-    label : str
-        What the forms are, for the message.
-    rows : str
-        Name of the row count in the message.
+        Dimension of the manifold.
+    label, rows : str
+        What the forms are and the name of their count, for messages.
 
     Raises
     ------
@@ -56,12 +51,26 @@ def as_one_forms(forms: Any, n: int, label: str, rows: str = "m") -> np.ndarray:
     if A.ndim == 1:
         A = A[None, :]
     if A.ndim != 2 or A.shape[1] != n:
-        raise ValueError(
-            f"{label}: constant one-forms are a ({rows}, {n}) matrix in frame coordinates, got shape {A.shape}"
-        )
+        raise ValueError(f"{label}: constant one-forms are a ({rows}, {n}) matrix in frame coordinates, got shape {A.shape}")
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{label}: non-finite entries in the one-forms")
     return A
+
+
+def over_batch(fn: Callable, n_batch: int) -> Callable:
+    """``fn`` mapped over ``n_batch`` leading axes of every argument (nested ``vmap``)."""
+    for _ in range(n_batch):
+        fn = jax.vmap(fn)
+    return fn
+
+
+def _probe(what: str, fn: Callable, *args: Any) -> Any:
+    """``jax.eval_shape`` of ``fn(*args)`` with an error that says what to change."""
+    try:
+        return jax.eval_shape(fn, *args)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
+            jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError) as exc:
+        raise TypeError(f"{what} cannot be traced by JAX ({type(exc).__name__}). {_TRACE_HINT}") from None
 
 
 class LagrangeDiracSystem:
@@ -71,221 +80,215 @@ class LagrangeDiracSystem:
     ----------
     Q : Manifold
         The configuration manifold.
-    lagrangian : callable ``L(q, v) -> (*batch,)``
-        ``q`` a point ``(*batch, *point_shape)`` (a tuple on a product), ``v``
-        frame coordinates ``(*batch, dim)``. It must broadcast over leading
-        axes (index with ``v[..., i]``, not ``v[i]``) and, unless
-        ``partials`` is given, be complex-safe: built from arithmetic and
-        analytic numpy functions (no ``abs``, ``np.real``, ``float()``,
-        comparisons on values); see ``docs/derivatives.md``.
-    constraint : array ``(m, dim)`` or callable ``A(q) -> (*batch, m, dim)``, optional
-        The constraint one-forms in frame coordinates: ``Delta_Q(q) = ker A(q)``.
-        Holonomic constraints enter through their differentials.
-    force : callable ``F(t, q, v) -> (*batch, dim)``, optional
-        An external force (covector in frame coordinates): body torque,
-        control input, damping. Time-dependent allowed.
+    lagrangian : callable ``L(q, v) -> scalar``
+        For one point: ``q`` in the manifold's representation (a tuple on a
+        product), ``v`` frame coordinates ``(dim,)``; written with
+        ``jax.numpy``. With ``params`` given, ``L(q, v, params)``.
+    constraint : array ``(m, dim)`` or callable ``A(q) -> (m, dim)``, optional
+        Constraint one-forms in frame coordinates, ``Delta_Q(q) = ker A(q)``
+        (``A(q, params)`` with ``params``).
+    force : callable ``F(t, q, v) -> (dim,)``, optional
+        External force, a covector in frame coordinates (``F(t, q, v, params)``
+        with ``params``).
     partials : callable ``(q, v) -> (dL/dq, dL/dv)``, optional
-        Analytic partials in frame coordinates (the fast path). ``dL/dq`` is
-        the derivative along ``q -> R_q(e eta)`` with ``v`` fixed.
+        Analytic partials in frame coordinates (``dL/dq`` along
+        ``q -> R_q(e eta)`` with ``v`` fixed); by default automatic.
     name : str, optional
-        A name (used by interconnection and in messages).
-    n_constraints : int, optional
-        Needed only when ``constraint`` is a callable and you want to avoid
-        one probe evaluation.
+    params : pytree, optional
+        Parameters passed to every user function as the last argument; they
+        are traced (changing them does not recompile) and differentiable.
 
     Notes
     -----
-    The Lagrangian is evaluated with points ``q`` and velocities ``v`` that
-    may carry extra leading axes (the integrator batches finite-difference
-    and complex-step evaluations); results must have the broadcast batch
-    shape.
+    ``dL/dq_j`` is the derivative of ``e -> L(q + e T_q(e_j), v)`` at 0 with
+    ``T_q(eta) = Q.ambient_tangent(q, eta)``: the straight line agrees with
+    the retraction curve to first order, so autodiff never passes through
+    ``exp`` or ``log``.
     """
 
     def __init__(
         self,
         Q: Manifold,
-        lagrangian: Lagrangian,
-        constraint: np.ndarray | Callable[[Any], np.ndarray] | None = None,
-        force: Callable[[float, Any, np.ndarray], np.ndarray] | None = None,
+        lagrangian: Callable[..., Any],
+        constraint: Any = None,
+        force: Callable[..., Any] | None = None,
         *,
-        partials: Partials | None = None,
+        partials: Callable[..., Any] | None = None,
         name: str | None = None,
-        n_constraints: int | None = None,
+        params: Any = None,
     ):
         if not isinstance(Q, Manifold):
-            raise ValueError(f"LagrangeDiracSystem: Q must be a Manifold, got {type(Q).__name__}")
-        if not callable(lagrangian):
-            raise ValueError("LagrangeDiracSystem: lagrangian must be a callable L(q, v)")
-        if force is not None and not callable(force):
-            raise ValueError("LagrangeDiracSystem: force must be a callable F(t, q, v) or None")
-        if partials is not None and not callable(partials):
-            raise ValueError("LagrangeDiracSystem: partials must be a callable (q, v) -> (dL/dq, dL/dv)")
+            raise TypeError(f"LagrangeDiracSystem: Q must be a Manifold, got {type(Q).__name__}")
+        for label, f in (("lagrangian", lagrangian), ("force", force), ("partials", partials)):
+            if f is not None and not callable(f):
+                raise TypeError(f"LagrangeDiracSystem: {label} must be callable, got {type(f).__name__}")
+        if lagrangian is None:
+            raise TypeError("LagrangeDiracSystem: a lagrangian L(q, v) is required")
         self.Q = Q
-        self.lagrangian = lagrangian
-        self.force = force
-        self.analytic_partials = partials
         self.name = name
+        self.params = params
+        self._user_L = lagrangian
+        self._user_F = force
+        self._user_partials = partials
         n = Q.dim
         if constraint is None:
             self._A_const: np.ndarray | None = np.zeros((0, n))
             self._A_fun = None
         elif callable(constraint):
-            self._A_const = None
-            self._A_fun = constraint
+            self._A_const, self._A_fun = None, constraint
         else:
-            self._A_const = as_one_forms(constraint, n, "constraint")
-            self._A_fun = None
-        self._m = n_constraints
+            self._A_const, self._A_fun = as_one_forms(constraint, n, "constraint"), None
+        self._probe_user_functions()
 
-    # ------------------------------------------------------------ structure
+    # ------------------------------------------------------------ user calls
+    def _args(self, params: Any) -> tuple:
+        """The trailing ``params`` argument of the user's functions (the system's own when None is given)."""
+        if self.params is None:
+            return ()
+        return (self.params if params is None else params,)
+
+    def lagrangian(self, q: Any, v: jax.Array, params: Any = None) -> jax.Array:
+        """``L(q, v)`` at one point (scalar)."""
+        return jnp.asarray(self._user_L(q, v, *self._args(params)))
+
+    def constraint_matrix(self, q: Any, params: Any = None) -> jax.Array:
+        """``A(q)``, ``(m, dim)``."""
+        if self._A_const is not None:
+            return jnp.asarray(self._A_const)
+        return jnp.asarray(self._A_fun(q, *self._args(params)))  # type: ignore[misc]
+
+    def force(self, t: Any, q: Any, v: jax.Array, params: Any = None) -> jax.Array | None:
+        """``F(t, q, v)``, ``(dim,)``, or None without a force."""
+        if self._user_F is None:
+            return None
+        return jnp.asarray(self._user_F(t, q, v, *self._args(params)))
+
+    @property
+    def has_force(self) -> bool:
+        return self._user_F is not None
+
     @property
     def dim(self) -> int:
         """Dimension ``n`` of the configuration manifold."""
         return self.Q.dim
 
     @property
-    def uses_automatic_partials(self) -> bool:
-        """Whether the partials come from complex-step differentiation."""
-        return self.analytic_partials is None
+    def n_constraints(self) -> int:
+        """Number ``m`` of constraint one-forms."""
+        return self._m
 
     @property
     def has_constant_constraint(self) -> bool:
-        """Whether ``A`` does not depend on ``q`` (frame coordinates)."""
+        """Whether ``A`` does not depend on ``q`` in frame coordinates."""
         return self._A_const is not None
 
-    def n_constraints(self, q: Any | None = None) -> int:
-        """Number ``m`` of constraint one-forms."""
-        if self._A_const is not None:
-            return self._A_const.shape[0]
-        if self._m is None:
-            if q is None:
-                raise ValueError("n_constraints: give a point to probe a callable constraint")
-            self._m = int(np.shape(self.constraint_matrix(q))[-2])
-        return self._m
+    @property
+    def uses_automatic_partials(self) -> bool:
+        return self._user_partials is None
 
-    def constraint_matrix(self, q: Any) -> np.ndarray:
-        """``A(q)``, shape ``(*batch, m, dim)`` (broadcastable)."""
-        if self._A_const is not None:
-            return self._A_const
-        A = np.asarray(self._A_fun(q))  # type: ignore[misc]
-        if A.ndim < 2 or A.shape[-1] != self.dim:
-            raise ValueError(
-                f"constraint(q) must return an array (..., m, {self.dim}) of one-forms, got shape {A.shape}"
-            )
-        return A
+    # ----------------------------------------------------------- derivatives
+    def partials(self, q: Any, v: jax.Array, params: Any = None) -> tuple[jax.Array, jax.Array]:
+        """Exact ``(dL/dq, dL/dv)`` at one point, each ``(dim,)`` (see the class Notes)."""
+        if self._user_partials is not None:
+            dq, dv = self._user_partials(q, v, *self._args(params))
+            return jnp.asarray(dq), jnp.asarray(dv)
 
-    # ---------------------------------------------------------- derivatives
-    def L(self, q: Any, v: np.ndarray) -> np.ndarray:
-        """The Lagrangian ``L(q, v)``, shape ``(*batch,)``."""
-        return np.asarray(self.lagrangian(q, v))
+        def ell(eta, w):
+            return self.lagrangian(self.Q.first_order_curve(q, eta), w, params)
 
-    def partials(self, q: Any, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Exact ``(dL/dq, dL/dv)`` at ``(q, v)``, each ``(*batch, dim)``.
+        return jax.grad(ell, argnums=(0, 1))(jnp.zeros(self.dim, dtype=jnp.result_type(v)), v)
 
-        Uses the analytic ``partials`` when given, else complex-step
-        differentiation along the retraction: for each frame direction
-        ``e_j``, ``dL/dq_j = Im L(q + i s q e_j^, v) / s`` with
-        ``q + i s ambient_tangent(q, e_j)`` the first-order retraction curve,
-        and ``dL/dv_j = Im L(q, v + i s e_j) / s``, ``s = 1e-30``. All ``2 dim``
-        evaluations are one batched call.
-        """
-        if self.analytic_partials is not None:
-            dq, dv = self.analytic_partials(q, v)
-            return np.asarray(dq), np.asarray(dv)
-        return self._complex_step_partials(q, v)
+    def value_and_partials(self, q: Any, v: jax.Array, params: Any = None) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """``(L, dL/dq, dL/dv)`` at one point: the value comes free with reverse-mode autodiff."""
+        if self._user_partials is not None:
+            return (self.lagrangian(q, v, params), *self.partials(q, v, params))
 
-    def _complex_step_partials(self, q: Any, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        Q, n = self.Q, self.dim
-        v = np.asarray(v)
-        batch = np.broadcast_shapes(Q.batch_shape(q), v.shape[:-1])
-        eye = np.eye(n).reshape((n,) + (1,) * len(batch) + (n,))
-        # q-directions: (n, *batch, ...) complex points, v fixed
-        qb = Q.broadcast_point(q, (n, *batch))
-        dq = Q.ambient_tangent(qb, np.broadcast_to(eye, (n, *batch, n)))
-        q_c = _add_complex_step(Q, qb, dq)
-        v_b = np.broadcast_to(v, (n, *batch, n))
-        # v-directions
-        v_c = v_b + (1j * _CS_STEP) * eye
-        # one call: stack along a leading axis of size 2n
-        q_all = _concat_points(Q, q_c, _to_complex(Q, qb))
-        v_all = np.concatenate([v_b.astype(complex), v_c], axis=0)
-        out = np.asarray(self.lagrangian(q_all, v_all))
-        if not np.iscomplexobj(out):
-            raise ValueError(
-                "lagrangian: complex-step differentiation needs a complex-safe Lagrangian, but L "
-                "returned a real array for complex input (float(), np.real, abs() or a real-typed "
-                "buffer drop the imaginary part). Rewrite L with analytic numpy operations or pass "
-                "analytic partials=(q, v) -> (dL/dq, dL/dv)."
-            )
-        if out.shape != (2 * n, *batch):
-            raise ValueError(
-                f"lagrangian: expected an output of shape {(2 * n, *batch)} for inputs with leading "
-                f"axes {(2 * n, *batch)}, got {out.shape}; L must broadcast over leading axes "
-                "(index v[..., i], not v[i])"
-            )
-        g = out.imag / _CS_STEP
-        dLdq = np.moveaxis(g[:n], 0, -1)
-        dLdv = np.moveaxis(g[n:], 0, -1)
-        return dLdq, dLdv
+        def ell(eta, w):
+            return self.lagrangian(self.Q.first_order_curve(q, eta), w, params)
 
-    def energy(self, q: Any, v: np.ndarray, p: np.ndarray) -> np.ndarray:
-        """The energy ``E = <p, v> - L(q, v)``, shape ``(*batch,)``."""
-        return np.sum(np.asarray(p) * np.asarray(v), axis=-1) - np.real(self.L(q, v))
+        val, (dq, dv) = jax.value_and_grad(ell, argnums=(0, 1))(jnp.zeros(self.dim, dtype=jnp.result_type(v)), v)
+        return val, dq, dv
 
-    def force_at(self, t: float | np.ndarray, q: Any, v: np.ndarray) -> np.ndarray | None:
-        """The external force ``F(t, q, v)`` or None."""
-        if self.force is None:
-            return None
-        return np.asarray(self.force(t, q, v))
+    def momentum(self, q: Any, v: jax.Array, params: Any = None) -> jax.Array:
+        """``p = dL/dv(q, v)``, ``(dim,)``."""
+        return self.partials(q, v, params)[1]
 
-    def check_partials(self, q: Any, v: np.ndarray, rtol: float = 1e-6) -> float:
-        """Compare :meth:`partials` with central finite differences at ``(q, v)``.
+    def energy(self, q: Any, v: jax.Array, p: jax.Array, params: Any = None) -> jax.Array:
+        """``E = <p, v> - L(q, v)`` at one point (scalar)."""
+        return jnp.dot(p, v) - self.lagrangian(q, v, params)
 
-        Returns the largest relative deviation; raises ``ValueError`` if it
-        exceeds ``rtol`` (a sign that ``L`` is not complex-safe, or that
-        analytic partials are wrong).
+    def check_partials(self, q: Any, v: Any, rtol: float = 1e-6) -> float:
+        """Compare :meth:`partials` with central finite differences at one point (eager).
+
+        Returns the largest relative deviation; raises ``ValueError`` above
+        ``rtol`` (wrong analytic partials, or a Lagrangian that is not smooth here).
         """
         Q, n = self.Q, self.dim
-        v = np.asarray(v, dtype=float)
-        dq, dv = self.partials(q, v)
-        h = 1e-6
-        fd_q = np.zeros(np.shape(dq))
-        fd_v = np.zeros(np.shape(dv))
-        for j in range(n):
-            e = np.zeros(n)
-            e[j] = h
-            lp = np.real(self.L(Q.retract(q, e), v))
-            lm = np.real(self.L(Q.retract(q, -e), v))
-            fd_q[..., j] = (lp - lm) / (2 * h)
-            fd_v[..., j] = (np.real(self.L(q, v + e)) - np.real(self.L(q, v - e))) / (2 * h)
-        scale = 1.0 + max(np.max(np.abs(fd_q), initial=0), np.max(np.abs(fd_v), initial=0))
-        err = max(np.max(np.abs(fd_q - dq), initial=0), np.max(np.abs(fd_v - dv), initial=0)) / scale
+        v = jnp.asarray(v, dtype=float)
+        dq, dv = (np.asarray(a) for a in self.partials(q, v, self.params))
+        eps = 1e-6
+        L = lambda qq, vv: float(self.lagrangian(qq, vv, self.params))
+        fd_q = np.array([(L(Q.retract(q, eps * e), v) - L(Q.retract(q, -eps * e), v)) / (2 * eps) for e in np.eye(n)])
+        fd_v = np.array([(L(q, v + eps * e) - L(q, v - eps * e)) / (2 * eps) for e in np.eye(n)])
+        scale = 1.0 + max(np.abs(fd_q).max(initial=0), np.abs(fd_v).max(initial=0))
+        err = max(np.abs(fd_q - dq).max(initial=0), np.abs(fd_v - dv).max(initial=0)) / scale
         if not err <= rtol:
             raise ValueError(
-                f"partials of {self.name or 'the Lagrangian'} disagree with finite differences "
-                f"(relative {err:.2e} > {rtol:.0e}): "
-                + (
-                    "check the analytic partials (dL/dq is along q -> R_q(e eta) with v fixed)"
-                    if self.analytic_partials is not None
-                    else "the Lagrangian is probably not complex-safe (abs, np.real, float(), "
-                    "comparisons); see docs/derivatives.md"
-                )
+                f"partials of {self.name or 'the Lagrangian'} disagree with finite differences (relative "
+                f"{err:.2e} > {rtol:.0e}): check the analytic partials (dL/dq is along q -> R_q(e eta) with v fixed)"
             )
         return float(err)
 
+    # ------------------------------------------------------- eager, batched
+    def evaluate(self, method: str, q: Any, *arrays: Any) -> Any:
+        """Call ``method`` (``"lagrangian"``, ``"energy"``, ``"partials"``, ``"momentum"``,
+        ``"constraint_matrix"``) on points with leading batch axes, eagerly.
+
+        Parameters
+        ----------
+        q : point, shape=[*B, *point_shape]
+        *arrays : arrays with the same leading ``*B``
+        """
+        B = self.Q.batch_shape(q)
+        fn = getattr(self, method)
+        return over_batch(lambda qq, *aa: fn(qq, *aa, self.params), len(B))(q, *(jnp.asarray(a) for a in arrays))
+
+    # ------------------------------------------------------------ validation
+    def _probe_user_functions(self) -> None:
+        """Trace each user function once at an abstract point: shapes, types, traceability."""
+        Q, n = self.Q, self.dim
+        q = Q.default_point()
+        v = jnp.zeros(n)
+        args = self._args(self.params)
+        out = _probe("the Lagrangian", lambda qq, vv, *a: self._user_L(qq, vv, *a), q, v, *args)
+        if not hasattr(out, "shape") or out.shape != ():
+            raise ValueError(
+                "the Lagrangian must return a scalar for one point (q, v), got "
+                + (f"shape {out.shape}" if hasattr(out, "shape") else type(out).__name__)
+                + "; write L for a single point and let the library batch it"
+            )
+        if not jnp.issubdtype(out.dtype, jnp.floating):
+            raise TypeError(f"the Lagrangian must return a real float, got dtype {out.dtype}")
+        if self._A_fun is not None:
+            A = _probe("the constraint A(q)", lambda qq, *a: self._A_fun(qq, *a), q, *args)
+            if not hasattr(A, "shape") or len(A.shape) != 2 or A.shape[1] != n:
+                got = A.shape if hasattr(A, "shape") else type(A).__name__
+                raise ValueError(f"the constraint A(q) must return an (m, {n}) array of one-forms for one point, got {got}")
+            self._m = int(A.shape[0])
+        else:
+            self._m = int(self._A_const.shape[0])  # type: ignore[union-attr]
+        if self._user_F is not None:
+            F = _probe("the force F(t, q, v)", lambda t, qq, vv, *a: self._user_F(t, qq, vv, *a), 0.0, q, v, *args)
+            if not hasattr(F, "shape") or F.shape != (n,):
+                got = F.shape if hasattr(F, "shape") else type(F).__name__
+                raise ValueError(f"the force F(t, q, v) must return a covector of shape ({n},), got {got}")
+            if not jnp.issubdtype(F.dtype, jnp.floating):
+                raise TypeError(f"the force F(t, q, v) must return real floats, got dtype {F.dtype}")
+        if self._user_partials is not None:
+            P = _probe("the analytic partials", lambda qq, vv, *a: self._user_partials(qq, vv, *a), q, v, *args)
+            ok = isinstance(P, (tuple, list)) and len(P) == 2 and all(getattr(x, "shape", None) == (n,) for x in P)
+            if not ok:
+                raise ValueError(f"partials(q, v) must return a pair (dL/dq, dL/dv) of arrays of shape ({n},)")
+
     def __repr__(self) -> str:
-        m = self._A_const.shape[0] if self._A_const is not None else "A(q)"
-        return f"LagrangeDiracSystem({self.name or 'unnamed'}, Q={self.Q!r}, constraints={m})"
-
-
-def _to_complex(Q: Manifold, q: Any) -> Any:
-    if isinstance(q, tuple):
-        return tuple(_to_complex(f, a) for f, a in zip(Q.factors, q))  # type: ignore[attr-defined]
-    return np.asarray(q).astype(complex)
-
-
-def _concat_points(Q: Manifold, a: Any, b: Any) -> Any:
-    if isinstance(a, tuple):
-        return tuple(_concat_points(f, x, y) for f, x, y in zip(Q.factors, a, b))  # type: ignore[attr-defined]
-    return np.concatenate([np.asarray(a), np.asarray(b)], axis=0)
-
+        return f"LagrangeDiracSystem({self.name or 'unnamed'}, Q={self.Q!r}, constraints={self._m})"

@@ -51,7 +51,7 @@ class Trajectory:
     constraint_residual : ndarray, shape=[K, *B]
         ``|c(xi)|_inf``, the scheme's discrete constraint at the solution.
     residual : ndarray, shape=[K, *B]
-        Newton residual at the solution.
+        Newton's scaled residual at the solution (relative to each equation's scale).
     iterations : ndarray of int, shape=[K, *B]
 
     Whole run:
@@ -59,8 +59,8 @@ class Trajectory:
     Attributes
     ----------
     status : ndarray of int, shape=[*B]
-        0 where the member finished, else the failure code of
-        :mod:`manifold_dirac.mechanics.solver`.
+        0 where the member finished, else its failure code
+        (:class:`~manifold_dirac.mechanics.status.Status`).
     messages : tuple of str
         Failure messages, one per failed member.
     meta : dict

@@ -1,10 +1,16 @@
-"""Ready-made systems, one file per family (each with analytic partials).
+"""Ready-made systems, one file per family (each with analytic partials), on the compiled engine.
+
+Every Lagrangian, constraint and force is written for one point with
+``jax.numpy``; exact and reference solutions are numpy/scipy.
 
 * :mod:`.pendulums` -- oscillators, pendulum, double pendulum (Euclidean);
 * :mod:`.rigid_bodies` -- free rigid body, heavy top (SO(3));
 * :mod:`.vehicles` -- knife edge, inclined knife edge, Chaplygin sled,
   differential drive (SE(2));
-* :mod:`.circuits` -- the LC loop (degenerate, Kirchhoff constraint).
+* :mod:`.circuits` -- the LC loop (degenerate, Kirchhoff constraint);
+* :mod:`.degenerate` -- the Lotka--Volterra Lagrangian, linear in the velocities;
+* :mod:`.interconnected` -- the worked interconnected systems;
+* :mod:`.catalog` -- the named examples (imported on its own: ``from .catalog import get_example``).
 """
 
 from .circuits import KIRCHHOFF_LC, lc_circuit, lc_circuit_exact

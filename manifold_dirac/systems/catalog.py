@@ -3,6 +3,9 @@
 Each :class:`Example` bundles a system factory (by retraction), default
 initial data, step and duration, and -- where one exists -- a reference
 solution: a closed form, or a tight ``solve_ivp`` of the reduced equations.
+
+The interconnected examples import :mod:`.interconnected` when they are
+built or referenced, not when this module is imported.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import numpy as np
 
 from ..manifolds import SE2, SO3
 from ..mechanics.system import LagrangeDiracSystem
-from . import circuits, interconnected, pendulums, rigid_bodies, vehicles
+from . import circuits, pendulums, rigid_bodies, vehicles
 
 __all__ = ["EXAMPLES", "Example", "get_example"]
 
@@ -84,7 +87,14 @@ class Example:
 
 
 # ---------------------------------------------------------------- helpers
-_HEAVY_TOP_INITIAL = (SO3().exp(np.array([0.3, 0.1, 0.0])), np.array([0.5, -0.2, 2.0]))
+def _interconnected():
+    """The interconnected systems module, imported on first use."""
+    from . import interconnected
+
+    return interconnected
+
+
+_HEAVY_TOP_INITIAL = (np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0]))), np.array([0.5, -0.2, 2.0]))
 
 
 def _so3_compare(sysm, q):
@@ -92,7 +102,7 @@ def _so3_compare(sysm, q):
 
 
 def _rolling_disk_coords(sysm, q):
-    return np.concatenate([SE2().to_coordinates(q[0]), np.asarray(q[1])], -1)
+    return np.concatenate([np.asarray(SE2().to_coordinates(q[0])), np.asarray(q[1])], -1)
 
 
 EXAMPLES: dict[str, Example] = {}
@@ -130,7 +140,7 @@ _add(Example(
 _add(Example(
     "knife_edge", "knife edge / Chaplygin skate on SE(2) (circles)", lambda r: vehicles.knife_edge(retraction=r),
     lambda s: (s.Q.identity(), np.array([0.8, 1.0, 0.0])), h=0.05, T=10.0, retractions=("exp", "cayley", "so2xr2"),
-    reference=lambda t, s: interconnected.rolling_disk_exact(t, 1.0, 0.8, 1.0)[..., :3], plot="se2",
+    reference=lambda t, s: _interconnected().rolling_disk_exact(t, 1.0, 0.8, 1.0)[..., :3], plot="se2",
     angles=(2,),
 ))
 _add(Example(
@@ -155,7 +165,7 @@ _add(Example(
 _add(Example(
     "spherical_pendulum", "spherical pendulum on S^2 via the geomstats adapter",
     lambda r: pendulums.spherical_pendulum(),
-    lambda s: (s.Q.from_coordinates([2.5, 0.3]), np.array([0.5, 1.0])), h=0.01, T=5.0, retractions=("exp",),
+    lambda s: (s.Q.from_coordinates([2.5, 0.3]), np.array([0.5, 1.0])), h=0.01, T=5.0, retractions=("metric",),
     invariant=lambda s, tr: pendulums.spherical_pendulum_vertical_momentum(s.Q, tr.q, tr.p), plot="sphere",
 ))
 _add(Example(
@@ -166,53 +176,68 @@ _add(Example(
 ))
 _add(Example(
     "mass_spring_torn", "mass-spring chain torn into two subsystems (interconnection)",
-    lambda r: interconnected.mass_spring_torn(),
+    lambda r: _interconnected().mass_spring_torn(),
     lambda s: ((np.array([0.3, -0.2]), np.array([-0.2])), np.array([0.1, 0.4, 0.4])), h=0.02, T=10.0,
 ))
 _add(Example(
     "lc_from_elements", "LC loop assembled from an inductor and a capacitor (interconnection)",
-    lambda r: interconnected.lc_from_elements(),
+    lambda r: _interconnected().lc_from_elements(),
     lambda s: ((np.array([1.0]), np.array([1.0])), np.zeros(2)), h=0.01, T=5.0,
     reference=lambda t, s: np.array([circuits.lc_circuit_exact(t, 1.0, 0.0)]),
     coordinates=lambda s, q: np.asarray(q[0]),
 ))
 _add(Example(
     "rolling_disk", "vertical rolling disk: SE(2) body + wheel angle (interconnection, closed form)",
-    lambda r: interconnected.rolling_disk(0.5, retraction=r),
-    lambda s: ((SE2().identity(), np.zeros(1)), np.array([0.7, 1.0, 0.0, 2.0])), h=0.02, T=4.0,
+    lambda r: _interconnected().rolling_disk(0.5, retraction=r),
+    lambda s: ((np.asarray(SE2().identity()), np.zeros(1)), np.array([0.7, 1.0, 0.0, 2.0])), h=0.02, T=4.0,
     retractions=("exp", "cayley", "so2xr2"),
-    reference=lambda t, s: interconnected.rolling_disk_exact(t, 0.5, 0.7, 2.0), coordinates=_rolling_disk_coords,
+    reference=lambda t, s: _interconnected().rolling_disk_exact(t, 0.5, 0.7, 2.0), coordinates=_rolling_disk_coords,
     plot="se2",
     angles=(2,),
 ))
 _add(Example(
     "rolling_ball", "homogeneous ball rolling on a plane: SO(3) x R^2 (interconnection)",
-    lambda r: interconnected.rolling_ball(0.5, retraction=r),
+    lambda r: _interconnected().rolling_ball(0.5, retraction=r),
     lambda s: _ball_initial(), h=0.05, T=10.0, retractions=("exp", "cayley"),
-    reference=lambda t, s: interconnected.rolling_ball_exact(t, 0.5, np.array([0.3, -1.0, 0.5])),
+    reference=lambda t, s: _interconnected().rolling_ball_exact(t, 0.5, np.array([0.3, -1.0, 0.5])),
     coordinates=lambda s, q: np.asarray(q[1]),
 ))
 _add(Example(
     "two_wheel_cart", "two rolling disks joined by an axle (interconnection of interconnections)",
-    lambda r: interconnected.two_wheel_cart(1.0, 0.5),
+    lambda r: _interconnected().two_wheel_cart(1.0, 0.5),
     lambda s: _cart_initial(), h=0.05, T=10.0, plot="se2",
 ))
 
 
 def _ball_initial():
     W = np.array([0.3, -1.0, 0.5])
-    R0 = SO3().exp(np.array([0.2, 0.4, -0.1]))
+    R0 = np.asarray(SO3().exp(np.array([0.2, 0.4, -0.1])))
     return (R0, np.zeros(2)), np.concatenate([R0.T @ W, 0.5 * np.array([W[1], -W[0]])])
 
 
 def _cart_initial():
     om, vL, r = 0.4, 1.0, 0.5
-    q0 = ((SE2().identity(), np.zeros(1)), (SE2().from_coordinates([0, -1.0, 0]), np.zeros(1)))
+    q0 = ((np.asarray(SE2().identity()), np.zeros(1)), (np.asarray(SE2().from_coordinates([0, -1.0, 0])), np.zeros(1)))
     return q0, np.array([om, vL, 0, vL / r, om, vL + om, 0, (vL + om) / r])
 
 
 def get_example(name: str) -> Example:
-    """Look an example up by name; an unknown name is a ``ValueError`` listing the valid ones."""
+    """Look an example up by name.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`EXAMPLES`.
+
+    Returns
+    -------
+    Example
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, listing the valid ones.
+    """
     try:
         return EXAMPLES[name]
     except KeyError:

@@ -9,6 +9,7 @@ excites parasitic modes (``docs/schemes.md``).
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from ..manifolds import Euclidean
@@ -21,14 +22,33 @@ LOTKA_VOLTERRA_INITIAL = (np.array([1.0, 2.0]), np.array([np.log(2.0), 0.0]))
 
 
 def lotka_volterra_invariant(q):
-    """``H(q) = q1 - ln q1 + q2 - ln q2``, conserved by the flow, ``(...,)``."""
+    """``H(q) = q1 - ln q1 + q2 - ln q2``, conserved by the flow (numpy, over leading axes).
+
+    Parameters
+    ----------
+    q : array-like, shape=[..., 2]
+        Positive populations.
+
+    Returns
+    -------
+    numpy.ndarray, shape=[...]
+    """
+    q = np.asarray(q)
     return q[..., 0] - np.log(q[..., 0]) + q[..., 1] - np.log(q[..., 1])
 
 
 def lotka_volterra() -> LagrangeDiracSystem:
-    """The Lotka--Volterra Lagrangian on ``R^2`` (automatic partials; integrate with ``p0``)."""
+    """The Lotka--Volterra Lagrangian on ``R^2`` (automatic partials; integrate with ``p0``).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(2)``, degenerate (linear in ``v``): start it from
+        :data:`LOTKA_VOLTERRA_INITIAL` with the midpoint rule.
+    """
 
     def L(q, v):
-        return np.log(q[..., 1]) / q[..., 0] * v[..., 0] - lotka_volterra_invariant(q)
+        H = q[0] - jnp.log(q[0]) + q[1] - jnp.log(q[1])
+        return jnp.log(q[1]) / q[0] * v[0] - H
 
     return LagrangeDiracSystem(Euclidean(2), L, name="lotka_volterra")

@@ -1,4 +1,4 @@
-"""The worked interconnected systems (docs/interconnection.md).
+"""The worked interconnected systems (``docs/interconnection.md``).
 
 1. a mass--spring chain torn into two subsystems and joined by ``Sigma``;
 2. the LC loop assembled from an inductor and a capacitor (Kirchhoff's current law);
@@ -7,10 +7,16 @@
 4. a homogeneous ball rolling on a plane: SO(3) x R^2;
 5. a two-wheeled cart: two rolling disks (each an interconnection) joined by
    an axle -- an interconnection of interconnections.
+
+Every Lagrangian and partial is written for ONE point with ``jax.numpy``
+(``v[0]``, never ``v[..., 0]``); the engine batches with ``jax.vmap``. The
+closed-form reference solutions (``*_exact``) are plain numpy functions of
+time.
 """
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from ..interconnection import (
@@ -21,7 +27,9 @@ from ..interconnection import (
     rolling_ball_on_plane,
     rolling_without_slipping,
 )
-from ..manifolds import SE2, SO3, Euclidean
+from ..manifolds.euclidean import Euclidean
+from ..manifolds.se2 import SE2
+from ..manifolds.so3 import SO3
 from ..mechanics.system import LagrangeDiracSystem
 from .vehicles import KNIFE_EDGE_CONSTRAINT
 
@@ -38,19 +46,23 @@ __all__ = [
 ]
 
 
+
 # 1 ----------------------------------------------------------------- springs
 def mass_spring_monolithic(m1=1.0, m2=2.0, k1=3.0, k12=1.5, k2=2.0) -> LagrangeDiracSystem:
-    """Two masses on a line, walls -- k1 -- m1 -- k12 -- m2 -- k2 -- walls, on ``R^2``."""
+    """Two masses on a line, walls -- k1 -- m1 -- k12 -- m2 -- k2 -- walls, on ``R^2``.
+
+    ``L = m1/2 x1'^2 + m2/2 x2'^2 - k1/2 x1^2 - k12/2 (x2 - x1)^2 - k2/2 x2^2``.
+    """
 
     def L(q, v):
-        x1, x2 = q[..., 0], q[..., 1]
-        return (0.5 * m1 * v[..., 0] ** 2 + 0.5 * m2 * v[..., 1] ** 2
+        x1, x2 = q[0], q[1]
+        return (0.5 * m1 * v[0] ** 2 + 0.5 * m2 * v[1] ** 2
                 - 0.5 * k1 * x1**2 - 0.5 * k12 * (x2 - x1) ** 2 - 0.5 * k2 * x2**2)
 
     def partials(q, v):
-        x1, x2 = q[..., 0], q[..., 1]
-        dq = np.stack([-k1 * x1 + k12 * (x2 - x1), -k12 * (x2 - x1) - k2 * x2], -1)
-        return dq, np.stack([m1 * v[..., 0], m2 * v[..., 1]], -1)
+        x1, x2 = q[0], q[1]
+        dq = jnp.stack([-k1 * x1 + k12 * (x2 - x1), -k12 * (x2 - x1) - k2 * x2])
+        return dq, jnp.stack([m1 * v[0], m2 * v[1]])
 
     return LagrangeDiracSystem(Euclidean(2, names=("x1", "x2")), L, partials=partials, name="mass_spring")
 
@@ -64,56 +76,60 @@ def mass_spring_torn(m1=1.0, m2=2.0, k1=3.0, k12=1.5, k2=2.0) -> InterconnectedS
     """
 
     def L_left(q, v):
-        x1, y = q[..., 0], q[..., 1]
-        return 0.5 * m1 * v[..., 0] ** 2 - 0.5 * k1 * x1**2 - 0.5 * k12 * (y - x1) ** 2 + 0 * v[..., 1]
+        x1, y = q[0], q[1]
+        return 0.5 * m1 * v[0] ** 2 - 0.5 * k1 * x1**2 - 0.5 * k12 * (y - x1) ** 2 + 0.0 * v[1]
 
     def dL_left(q, v):
-        x1, y = q[..., 0], q[..., 1]
-        z = np.zeros_like(x1 + v[..., 0])
-        return np.stack([-k1 * x1 + k12 * (y - x1) + z, -k12 * (y - x1) + z], -1), np.stack([m1 * v[..., 0] + z, z], -1)
+        x1, y = q[0], q[1]
+        return (jnp.stack([-k1 * x1 + k12 * (y - x1), -k12 * (y - x1)]),
+                jnp.stack([m1 * v[0], jnp.zeros_like(v[1])]))
 
     def L_right(q, v):
-        return 0.5 * m2 * v[..., 0] ** 2 - 0.5 * k2 * q[..., 0] ** 2
+        return 0.5 * m2 * v[0] ** 2 - 0.5 * k2 * q[0] ** 2
 
     def dL_right(q, v):
         return -k2 * q, m2 * v
 
     left = LagrangeDiracSystem(Euclidean(2, names=("x1", "y")), L_left, partials=dL_left, name="left")
     right = LagrangeDiracSystem(Euclidean(1, names=("x2",)), L_right, partials=dL_right, name="right")
-    return interconnect(left, right, interaction=equal_velocities(("left", 1), ("right", 0)), name="mass_spring_torn")
+    return interconnect(left, right, interaction=equal_velocities(("left", 1), ("right", 0)),
+                        name="mass_spring_torn")
 
 
 # 2 ------------------------------------------------------------------ circuit
 def lc_from_elements(inductance=1.0, capacitance=0.25) -> InterconnectedSystem:
     """An inductor (``L = l/2 i^2``) and a capacitor (``L = -q^2/(2C)``, degenerate)
     joined by Kirchhoff's current law ``q_C' = q_L'``; oscillates at ``1/sqrt(l C)``."""
-    l, C = inductance, capacitance
+    ind, C = float(inductance), float(capacitance)
     inductor = LagrangeDiracSystem(
-        Euclidean(1, names=("q_L",)), lambda q, v: 0.5 * l * v[..., 0] ** 2 + 0 * q[..., 0],
-        partials=lambda q, v: (0 * q + 0 * v, l * v + 0 * q), name="inductor")
+        Euclidean(1, names=("q_L",)), lambda q, v: 0.5 * ind * v[0] ** 2,
+        partials=lambda q, v: (jnp.zeros_like(q), ind * v), name="inductor")
     capacitor = LagrangeDiracSystem(
-        Euclidean(1, names=("q_C",)), lambda q, v: -0.5 * q[..., 0] ** 2 / C + 0 * v[..., 0],
-        partials=lambda q, v: (-q / C + 0 * v, 0 * v + 0 * q), name="capacitor")
+        Euclidean(1, names=("q_C",)), lambda q, v: -0.5 * q[0] ** 2 / C + 0.0 * v[0],
+        partials=lambda q, v: (-q / C, jnp.zeros_like(v)), name="capacitor")
     return interconnect(capacitor, inductor, interaction=equal_velocities(("capacitor", 0), ("inductor", 0)),
                         name="lc_from_elements")
 
 
 # 3 ------------------------------------------------------------- rolling disk
-def _planar_body(mass, yaw_inertia, name="body", retraction="exp"):
+def _planar_body(mass, yaw_inertia, name="body", retraction="exp") -> LagrangeDiracSystem:
+    """A planar body on SE(2) that cannot slip sideways: ``L = m/2 (v_x^2 + v_y^2) + I/2 w^2``."""
+
     def L(q, v):
-        return 0.5 * mass * (v[..., 1] ** 2 + v[..., 2] ** 2) + 0.5 * yaw_inertia * v[..., 0] ** 2 + 0 * q[..., 0, 0]
+        return 0.5 * mass * (v[1] ** 2 + v[2] ** 2) + 0.5 * yaw_inertia * v[0] ** 2
 
     def partials(q, v):
-        dv = np.stack([yaw_inertia * v[..., 0], mass * v[..., 1], mass * v[..., 2]], -1)
-        return np.zeros_like(dv), dv
+        dv = jnp.stack([yaw_inertia * v[0], mass * v[1], mass * v[2]])
+        return jnp.zeros_like(dv), dv
 
     return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name=name)
 
 
-def _wheel(roll_inertia, name="wheel"):
+def _wheel(roll_inertia, name="wheel") -> LagrangeDiracSystem:
+    """A wheel's rolling angle on ``R``: ``L = I/2 phi'^2``."""
     return LagrangeDiracSystem(
-        Euclidean(1, names=("phi",)), lambda q, v: 0.5 * roll_inertia * v[..., 0] ** 2 + 0 * q[..., 0],
-        partials=lambda q, v: (0 * v + 0 * q, roll_inertia * v + 0 * q), name=name)
+        Euclidean(1, names=("phi",)), lambda q, v: 0.5 * roll_inertia * v[0] ** 2,
+        partials=lambda q, v: (jnp.zeros_like(v), roll_inertia * v), name=name)
 
 
 def rolling_disk(radius=0.5, mass=1.0, yaw_inertia=0.0625, roll_inertia=0.125, name="rolling_disk",
@@ -130,7 +146,7 @@ def rolling_disk(radius=0.5, mass=1.0, yaw_inertia=0.0625, roll_inertia=0.125, n
 
 
 def rolling_disk_exact(t, radius, theta_rate, phi_rate, x0=0.0, y0=0.0, theta0=0.0):
-    """``(x, y, theta, phi - phi0)`` of the rolling disk at times ``t`` ``(T,)``."""
+    """``(x, y, theta, phi - phi0)`` of the rolling disk at times ``t`` ``(T,)`` -> ``(T, 4)``."""
     t = np.asarray(t, dtype=float)
     th = theta0 + theta_rate * t
     speed = radius * phi_rate
@@ -150,12 +166,13 @@ def rolling_ball(radius=0.5, mass=1.0, retraction="exp") -> InterconnectedSystem
     SO(3) joined to ``centre`` on R^2 by ``x' = r (R w) x e3``."""
     inertia = 0.4 * mass * radius**2
     ball = LagrangeDiracSystem(
-        SO3(retraction), lambda q, v: 0.5 * inertia * np.sum(v * v, -1) + 0 * q[..., 0, 0],
-        partials=lambda q, v: (np.zeros_like(v), inertia * v), name="ball")
+        SO3(retraction), lambda q, v: 0.5 * inertia * jnp.sum(v * v),
+        partials=lambda q, v: (jnp.zeros_like(v), inertia * v), name="ball")
     centre = LagrangeDiracSystem(
-        Euclidean(2, names=("x", "y")), lambda q, v: 0.5 * mass * np.sum(v * v, -1) + 0 * q[..., 0],
-        partials=lambda q, v: (np.zeros_like(v), mass * v), name="centre")
-    return interconnect(ball, centre, interaction=rolling_ball_on_plane("ball", "centre", radius), name="rolling_ball")
+        Euclidean(2, names=("x", "y")), lambda q, v: 0.5 * mass * jnp.sum(v * v),
+        partials=lambda q, v: (jnp.zeros_like(v), mass * v), name="centre")
+    return interconnect(ball, centre, interaction=rolling_ball_on_plane("ball", "centre", radius),
+                        name="rolling_ball")
 
 
 def rolling_ball_exact(t, radius, spatial_omega, x0=(0.0, 0.0)):
@@ -166,12 +183,12 @@ def rolling_ball_exact(t, radius, spatial_omega, x0=(0.0, 0.0)):
 
 
 # 5 ------------------------------------------------------------ hierarchy
-def _axle(track, left="left", right="right", prefix_left="left.body", prefix_right="right.body"):
+def _axle(track, prefix_left="left.body", prefix_right="right.body"):
     # headings equal, and the right contact point moves like a point of the
     # left body at body offset (0, -track): v_Rx = v_Lx + track * omega.
     return (equal_velocities((prefix_right, 0), (prefix_left, 0))
-            + linear_interaction({(prefix_right, 1): 1.0, (prefix_left, 1): -1.0, (prefix_left, 0): -float(track)},
-                                 label="axle"))
+            + linear_interaction({(prefix_right, 1): 1.0, (prefix_left, 1): -1.0,
+                                  (prefix_left, 0): -float(track)}, label="axle"))
 
 
 def two_wheel_cart(track=1.0, radius=0.5, **disk) -> InterconnectedSystem:
@@ -183,7 +200,8 @@ def two_wheel_cart(track=1.0, radius=0.5, **disk) -> InterconnectedSystem:
     return interconnect(left, right, interaction=_axle(track), name="two_wheel_cart")
 
 
-def two_wheel_cart_flat(track=1.0, radius=0.5, mass=1.0, yaw_inertia=0.0625, roll_inertia=0.125) -> InterconnectedSystem:
+def two_wheel_cart_flat(track=1.0, radius=0.5, mass=1.0, yaw_inertia=0.0625,
+                        roll_inertia=0.125) -> InterconnectedSystem:
     """The same cart as one flat interconnection of its four elementary parts."""
     parts = [_planar_body(mass, yaw_inertia, "left_body"), _wheel(roll_inertia, "left_wheel"),
              _planar_body(mass, yaw_inertia, "right_body"), _wheel(roll_inertia, "right_wheel")]

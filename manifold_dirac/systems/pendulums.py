@@ -1,7 +1,17 @@
-"""Pendulums and oscillators on vector spaces (Euclidean coordinates)."""
+"""Pendulums and oscillators on vector spaces (Euclidean coordinates), and the
+spherical pendulum on S^2.
+
+Lagrangians, forces and analytic partials are written for one point with
+``jax.numpy``. The physical parameters are the system's ``params`` (traced:
+a system built with other values reuses the compiled step, and they are
+differentiable); called without them, the functions use the system's own.
+The exact solutions and the momentum map work on numpy arrays over leading
+axes.
+"""
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from ..manifolds import Euclidean
@@ -19,20 +29,56 @@ __all__ = [
 ]
 
 
+def _oscillator(P: dict):
+    """The oscillator's ``L(q, v, p)`` and its analytic partials (shared by the damped one)."""
+
+    def L(q, v, p=None):
+        p = P if p is None else p
+        return 0.5 * p["mass"] * jnp.sum(v * v) - 0.5 * p["stiffness"] * jnp.sum(q * q)
+
+    def partials(q, v, p=None):
+        p = P if p is None else p
+        return -p["stiffness"] * q, p["mass"] * v
+
+    return L, partials
+
+
 def harmonic_oscillator(n: int = 1, mass: float = 1.0, stiffness: float = 1.0) -> LagrangeDiracSystem:
-    """``L = m/2 |v|^2 - k/2 |q|^2`` on ``R^n``; exact solution :func:`harmonic_oscillator_exact`."""
+    """``L = m/2 |v|^2 - k/2 |q|^2`` on ``R^n``; exact solution :func:`harmonic_oscillator_exact`.
 
-    def L(q, v):
-        return 0.5 * mass * np.sum(v * v, axis=-1) - 0.5 * stiffness * np.sum(q * q, axis=-1)
+    Parameters
+    ----------
+    n : int
+        Dimension.
+    mass, stiffness : float
+        ``m`` and ``k``.
 
-    def partials(q, v):
-        return -stiffness * q, mass * v
-
-    return LagrangeDiracSystem(Euclidean(n), L, partials=partials, name="harmonic_oscillator")
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(n)`` with analytic partials; ``params = {"mass", "stiffness"}``.
+    """
+    P = {"mass": np.float64(mass), "stiffness": np.float64(stiffness)}
+    L, partials = _oscillator(P)
+    return LagrangeDiracSystem(Euclidean(n), L, partials=partials, name="harmonic_oscillator", params=P)
 
 
 def harmonic_oscillator_exact(t, q0, v0, mass: float = 1.0, stiffness: float = 1.0):
-    """``q(t), v(t)`` of :func:`harmonic_oscillator`, ``t`` of shape ``(T,)`` -> ``(T, n)``."""
+    """``q(t), v(t)`` of :func:`harmonic_oscillator`.
+
+    Parameters
+    ----------
+    t : array-like, shape=[T]
+        Times.
+    q0, v0 : array-like, shape=[n]
+        Initial position and velocity.
+    mass, stiffness : float
+        As in :func:`harmonic_oscillator`.
+
+    Returns
+    -------
+    q, v : numpy.ndarray, shape=[T, n]
+    """
     w = np.sqrt(stiffness / mass)
     t = np.asarray(t, dtype=float)[..., None]
     q = q0 * np.cos(w * t) + v0 / w * np.sin(w * t)
@@ -41,17 +87,49 @@ def harmonic_oscillator_exact(t, q0, v0, mass: float = 1.0, stiffness: float = 1
 
 
 def damped_oscillator(mass: float = 1.0, stiffness: float = 1.0, damping: float = 0.2) -> LagrangeDiracSystem:
-    """Oscillator on ``R^1`` with the force ``F = -c v`` (Lagrange--d'Alembert--Pontryagin, (24))."""
-    sysm = harmonic_oscillator(1, mass, stiffness)
+    """Oscillator on ``R^1`` with the force ``F = -c v`` (Lagrange--d'Alembert--Pontryagin, (24)).
 
-    def force(t, q, v):
-        return -damping * v
+    Parameters
+    ----------
+    mass, stiffness : float
+        As in :func:`harmonic_oscillator`.
+    damping : float
+        ``c``.
 
-    return LagrangeDiracSystem(sysm.Q, sysm.lagrangian, force=force, partials=sysm.analytic_partials, name="damped_oscillator")
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(1)`` with analytic partials;
+        ``params = {"mass", "stiffness", "damping"}``.
+    """
+    P = {"mass": np.float64(mass), "stiffness": np.float64(stiffness), "damping": np.float64(damping)}
+    L, partials = _oscillator(P)
+
+    def force(t, q, v, p=None):
+        p = P if p is None else p
+        return -p["damping"] * v
+
+    return LagrangeDiracSystem(Euclidean(1), L, force=force, partials=partials, name="damped_oscillator",
+                               params=P)
 
 
-def damped_oscillator_exact(t, q0: float, v0: float, mass: float = 1.0, stiffness: float = 1.0, damping: float = 0.2):
-    """Exact ``q(t)`` of the underdamped :func:`damped_oscillator`."""
+def damped_oscillator_exact(t, q0: float, v0: float, mass: float = 1.0, stiffness: float = 1.0,
+                            damping: float = 0.2):
+    """Exact ``q(t)`` of the underdamped :func:`damped_oscillator`.
+
+    Parameters
+    ----------
+    t : array-like, shape=[T]
+        Times.
+    q0, v0 : float
+        Initial position and velocity.
+    mass, stiffness, damping : float
+        As in :func:`damped_oscillator` (underdamped: ``c^2 < 4 m k``).
+
+    Returns
+    -------
+    numpy.ndarray, shape=[T]
+    """
     t = np.asarray(t, dtype=float)
     g = damping / (2 * mass)
     wd = np.sqrt(stiffness / mass - g * g)
@@ -59,50 +137,104 @@ def damped_oscillator_exact(t, q0: float, v0: float, mass: float = 1.0, stiffnes
 
 
 def pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81) -> LagrangeDiracSystem:
-    """Planar pendulum, angle from the downward vertical: ``L = m l^2/2 v^2 + m g l cos q``."""
+    """Planar pendulum, angle from the downward vertical: ``L = m l^2/2 v^2 + m g l cos q``.
 
-    def L(q, v):
-        return 0.5 * mass * length**2 * v[..., 0] ** 2 + mass * gravity * length * np.cos(q[..., 0])
+    Parameters
+    ----------
+    length, mass, gravity : float
+        ``l``, ``m``, ``g``.
 
-    def partials(q, v):
-        return -mass * gravity * length * np.sin(q), mass * length**2 * v
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(1)`` (coordinate ``theta``) with analytic partials;
+        ``params = {"ml2", "mgl"}`` (``m l^2`` and ``m g l``).
+    """
+    P = {"ml2": np.float64(mass * length**2), "mgl": np.float64(mass * gravity * length)}
 
-    return LagrangeDiracSystem(Euclidean(1, names=("theta",)), L, partials=partials, name="pendulum")
+    def L(q, v, p=None):
+        p = P if p is None else p
+        return 0.5 * p["ml2"] * v[0] ** 2 + p["mgl"] * jnp.cos(q[0])
+
+    def partials(q, v, p=None):
+        p = P if p is None else p
+        return -p["mgl"] * jnp.sin(q), p["ml2"] * v
+
+    Q = Euclidean(1, names=("theta",))
+    return LagrangeDiracSystem(Q, L, partials=partials, name="pendulum", params=P)
 
 
 def double_pendulum(
     l1: float = 1.0, l2: float = 1.0, m1: float = 1.0, m2: float = 1.0, gravity: float = 9.81
 ) -> LagrangeDiracSystem:
-    """Planar double pendulum, absolute angles from the downward vertical."""
+    """Planar double pendulum, absolute angles from the downward vertical.
 
-    def L(q, v):
-        a, b = q[..., 0], q[..., 1]
-        va, vb = v[..., 0], v[..., 1]
-        T = 0.5 * (m1 + m2) * l1**2 * va**2 + 0.5 * m2 * l2**2 * vb**2 + m2 * l1 * l2 * va * vb * np.cos(a - b)
-        V = -(m1 + m2) * gravity * l1 * np.cos(a) - m2 * gravity * l2 * np.cos(b)
+    Parameters
+    ----------
+    l1, l2 : float
+        Lengths of the rods.
+    m1, m2 : float
+        Masses of the bobs.
+    gravity : float
+        ``g``.
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(2)`` (coordinates ``theta1, theta2``) with analytic
+        partials; ``params = {"l1", "l2", "m1", "m2", "gravity"}``.
+    """
+    P = {"l1": np.float64(l1), "l2": np.float64(l2), "m1": np.float64(m1), "m2": np.float64(m2),
+         "gravity": np.float64(gravity)}
+
+    def unpack(p):
+        p = P if p is None else p
+        return p["l1"], p["l2"], p["m1"], p["m2"], p["gravity"]
+
+    def L(q, v, p=None):
+        l1, l2, m1, m2, g = unpack(p)
+        a, b = q[0], q[1]
+        va, vb = v[0], v[1]
+        T = (0.5 * (m1 + m2) * l1**2 * va**2 + 0.5 * m2 * l2**2 * vb**2
+             + m2 * l1 * l2 * va * vb * jnp.cos(a - b))
+        V = -(m1 + m2) * g * l1 * jnp.cos(a) - m2 * g * l2 * jnp.cos(b)
         return T - V
 
-    def partials(q, v):
-        a, b = q[..., 0], q[..., 1]
-        va, vb = v[..., 0], v[..., 1]
-        s = np.sin(a - b)
-        c = np.cos(a - b)
-        dqa = -m2 * l1 * l2 * va * vb * s - (m1 + m2) * gravity * l1 * np.sin(a)
-        dqb = m2 * l1 * l2 * va * vb * s - m2 * gravity * l2 * np.sin(b)
+    def partials(q, v, p=None):
+        l1, l2, m1, m2, g = unpack(p)
+        a, b = q[0], q[1]
+        va, vb = v[0], v[1]
+        s = jnp.sin(a - b)
+        c = jnp.cos(a - b)
+        dqa = -m2 * l1 * l2 * va * vb * s - (m1 + m2) * g * l1 * jnp.sin(a)
+        dqb = m2 * l1 * l2 * va * vb * s - m2 * g * l2 * jnp.sin(b)
         dva = (m1 + m2) * l1**2 * va + m2 * l1 * l2 * vb * c
         dvb = m2 * l2**2 * vb + m2 * l1 * l2 * va * c
-        return np.stack([dqa, dqb], -1), np.stack([dva, dvb], -1)
+        return jnp.stack([dqa, dqb]), jnp.stack([dva, dvb])
 
-    return LagrangeDiracSystem(Euclidean(2, names=("theta1", "theta2")), L, partials=partials, name="double_pendulum")
+    Q = Euclidean(2, names=("theta1", "theta2"))
+    return LagrangeDiracSystem(Q, L, partials=partials, name="double_pendulum", params=P)
 
 
 def spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81) -> LagrangeDiracSystem:
-    """Spherical pendulum on S^2 through the geomstats adapter (needs the ``geomstats`` extra).
+    """Spherical pendulum on S^2 through the geomstats adapter.
 
     Points are unit vectors ``q`` (the bob's direction from the pivot, ``z`` up),
     velocities frame coordinates in the adapter's orthonormal frame ``E(q)``:
     ``L = m l^2/2 |v|^2 - m g l q_z``. Invariants: the energy and the vertical
     angular momentum ``m l^2 e3 . (q x E(q) v)`` (rotations about ``e3``).
+    The adapter's closed forms do not import geomstats (only its
+    ``values="geomstats"`` cross-check does).
+
+    Parameters
+    ----------
+    length, mass, gravity : float
+        ``l``, ``m``, ``g``.
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Sphere2()`` with analytic partials; ``params = {"ml2", "mgl"}``.
 
     Notes
     -----
@@ -112,19 +244,36 @@ def spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 
     from ..manifolds.geomstats_adapter import Sphere2
 
     S2 = Sphere2()
-    ml2, mgl = mass * length**2, mass * gravity * length
+    P = {"ml2": np.float64(mass * length**2), "mgl": np.float64(mass * gravity * length)}
 
-    def L(q, v):
-        return 0.5 * ml2 * np.sum(v * v, axis=-1) - mgl * q[..., 2]
+    def L(q, v, p=None):
+        p = P if p is None else p
+        return 0.5 * p["ml2"] * jnp.sum(v * v) - p["mgl"] * q[2]
 
-    def partials(q, v):
+    def partials(q, v, p=None):
+        p = P if p is None else p
         E = S2.frame(q)
-        return -mgl * E[..., 2, :] + 0 * v, ml2 * v + 0 * E[..., 2, :]
+        return -p["mgl"] * E[2, :], p["ml2"] * v
 
-    return LagrangeDiracSystem(S2, L, partials=partials, name="spherical_pendulum")
+    return LagrangeDiracSystem(S2, L, partials=partials, name="spherical_pendulum", params=P)
 
 
 def spherical_pendulum_vertical_momentum(Q, q, p):
-    """``e3 . (q x E(q) p)``: the momentum map of rotations about the vertical, ``(..., )``."""
-    Ep = np.einsum("...ij,...j->...i", Q.frame(q), p)
+    """``e3 . (q x E(q) p)``: the momentum map of rotations about the vertical (numpy).
+
+    Parameters
+    ----------
+    Q : Sphere2
+        The manifold (its frame ``E``).
+    q : array-like, shape=[..., 3]
+        Unit vectors.
+    p : array-like, shape=[..., 2]
+        Momenta in frame coordinates.
+
+    Returns
+    -------
+    numpy.ndarray, shape=[...]
+    """
+    q = np.asarray(q)
+    Ep = np.einsum("...ij,...j->...i", np.asarray(Q.frame(q)), np.asarray(p))
     return np.cross(q, Ep)[..., 2]

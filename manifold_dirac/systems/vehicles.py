@@ -5,12 +5,20 @@ Points are poses ``[[R, x], [0, 1]]``, velocities body twists
 ``(omega, v_x, v_y)`` of the body frame whose origin is the blade's contact
 point and whose x-axis is the blade. "No sideways slip" is ``v_y = 0``:
 ``A = [0, 0, 1]``, constant in the body frame.
+
+Lagrangians, forces and analytic partials are written for one point with
+``jax.numpy``. The physical parameters are the system's ``params`` (traced:
+a system built with other values -- a heavier skate, another incline --
+reuses the compiled step, and they are differentiable); called without
+them, the functions use the system's own. The exact and reference
+solutions are numpy/scipy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax.numpy as jnp
 import numpy as np
 
 from ..manifolds import SE2
@@ -31,13 +39,16 @@ KNIFE_EDGE_CONSTRAINT = np.array([[0.0, 0.0, 1.0]])
 
 
 def _x_partial(q, weight):
-    # d/de x(q exp(e eta)) = R[0, :] . (eta_vx, eta_vy)
-    z = np.zeros(np.shape(q)[:-2])
-    return weight * np.stack([z, q[..., 0, 0], q[..., 0, 1]], -1)
+    """``weight * d/de x(q exp(e eta))`` as a covector: ``weight * (0, R[0, 0], R[0, 1])``."""
+    return weight * jnp.stack([jnp.zeros_like(q[0, 0]), q[0, 0], q[0, 1]])
 
 
 def inclined_knife_edge(
-    mass: float = 1.0, inertia: float = 0.5, gravity: float = 9.81, incline: float = 0.3, retraction: str = "exp"
+    mass: float = 1.0,
+    inertia: float = 0.5,
+    gravity: float = 9.81,
+    incline: float = 0.3,
+    retraction: str = "exp",
 ) -> LagrangeDiracSystem:
     """A knife edge on a plane inclined by ``incline`` (downhill along ``+x``).
 
@@ -45,22 +56,62 @@ def inclined_knife_edge(
     Exact solution from rest at the origin with ``omega(0) = w``:
     :func:`inclined_knife_edge_exact`. With ``incline = 0`` it is the free
     knife edge (Chaplygin skate).
+
+    Parameters
+    ----------
+    mass : float
+        Mass ``m``.
+    inertia : float
+        Moment of inertia ``J`` about the contact point.
+    gravity : float
+        Gravitational acceleration ``g``.
+    incline : float
+        Angle ``alpha`` of the plane (radians).
+    retraction : {"exp", "cayley", "so2xr2"}
+        Retraction of SE(2).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``SE2(retraction)`` with the constraint :data:`KNIFE_EDGE_CONSTRAINT`
+        and analytic partials; ``params = {"mass", "inertia", "pull"}`` with
+        ``pull = m g sin(alpha)``. Named ``"knife_edge"`` when ``incline = 0``.
     """
-    w = mass * gravity * np.sin(incline)
+    # the downhill pull m g sin(alpha) is one parameter: the free knife edge is the same program with 0
+    P = {"mass": np.float64(mass), "inertia": np.float64(inertia),
+         "pull": np.float64(mass * gravity * np.sin(incline))}
 
-    def L(q, v):
-        return 0.5 * mass * (v[..., 1] ** 2 + v[..., 2] ** 2) + 0.5 * inertia * v[..., 0] ** 2 + w * q[..., 0, 2]
+    def L(q, v, p=None):
+        p = P if p is None else p
+        kinetic = 0.5 * p["mass"] * (v[1] ** 2 + v[2] ** 2) + 0.5 * p["inertia"] * v[0] ** 2
+        return kinetic + p["pull"] * q[0, 2]
 
-    def partials(q, v):
-        dv = np.stack([inertia * v[..., 0], mass * v[..., 1], mass * v[..., 2]], -1)
-        return _x_partial(q, w) + 0 * dv, dv
+    def partials(q, v, p=None):
+        p = P if p is None else p
+        dv = jnp.stack([p["inertia"] * v[0], p["mass"] * v[1], p["mass"] * v[2]])
+        return _x_partial(q, p["pull"]), dv
 
     name = "inclined_knife_edge" if incline else "knife_edge"
-    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name=name)
+    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name=name,
+                               params=P)
 
 
 def knife_edge(mass: float = 1.0, inertia: float = 0.5, retraction: str = "exp") -> LagrangeDiracSystem:
-    """The free knife edge (Chaplygin skate): ``omega``, ``v_x`` constant, a circle."""
+    """The free knife edge (Chaplygin skate): ``omega``, ``v_x`` constant, a circle.
+
+    Parameters
+    ----------
+    mass, inertia : float
+        As in :func:`inclined_knife_edge`.
+    retraction : {"exp", "cayley", "so2xr2"}
+        Retraction of SE(2).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        :func:`inclined_knife_edge` with ``incline = 0`` (the same compiled
+        program: only a parameter differs).
+    """
     return inclined_knife_edge(mass, inertia, 0.0, 0.0, retraction)
 
 
@@ -69,31 +120,77 @@ def inclined_knife_edge_exact(t, omega: float = 1.0, gravity: float = 9.81, incl
 
     ``theta = w t``, ``x = g sin(a)/(2 w^2) sin^2(w t)``,
     ``y = g sin(a)/(2 w^2) (w t - sin(2 w t)/2)``, for any mass and inertia.
+
+    Parameters
+    ----------
+    t : array-like, shape=[T]
+        Times.
+    omega : float
+        The constant heading rate ``w`` (nonzero).
+    gravity, incline : float
+        As in :func:`inclined_knife_edge`.
+
+    Returns
+    -------
+    numpy.ndarray, shape=[T, 3]
     """
     t = np.asarray(t, dtype=float)
     c = gravity * np.sin(incline) / (2 * omega**2)
-    return np.stack([c * np.sin(omega * t) ** 2, c * (omega * t - 0.5 * np.sin(2 * omega * t)), omega * t], -1)
+    wt = omega * t
+    return np.stack([c * np.sin(wt) ** 2, c * (wt - 0.5 * np.sin(2 * wt)), wt], -1)
 
 
-def chaplygin_sled(mass: float = 1.0, inertia: float = 0.2, offset: float = 0.5, retraction: str = "exp") -> LagrangeDiracSystem:
+def chaplygin_sled(
+    mass: float = 1.0, inertia: float = 0.2, offset: float = 0.5, retraction: str = "exp"
+) -> LagrangeDiracSystem:
     """Chaplygin sled: blade at the body origin, centre of mass at ``(a, 0)``.
 
     The centre of mass moves with body velocity ``(v_x, v_y + a omega)``:
     ``L = m/2 (v_x^2 + (v_y + a omega)^2) + J/2 omega^2`` (``J`` about the
     centre of mass), ``v_y = 0``. Energy is conserved; the sled settles into
     straight-line motion (``omega -> 0``) as ``t -> +inf``.
+
+    Parameters
+    ----------
+    mass : float
+        Mass ``m``.
+    inertia : float
+        Moment of inertia ``J`` about the centre of mass.
+    offset : float
+        Distance ``a`` from the blade to the centre of mass along the blade.
+    retraction : {"exp", "cayley", "so2xr2"}
+        Retraction of SE(2).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``SE2(retraction)`` with :data:`KNIFE_EDGE_CONSTRAINT` and analytic
+        partials; ``params = {"mass", "inertia", "offset"}``.
     """
-    a = offset
+    P = {"mass": np.float64(mass), "inertia": np.float64(inertia), "offset": np.float64(offset)}
 
-    def L(q, v):
-        return 0.5 * mass * (v[..., 1] ** 2 + (v[..., 2] + a * v[..., 0]) ** 2) + 0.5 * inertia * v[..., 0] ** 2
+    def L(q, v, p=None):
+        p = P if p is None else p
+        m, a = p["mass"], p["offset"]
+        return 0.5 * m * (v[1] ** 2 + (v[2] + a * v[0]) ** 2) + 0.5 * p["inertia"] * v[0] ** 2
 
-    def partials(q, v):
-        s = mass * (v[..., 2] + a * v[..., 0])
-        dv = np.stack([a * s + inertia * v[..., 0], mass * v[..., 1], s], -1)
-        return np.zeros_like(dv) + 0 * _x_partial(q, 0.0), dv
+    def partials(q, v, p=None):
+        p = P if p is None else p
+        m, a = p["mass"], p["offset"]
+        s = m * (v[2] + a * v[0])
+        dv = jnp.stack([a * s + p["inertia"] * v[0], m * v[1], s])
+        return jnp.zeros_like(dv), dv
 
-    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name="chaplygin_sled")
+    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials,
+                               name="chaplygin_sled", params=P)
+
+
+def _default_drive(t):
+    return jnp.where(t < 2.0, 1.0, 0.0)
+
+
+def _default_steer(t):
+    return 0.5 * jnp.sin(t)
 
 
 def differential_drive(
@@ -110,22 +207,49 @@ def differential_drive(
     wheel forces, ``tau`` their difference times the half track, ``c`` a
     linear rolling resistance. Defaults: ``f = 1`` for ``t < 2`` then ``0``,
     ``tau = 0.5 sin(t)``.
+
+    Parameters
+    ----------
+    mass : float
+        Mass.
+    inertia : float
+        Yaw moment of inertia.
+    drive : callable ``t -> f``, optional
+        Forward force; a scalar time in, a scalar out, traced by JAX: write it
+        with ``jax.numpy`` (``jnp.where``, not ``if``).
+    steer : callable ``t -> tau``, optional
+        Yaw torque, likewise.
+    damping : float
+        Linear rolling resistance ``c``.
+    retraction : {"exp", "cayley", "so2xr2"}
+        Retraction of SE(2).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``SE2(retraction)`` with :data:`KNIFE_EDGE_CONSTRAINT`, the force
+        above and analytic partials; ``params = {"mass", "inertia", "damping"}``.
     """
-    f = drive if drive is not None else (lambda t: np.where(t < 2.0, 1.0, 0.0))
-    tq = steer if steer is not None else (lambda t: 0.5 * np.sin(t))
+    f = drive if drive is not None else _default_drive
+    tq = steer if steer is not None else _default_steer
+    P = {"mass": np.float64(mass), "inertia": np.float64(inertia), "damping": np.float64(damping)}
 
-    def L(q, v):
-        return 0.5 * mass * (v[..., 1] ** 2 + v[..., 2] ** 2) + 0.5 * inertia * v[..., 0] ** 2
+    def L(q, v, p=None):
+        p = P if p is None else p
+        return 0.5 * p["mass"] * (v[1] ** 2 + v[2] ** 2) + 0.5 * p["inertia"] * v[0] ** 2
 
-    def partials(q, v):
-        dv = np.stack([inertia * v[..., 0], mass * v[..., 1], mass * v[..., 2]], -1)
-        return np.zeros_like(dv), dv
+    def partials(q, v, p=None):
+        p = P if p is None else p
+        dv = jnp.stack([p["inertia"] * v[0], p["mass"] * v[1], p["mass"] * v[2]])
+        return jnp.zeros_like(dv), dv
 
-    def force(t, q, v):
-        z = np.zeros_like(v[..., 0])
-        return np.stack([tq(t) - damping * v[..., 0] + z, f(t) - damping * v[..., 1] + z, z], -1)
+    def force(t, q, v, p=None):
+        p = P if p is None else p
+        c = p["damping"]
+        return jnp.stack([tq(t) - c * v[0], f(t) - c * v[1], jnp.zeros_like(v[2])]).astype(v.dtype)
 
-    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, force=force, partials=partials, name="differential_drive")
+    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, force=force, partials=partials,
+                               name="differential_drive", params=P)
 
 
 def chaplygin_sled_reference(t, pose0=(0.0, 0.0, 0.0), omega0: float = 1.0, vx0: float = 1.0,
@@ -135,6 +259,21 @@ def chaplygin_sled_reference(t, pose0=(0.0, 0.0, 0.0), omega0: float = 1.0, vx0:
     Solves the reduced equations ``(J + m a^2) omega' = -m a v_x omega``,
     ``v_x' = a omega^2`` with ``theta' = omega``, ``(x, y)' = v_x (cos, sin)(theta)``
     by ``scipy.integrate.solve_ivp`` (DOP853, rtol = atol = 1e-12).
+
+    Parameters
+    ----------
+    t : array-like, shape=[T]
+        Times (``>= 0``).
+    pose0 : tuple of float
+        Initial ``(x, y, theta)``.
+    omega0, vx0 : float
+        Initial heading rate and forward speed.
+    mass, inertia, offset : float
+        As in :func:`chaplygin_sled`.
+
+    Returns
+    -------
+    numpy.ndarray, shape=[T, 3]
     """
     from scipy.integrate import solve_ivp
 
@@ -146,5 +285,7 @@ def chaplygin_sled_reference(t, pose0=(0.0, 0.0, 0.0), omega0: float = 1.0, vx0:
         return [vx * np.cos(th), vx * np.sin(th), w, -m * a * vx * w / (J + m * a * a), a * w * w]
 
     y0 = [pose0[0], pose0[1], pose0[2], omega0, vx0]
+    if not t.max() > 0.0:  # only t = 0 asked for: an empty time span is not an ODE solve
+        return np.broadcast_to(np.asarray(y0[:3], dtype=float), (t.size, 3)).copy()
     sol = solve_ivp(f, (0.0, float(t.max())), y0, t_eval=t, rtol=1e-12, atol=1e-12, method="DOP853")
     return sol.y[:3].T

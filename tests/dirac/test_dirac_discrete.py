@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dirac_strategies import TwoSystems, forms, random_kernel_vector, two_systems
 from hypothesis import given
 
 from manifold_dirac.dirac import (
@@ -16,6 +15,8 @@ from manifold_dirac.dirac import (
     discrete_interconnect,
     in_discrete_structure,
 )
+
+from .dirac_strategies import TwoSystems, forms, random_kernel_vector, two_systems
 
 SIGNS = ("+", "-")
 
@@ -47,7 +48,7 @@ class LinearOscillator:
         return q1, self.d_ld(q, q1)[1]
 
     def step_minus(self, A, q, p_tilde):
-        """DESIGN §3 one-step form of (53): p~_k + A^T mu_k + D1 L_d = 0, A(q_k - q_{k+1}) = 0."""
+        """The one-step form of (53) (docs/schemes.md, the minus scheme): p~_k + A^T mu_k + D1 L_d = 0, A(q_k - q_{k+1}) = 0."""
         xi, mu = self._kkt(A, p_tilde - 0.5 * self.h * self.K @ q, -1.0)
         q1 = q + xi
         return q1, p_tilde + A.T @ mu, self.d_ld(q, q1)[1]
@@ -213,7 +214,7 @@ def test_minus_trajectory_lies_in_the_discrete_structure():
     prev = None
     for _ in range(50):
         q1, p, p_tilde1 = osc.step_minus(a, q, p_tilde)
-        if prev is not None:  # step k-1 is complete once mu_k is known (DESIGN §3)
+        if prev is not None:  # step k-1 is complete once mu_k is known (docs/schemes.md, the minus scheme)
             q0, p0 = prev
             d1, d2 = osc.d_ld(q0, q)
             res = in_discrete_structure("-", a, p0, q0 - q, p, d1, d2)  # eta = R_{q_k}^{-1}(q_{k-1})

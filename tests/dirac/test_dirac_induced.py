@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dirac_strategies import TwoSystems, forms, random_kernel_vector, two_systems
 from hypothesis import given
 
 from manifold_dirac.dirac import (
@@ -18,6 +17,8 @@ from manifold_dirac.dirac import (
     interconnect,
     lagrange_dirac_residual,
 )
+
+from .dirac_strategies import TwoSystems, forms, random_kernel_vector, two_systems
 
 
 def _flipped_induced(A: np.ndarray) -> LinearDirac:

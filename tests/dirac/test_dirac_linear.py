@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dirac_strategies import forms
 from hypothesis import given
 from hypothesis import strategies as st
 
 from manifold_dirac.dirac import LinearDirac, LinearRelation, LinearSubspace, canonical_two_form
+
+from .dirac_strategies import forms
 
 
 def _skew(rng: np.random.Generator, n: int) -> np.ndarray:

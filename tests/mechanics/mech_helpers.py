@@ -1,8 +1,8 @@
-"""Shared helpers of the mechanics tests."""
+"""Shared helpers of the compiled-engine mechanics tests."""
 
 import numpy as np
 
-from manifold_dirac import integrate
+from manifold_dirac.mechanics.integrate import Integrator, integrate
 from manifold_dirac.systems import rigid_bodies
 
 
@@ -12,9 +12,14 @@ def heavy_top_reference(T, R0, w0):
 
 
 def run_errors(system, q0, v0, T, hs, error, **kw):
-    """Errors ``error(trajectory)`` of runs to time T for each h."""
+    """Errors ``error(trajectory)`` of runs to time T for each h (one compile: h is traced)."""
     out = []
     for h in hs:
         tr = integrate(system, q0, v0=v0, h=h, n_steps=int(round(T / h)), **kw)
         out.append(error(tr))
     return np.array(out)
+
+
+def declared(system, scheme, rule):
+    """The order an integrator declares for this system, scheme and rule."""
+    return Integrator(system, 0.1, scheme, rule).order

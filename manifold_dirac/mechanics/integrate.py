@@ -1,0 +1,793 @@
+"""Time stepping: the compiled trajectory loop, :class:`Integrator` and :func:`integrate`.
+
+A run is a sequence of compiled *chunks*: each chunk is one ``lax.scan``
+over ``CHUNK`` stored points, each stored point followed by ``stride - 1``
+unstored steps (an inner ``scan``), so memory is ``O(n_steps / stride)`` and
+nothing between stored points is materialized. ``h``, the initial data, the
+parameters and the step count are traced: changing them does not recompile.
+Between chunks the host copies the stored points out (numpy), which is where
+a run can be interrupted without losing what it computed, report progress,
+and stop early once every member has failed.
+
+Batches are ``jax.vmap`` of the one-member step map; the step index is shared
+by all members (unbatched), so the ``lax.cond`` that skips slots past the
+end stays a real branch under ``vmap``.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import DegenerateLagrangianWarning, RunInterrupted, StepError
+from ..manifolds.base import tree_where
+from .newton import SolverOptions
+from .rules import QuadratureRule, get_rule
+from .schemes import Scheme, get_scheme
+from .status import Status
+from .step import State, StepMap, StepRecord
+from .system import LagrangeDiracSystem, over_batch
+from .trajectory import Trajectory
+
+__all__ = ["CHUNK", "Integrator", "RunState", "integrate"]
+
+CHUNK = 256
+"""Stored points per compiled chunk (a fixed shape: one compile serves every run length)."""
+
+
+class Point(NamedTuple):
+    """One stored point of one member (inside the compiled loop)."""
+
+    q: Any
+    p: jax.Array
+    v: jax.Array
+    energy: jax.Array
+    status: jax.Array
+
+
+@dataclass
+class RunState:
+    """The state of a (batch of) trajectories between steps, on the host side.
+
+    Attributes
+    ----------
+    k : int
+        Step index.
+    t0 : float
+        Time at step 0 (``t_k = t0 + k h``).
+    members : State
+        The per-member state, batch axis flattened to one leading axis (or none).
+    batch_shape : tuple of int
+    q_prev : point or None
+        ``q_{k-1}`` (for the central velocity at ``q_k``).
+    v_init : array or None
+        The velocity recorded at step 0 (given ``v0``, or the Legendre inverse of ``p0``).
+    """
+
+    k: int
+    t0: float
+    members: State
+    batch_shape: tuple[int, ...]
+    q_prev: Any = None
+    v_init: Any = None
+
+    @property
+    def q(self) -> Any:
+        return _unflatten_batch(self.members.q, self.batch_shape)
+
+    @property
+    def status(self) -> np.ndarray:
+        return np.asarray(self.members.status).reshape(self.batch_shape)
+
+
+def _unflatten_batch(x: Any, B: tuple[int, ...]) -> Any:
+    return jax.tree.map(lambda a: jnp.reshape(a, (*B, *jnp.shape(a)[1 if B else 0:])), x)
+
+
+def _flatten_batch(x: Any, nb: int) -> Any:
+    if nb == 0:
+        return x
+    return jax.tree.map(lambda a: jnp.reshape(a, (int(np.prod(jnp.shape(a)[:nb])), *jnp.shape(a)[nb:])), x)
+
+
+# ---------------------------------------------------------------- compiled
+def compiled_functions(system: LagrangeDiracSystem) -> dict:
+    """The compiled functions of ``system`` (key: scheme, rule, options, kind).
+
+    They live on the system object itself, so they are freed with it (a
+    module-level table keyed by the system would keep every system and its
+    executables alive: each compiled function refers back to its system).
+    """
+    return system.__dict__.setdefault("_compiled_functions", {})
+
+
+def _compiled(sm: StepMap, kind: Any, build: Callable[[], Callable]) -> Callable:
+    """One compiled function per (system, scheme, rule, options, kind), kept with the system."""
+    cache = compiled_functions(sm.system)
+    key = (sm.scheme, sm.rule, sm.options, kind)
+    fn = cache.get(key)
+    if fn is None:
+        fn = cache[key] = build()
+    return fn
+
+
+def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_prev: Any, v_init: Any,
+                  use_v_init: Any, closing: Any, h: Any, params: Any) -> Point:
+    """The stored point at ``q_k``: momentum, central-difference velocity, energy, status."""
+    Q = sm.system.Q
+    fwd_ok = rec.status == Status.OK
+    back = -Q.inverse_retract(state.q, q_prev)
+    fwd = rec.xi
+    v = jnp.where(
+        have_prev,
+        jnp.where(fwd_ok, 0.5 * (fwd + back) / h, back / h),
+        jnp.where(use_v_init & jnp.all(jnp.isfinite(v_init)), v_init, fwd / h),
+    )
+    status = jnp.where(closing, state.status, rec.status)
+    failed = status != Status.OK
+    v = jnp.where(failed, jnp.nan, v)
+    energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, rec.p_start, params))
+    return Point(state.q, rec.p_start, v, energy, status)
+
+
+def _pack(tree: Any, spec: list, batched: bool) -> jax.Array:
+    """All leaves of ``tree`` raveled into one float64 vector per member (``(B, F)`` if batched).
+
+    One output array per stored point instead of one per field: on a CPU,
+    each separate output of a ``scan`` costs a dynamic update per iteration.
+    ``spec`` receives ``(treedef, [(shape, dtype), ...])`` at trace time.
+    """
+    leaves, treedef = jax.tree.flatten(tree)
+    lead = 1 if batched else 0
+    if not spec:
+        spec.append((treedef, [(tuple(x.shape[lead:]), x.dtype) for x in leaves]))
+    if batched:
+        return jnp.concatenate([jnp.reshape(x, (x.shape[0], -1)).astype(jnp.float64) for x in leaves], axis=-1)
+    return jnp.concatenate([jnp.ravel(x).astype(jnp.float64) for x in leaves])
+
+
+def _unpack(flat: np.ndarray, spec: tuple) -> Any:
+    """Inverse of :func:`_pack` on host arrays ``(..., F)``."""
+    treedef, shapes = spec
+    out, i = [], 0
+    for shape, dtype in shapes:
+        size = int(np.prod(shape))
+        out.append(flat[..., i:i + size].reshape(*flat.shape[:-1], *shape).astype(dtype, copy=False))
+        i += size
+    return jax.tree.unflatten(treedef, out)
+
+
+class _Store:
+    """The stored points on the host: one array per result field, filled chunk by chunk.
+
+    The arrays are allocated once, at full length, when the first chunk
+    arrives, and each chunk's packed output is copied into them and dropped:
+    the results are held once (no list of chunks, no concatenation, no
+    unpacking copy), so storing every point of a long run costs what the
+    :class:`Trajectory` holds plus one chunk.
+    """
+
+    def __init__(self, n_slots: int, spec: list):
+        self.n_slots, self.spec, self.filled, self.arrays = n_slots, spec, 0, None
+
+    def add(self, out: Any) -> None:
+        info, packed = out
+        m = min(len(info), self.n_slots - self.filled)
+        if m <= 0:
+            return
+        pts, recs = _unpack(np.asarray(packed[:m]), self.spec[0])
+        parts = {"t": info[:m, 0], "is_step": info[:m, 1] > 0, "q": pts.q, "p": pts.p, "v": pts.v,
+                 "energy": pts.energy, "xi": recs.xi, "mu": recs.mu,
+                 "constraint_residual": recs.constraint_residual, "error": recs.error,
+                 "iterations": recs.iterations}
+        if self.arrays is None:
+            self.arrays = jax.tree.map(lambda a: np.empty((self.n_slots, *a.shape[1:]), a.dtype), parts)
+        lo, hi = self.filled, self.filled + m
+
+        def put(dst: np.ndarray, src: np.ndarray) -> None:
+            dst[lo:hi] = src
+
+        jax.tree.map(put, self.arrays, parts)
+        self.filled = hi
+
+
+def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
+    """The compiled chunk: ``CHUNK`` slots, each one stored point and ``stride`` steps.
+
+    Inside a slot the ``stride`` steps are a ``scan`` whose first iteration
+    also records the point, so the step map appears once in the program
+    (compile time of one step). Control flow around the step is kept to one
+    ``lax.cond`` per slot (skipping slots past the end): selects, not
+    branches, inside, because each level of branching around the step costs
+    buffer traffic on a CPU. Steps past the end inside the last live slot
+    (at most ``stride - 1``) are computed and discarded.
+    """
+    member_step = sm.step
+    member_point = _member_point
+    if batched:
+        member_step = jax.vmap(sm.step, in_axes=(0, None, None, None, None, 0))
+        member_point = jax.vmap(_member_point, in_axes=(None, 0, 0, 0, None, 0, None, None, None, None))
+    spec: list = []
+
+    def chunk(members, q_prev, have_prev, v_init, k0, slot0, n_slots, n_total, t0, h, params, controls):
+        def control(k):
+            return None if controls is None else controls[..., jnp.clip(k, 0, controls.shape[-2] - 1), :]
+
+        def empty(st):
+            return (
+                Point(st.q, st.p, jnp.full_like(st.p, jnp.nan), jnp.full_like(st.fail_error, jnp.nan), st.status),
+                StepRecord(st.p, st.xi, st.mu, jnp.zeros_like(st.fail_error), jnp.zeros_like(st.status),
+                           jnp.zeros_like(st.fail_error), st.status),
+            )
+
+        def run_slot(carry):
+            st, qp, hp, k = carry
+            k_end = jnp.minimum(k + stride, n_total)
+
+            def sub(c, i):
+                st, qp, kk, out = c
+                new, rec = member_step(st, kk, t0 + kk * h, h, params, control(kk))
+                advance = kk < k_end
+                if stride == 1:
+                    out = (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h, params), rec)
+                else:
+                    # i is unbatched, so this is a real branch: the point is computed once per slot
+                    out = jax.lax.cond(
+                        i == 0,
+                        lambda: (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h, params), rec),
+                        lambda: out,
+                    )
+                return (tree_where(advance, new, st), tree_where(advance, st.q, qp), kk + advance, out), None
+
+            (st2, qp2, k2, (pt, rec)), _ = jax.lax.scan(sub, (st, qp, k, empty(st)), jnp.arange(stride))
+            slot_info = jnp.stack([t0 + k * h, (k < n_total).astype(jnp.float64), 1.0])
+            return (st2, qp2, hp | (k2 > k), k2), (slot_info, _pack((pt, rec), spec, batched))
+
+        def skip(carry):
+            st, k = carry[0], carry[3]
+            return carry, (jnp.stack([t0 + k * h, 0.0, 0.0]), _pack(empty(st), spec, batched))
+
+        def slot(carry, j):
+            return jax.lax.cond(slot0 + j < n_slots, run_slot, skip, carry)
+
+        return jax.lax.scan(slot, (members, q_prev, have_prev, k0), jnp.arange(CHUNK))
+
+    compiled = jax.jit(chunk)
+    compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
+    return compiled
+
+
+# -------------------------------------------------------------- integrator
+class Integrator:
+    """A discrete Lagrange--Dirac integrator for one system, stepped by hand or run.
+
+    Parameters
+    ----------
+    system : LagrangeDiracSystem
+    h : float
+        Time step (> 0); traced, so another ``h`` does not recompile.
+    scheme : {"symmetric", "plus", "minus"} or Scheme
+        The default is second order for nonholonomic systems.
+    discrete_lagrangian : {"midpoint", "trapezoid", "rectangle+", "rectangle-"} or QuadratureRule
+    solver : SolverOptions, optional
+    on_failure : {"raise", "mark"}, optional
+        ``raise`` (default for a single trajectory) raises the
+        :class:`~manifold_dirac.errors.StepError` subclass of the failure with
+        the partial trajectory; ``mark`` (default for a batch) marks the
+        failed member, freezes it, and goes on with the others.
+    """
+
+    def __init__(
+        self,
+        system: LagrangeDiracSystem,
+        h: float,
+        scheme: str | Scheme = "symmetric",
+        discrete_lagrangian: str | QuadratureRule = "midpoint",
+        solver: SolverOptions | None = None,
+        on_failure: str | None = None,
+    ):
+        if not isinstance(system, LagrangeDiracSystem):
+            raise TypeError(f"Integrator: system must be a LagrangeDiracSystem, got {type(system).__name__}")
+        self.h = _positive_step(h)
+        if on_failure not in (None, "raise", "mark"):
+            raise ValueError(f"Integrator: on_failure must be 'raise' or 'mark', got {on_failure!r}")
+        solver = SolverOptions() if solver is None else solver
+        if not isinstance(solver, SolverOptions):
+            raise TypeError(f"Integrator: solver must be a SolverOptions instance, got {type(solver).__name__}")
+        self.system = system
+        self.scheme = get_scheme(scheme)
+        self.rule = get_rule(discrete_lagrangian)
+        self.solver = solver
+        self.on_failure = on_failure
+        self.stepmap = StepMap(system, self.scheme, self.rule, solver)
+
+    @property
+    def order(self) -> int:
+        """Declared order of this scheme and rule on this retraction (constrained or not)."""
+        return self.scheme.order_with(self.rule, self.system.Q, constrained=self.system.n_constraints > 0)
+
+    def __repr__(self) -> str:
+        return (f"Integrator({self.system!r}, h={self.h:g}, scheme={self.scheme.name!r}, "
+                f"discrete_lagrangian={self.rule.name!r})")
+
+    # --------------------------------------------------------------- start
+    def initial_state(self, q0: Any, v0: Any = None, p0: Any = None, t0: float = 0.0) -> RunState:
+        """Validate initial data (eagerly) and build the state at ``t0``.
+
+        Parameters
+        ----------
+        q0 : point, shape=[*B, *point_shape]
+        v0 : array-like, shape=[*B, n], optional
+            Initial velocity in frame coordinates; must lie in ``Delta(q0)``.
+        p0 : array-like, shape=[*B, n], optional
+            Initial momentum; with ``v0`` it must equal ``dL/dv(q0, v0)``.
+            For the ``minus`` scheme it is the pre-momentum ``p~_0``.
+        t0 : float
+
+        Raises
+        ------
+        ValueError, TypeError
+            For a point off the manifold, wrong shapes or types, non-finite
+            values, ``v0`` outside ``Delta(q0)`` or ``p0`` inconsistent with ``v0``.
+        """
+        sysm, Q, n = self.system, self.system.Q, self.system.dim
+        t0 = _finite_float(t0, "t0")
+        q0 = Q.check_point(q0, name="q0")
+        B = Q.batch_shape(q0)
+        if v0 is None and p0 is None:
+            raise ValueError("initial_state: give the initial velocity v0 or the initial momentum p0")
+        vv = _vector(v0, B, n, "v0") if v0 is not None else None
+        pp = _vector(p0, B, n, "p0") if p0 is not None else None
+        ev = lambda method, *a: sysm.evaluate(method, q0, *a)
+        m = sysm.n_constraints
+        if m:
+            _check_constraint_rank(sysm, np.asarray(ev("constraint_matrix")).reshape(-1, m, n))
+        if vv is not None:
+            if m:
+                A = np.asarray(ev("constraint_matrix"))
+                viol = np.max(np.abs(np.einsum("...ij,...j->...i", A, vv)), axis=-1)
+                tol = 1e-9 * (1.0 + np.max(np.abs(vv), axis=-1))
+                if np.any(viol > tol):
+                    i = np.unravel_index(np.argmax(viol - tol), viol.shape) if viol.ndim else ()
+                    raise ValueError(
+                        f"v0 is not in the constraint distribution: |A(q0) v0| = {np.max(viol):.3e} "
+                        f"(batch index {list(i)}); the initial velocity must satisfy A(q0) v0 = 0"
+                    )
+            pv = np.asarray(ev("momentum", vv))
+            if not np.all(np.isfinite(pv)):
+                raise ValueError("dL/dv(q0, v0) is not finite: the Lagrangian is not defined at the initial data")
+            if pp is not None:
+                dev = np.max(np.abs(pp - pv))
+                if dev > 1e-8 * (1.0 + np.max(np.abs(pv))):
+                    raise ValueError(f"p0 differs from dL/dv(q0, v0) by {dev:.3e}: give v0 or p0, or a consistent pair")
+            pp = pv
+            xi0 = self.h * vv
+            v_init = vv
+        else:
+            xi0 = np.zeros((*B, n))
+            v_init = None
+        assert pp is not None
+        if not self.rule.degenerate_safe:
+            self._warn_if_degenerate(q0, vv if vv is not None else np.zeros((*B, n)))
+        nb = len(B)
+        members = over_batch(self.stepmap.initial, nb)(q0, jnp.asarray(pp), jnp.asarray(xi0))
+        return RunState(k=0, t0=t0, members=_flatten_batch(members, nb), batch_shape=B,
+                        q_prev=None, v_init=None if v_init is None else _flatten_batch(jnp.asarray(v_init), nb))
+
+    def _warn_if_degenerate(self, q0: Any, v0: np.ndarray) -> None:
+        """Warn when ``d^2L/dv^2`` is singular on ``ker A(q0)`` and the rule is not degenerate-safe."""
+        sysm = self.system
+        hess = lambda q, v: jax.jacfwd(lambda w: sysm.momentum(q, w, sysm.params))(v)
+        H = np.asarray(over_batch(hess, len(Q_batch := sysm.Q.batch_shape(q0)))(q0, jnp.asarray(v0)))
+        H = H.reshape(-1, *H.shape[-2:])
+        if sysm.n_constraints:
+            A = np.asarray(sysm.evaluate("constraint_matrix", q0)).reshape(-1, sysm.n_constraints, sysm.dim)
+            A = np.broadcast_to(A, (H.shape[0], *A.shape[1:]))
+            _, _, vt = np.linalg.svd(A)
+            N = np.swapaxes(vt[..., sysm.n_constraints:, :], -1, -2)
+            H = np.swapaxes(N, -1, -2) @ H @ N
+        del Q_batch
+        if H.shape[-1] == 0:
+            return
+        sv = np.linalg.svd(H, compute_uv=False)
+        if np.any(sv[..., -1] <= 1e-8 * np.maximum(sv[..., 0], 1e-300)):
+            warnings.warn(
+                f"the Lagrangian of {sysm.name or 'this system'} is degenerate on the constraint distribution "
+                f"(d2L/dv2 is singular there: linear in some velocities) and the discrete Lagrangian "
+                f"{self.rule.name!r} is not known to be stable for such systems (rectangle rules: singular "
+                "steps; trapezoid: parasitic modes). Use discrete_lagrangian='midpoint'.",
+                DegenerateLagrangianWarning,
+                stacklevel=3,
+            )
+
+    # ---------------------------------------------------------------- step
+    def step(self, state: RunState, u: Any = None) -> tuple[RunState, StepRecord]:
+        """Advance one step ``k -> k+1`` (compiled; for control loops).
+
+        Parameters
+        ----------
+        state : RunState
+        u : array-like, shape=[*B, n], optional
+            A control covector added to the force, held over the step.
+
+        Raises
+        ------
+        StepError
+            When a member fails and failures are raised (see ``on_failure``).
+        """
+        B = state.batch_shape
+        batched = bool(B)
+        sm = self.stepmap
+
+        def build():
+            f = sm.step
+            if batched:
+                f = jax.vmap(f, in_axes=(0, None, None, None, None, 0))
+            return jax.jit(f)
+
+        fn = _compiled(sm, ("step", batched, u is None), build)
+        uu = None if u is None else _flatten_batch(jnp.asarray(_vector(u, B, self.system.dim, "u")), len(B))
+        h = jnp.asarray(self.h)
+        new, rec = fn(state.members, jnp.int32(state.k), state.t0 + state.k * self.h, h, self.system.params, uu)
+        out = RunState(state.k + 1, state.t0, new, B, state.members.q, state.v_init)
+        self._raise_if_failed(out, partial=None)
+        return out, rec
+
+    # ----------------------------------------------------------------- run
+    def run(self, state: RunState, n_steps: int, *, stride: int = 1, controls: Any = None,
+            progress: bool = False, callback: Callable[[RunState], Any] | None = None) -> Trajectory:
+        """Take ``n_steps`` steps from ``state`` and record every ``stride``-th point (and the last).
+
+        Parameters
+        ----------
+        state : RunState
+        n_steps : int
+        stride : int
+            Store every ``stride``-th point; memory stays ``O(n_steps / stride)``.
+        controls : array-like, shape=[n_steps, *B, n], optional
+            Control covectors added to the force, one per step (zero-order hold).
+        progress : bool
+            Show a progress bar (tqdm) if the run takes more than a second.
+        callback : callable ``(state) -> bool | None``, optional
+            Called on the host after every compiled chunk (``CHUNK * stride``
+            steps) with the current :class:`RunState`; returning ``False``
+            stops the run there. (A per-step Python callback would defeat the
+            compiled loop: step by step, use :meth:`step`.)
+
+        Returns
+        -------
+        Trajectory
+
+        Raises
+        ------
+        StepError
+            With ``.trajectory`` holding the points computed so far.
+        RunInterrupted
+            On Ctrl-C, with ``.trajectory`` holding the points computed so far.
+        """
+        n_steps = _count(n_steps, "n_steps", minimum=0)
+        stride = _count(stride, "stride", minimum=1)
+        B, nb = state.batch_shape, len(state.batch_shape)
+        sm, sysm, h = self.stepmap, self.system, self.h
+        n = sysm.dim
+        if controls is not None:
+            c = np.asarray(controls, dtype=float)
+            if c.shape[:1] != (n_steps,) or c.shape[-1:] != (n,):
+                raise ValueError(f"controls: expected shape ({n_steps}, *batch, {n}), got {c.shape}")
+            c = np.broadcast_to(c, (n_steps, *B, n)).reshape((n_steps, -1, n) if nb else (n_steps, n))
+            if nb:
+                c = np.moveaxis(c, 0, 1)  # (members, n_steps, n): vmapped over members
+            controls_j = jnp.asarray(c)
+        else:
+            controls_j = None
+        fn = _compiled(sm, ("chunk", stride, bool(nb), controls is None),
+                       lambda: _build_chunk(sm, stride, bool(nb)))
+        n_slots = -(-n_steps // stride) + 1
+        members = state.members
+        q_prev = state.q_prev if state.q_prev is not None else members.q
+        have_prev = state.q_prev is not None
+        v_init = state.v_init if state.v_init is not None else jnp.zeros_like(members.p)
+        use_v_init = state.v_init is not None and state.k == 0
+        k = state.k
+        store = _Store(n_slots, fn.spec)
+        start = time.perf_counter()
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=n_steps, delay=1.0, unit="step", leave=False)
+        interrupted = False
+        slot0 = 0
+        n_total = state.k + n_steps
+        try:
+            while slot0 < n_slots:
+                args = (members, q_prev, jnp.bool_(have_prev), v_init if use_v_init else jnp.full_like(v_init, jnp.nan),
+                        jnp.int32(k), jnp.int32(slot0), jnp.int32(n_slots), jnp.int32(n_total),
+                        jnp.asarray(state.t0), jnp.asarray(h), sysm.params, controls_j)
+                (members, q_prev, hp, kk), out = fn(*args)
+                have_prev = bool(hp)
+                k = int(kk)
+                store.add(jax.device_get(out))
+                slot0 += CHUNK
+                if bar is not None:
+                    bar.update(min(k - state.k, n_steps) - bar.n)
+                st = np.asarray(members.status)
+                if np.all(st != Status.OK) or (np.any(st != Status.OK) and self._raises(B)):
+                    break
+                if callback is not None and slot0 < n_slots:
+                    if callback(RunState(k, state.t0, members, B, q_prev, None)) is False:
+                        # one more (closing) slot records the state the callback saw, then the run ends
+                        n_total, n_slots = k, slot0 + 1
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            if bar is not None:
+                bar.close()
+        final = RunState(k, state.t0, members, B, q_prev, None)
+        tr = self._assemble(store, n_slots, final, stride, time.perf_counter() - start, interrupted)
+        if interrupted:
+            kept = "no point was stored yet" if tr is None else f"the {tr.n_points} points computed so far are in .trajectory"
+            raise RunInterrupted(f"integration interrupted at step {k} (t = {state.t0 + k * h:g}); {kept}", tr)
+        self._raise_if_failed(final, partial=tr)
+        return tr
+
+    def _raises(self, B: tuple[int, ...]) -> bool:
+        return self.on_failure == "raise" or (self.on_failure is None and B == ())
+
+    # ------------------------------------------------------------ boundary
+    def _raise_if_failed(self, state: RunState, partial: Trajectory | None) -> None:
+        if not self._raises(state.batch_shape):
+            return
+        st = np.atleast_1d(np.asarray(state.members.status))
+        if np.all(st == Status.OK):
+            return
+        i = int(np.argmax(st != Status.OK))
+        code, msg = self._diagnosed(state, i)
+        fs = int(np.atleast_1d(np.asarray(state.members.fail_step))[i])
+        err = float(np.atleast_1d(np.asarray(state.members.fail_error))[i])
+        exc_type = code.exception or StepError
+        raise exc_type(msg, step=fs, time=state.t0 + fs * self.h, residual=err, trajectory=partial)
+
+    def _message(self, state: RunState, i: int) -> str:
+        return self._diagnosed(state, i)[1]
+
+    def _diagnosed(self, state: RunState, i: int) -> tuple[Status, str]:
+        """The refined status of failed member ``i`` (flat index) and its full message."""
+        code = Status(int(np.atleast_1d(np.asarray(state.members.status))[i]))
+        if code == Status.INTERRUPTED:
+            return code, code.summary
+        fs = int(np.atleast_1d(np.asarray(state.members.fail_step))[i])
+        err = float(np.atleast_1d(np.asarray(state.members.fail_error))[i])
+        member = tuple(int(x) for x in np.unravel_index(i, state.batch_shape)) if state.batch_shape else None
+        code, detail = self._diagnose(state, i, code, fs)
+        return code, code.describe(step=fs, time=state.t0 + fs * self.h, member=member, h=self.h, residual=err,
+                                   max_iter=self.solver.max_iter, detail=detail)
+
+    def _diagnose(self, state: RunState, i: int, code: Status, k: int) -> tuple[Status, str]:
+        """Refine a failure eagerly at the frozen state of member ``i`` (outside compiled code)."""
+        sm, sysm, h, params = self.stepmap, self.system, self.h, self.system.params
+        mem = jax.tree.map(lambda a: a[i], state.members) if state.batch_shape else state.members
+        t = state.t0 + k * h
+        if code == Status.DOMAIN:
+            return code, f"retraction {sysm.Q.retraction.name!r} of {sysm.Q!r}, |xi| would exceed its domain"
+        if code in (Status.NONFINITE, Status.NO_CONVERGENCE):
+            v = mem.xi / h
+            checks = [("the Lagrangian L(q, v)", lambda: sysm.lagrangian(mem.q, v, params)),
+                      ("the partials of L", lambda: jnp.concatenate(sysm.partials(mem.q, v, params)))]
+            if sysm.n_constraints:
+                checks.append(("the constraint A(q)", lambda: sysm.constraint_matrix(mem.q, params)))
+            if sysm.has_force:
+                checks.append(("the force F(t, q, v)", lambda: sysm.force(t, mem.q, v, params)))
+            for name, f in checks:
+                if not np.all(np.isfinite(np.asarray(f()))):
+                    return Status.NONFINITE, f": {name} returned NaN/inf at this step's state"
+            z = jnp.concatenate([mem.xi, mem.mu])
+            J = np.asarray(jax.jacfwd(lambda z: sm.equations(z, mem.q, mem.p, t, h, params)[0])(z))
+            if np.all(np.isfinite(J)) and J.size:
+                Je = J / np.maximum(np.abs(J).max(axis=1, keepdims=True), 1e-300)
+                Je = Je / np.maximum(np.abs(Je).max(axis=0, keepdims=True), 1e-300)
+                s = np.linalg.svd(Je, compute_uv=False)
+                cond = s[0] / s[-1] if s[-1] > 0 else np.inf
+                if cond > 1e13:
+                    return Status.ILL_POSED, f"condition number of the equilibrated Newton matrix {cond:.3e}"
+            if code == Status.NONFINITE:
+                return code, " (an iterate left the region where the functions are finite)"
+        return code, ""
+
+    # ------------------------------------------------------------- assemble
+    def _assemble(self, store: _Store, n_slots: int, final: RunState, stride: int, wall: float,
+                  interrupted: bool) -> Trajectory | None:
+        sysm, Q = self.system, self.system.Q
+        B, nb = final.batch_shape, len(final.batch_shape)
+        if store.arrays is None:  # interrupted before the first chunk came back
+            return None
+        a = store.arrays
+        t, is_step = a["t"][:store.filled], a["is_step"][:store.filled]
+        n_rec = min(len(t), n_slots)
+        # a raised failure: keep the points up to the failed step
+        st = np.atleast_1d(np.asarray(final.members.status))
+        if self._raises(B) and np.any(st != Status.OK):
+            fs = int(np.min(np.atleast_1d(np.asarray(final.members.fail_step))[st != Status.OK]))
+            ks = np.rint((t[:n_rec] - final.t0) / self.h).astype(int)
+            n_rec = int(np.searchsorted(ks, fs, side="right"))
+        keep = slice(0, n_rec)
+        unflat = lambda x: x.reshape((x.shape[0], *B, *x.shape[2:])) if nb else x
+        q = jax.tree.map(lambda x: unflat(x[keep]), a["q"])
+        # the slots that took a step are a prefix (the step index only grows): slices, not copies
+        n_step_slots = int(np.count_nonzero(is_step[keep]))
+        if not np.all(is_step[:n_step_slots]):  # an internal invariant, never a user error
+            raise RuntimeError("manifold_dirac: the stored steps are not a prefix of the stored points (a bug)")
+        steps = slice(0, n_step_slots)
+        n_steps_taken = final.k
+        meta = {
+            "h": self.h, "scheme": self.scheme.name, "discrete_lagrangian": self.rule.name, "order": self.order,
+            "system": sysm.name or "unnamed", "manifold": repr(Q), "n_steps": n_steps_taken, "stride": stride,
+            "total_iterations": int(np.sum(a["iterations"][steps])), "wall_time": wall,
+            "names": getattr(sysm, "subsystem_slices", None), "interrupted": interrupted,
+        }
+        status = np.asarray(final.members.status).reshape(B) if nb else np.asarray(final.members.status)
+        messages = tuple(self._message(final, i) for i in np.flatnonzero(np.atleast_1d(status).ravel() != Status.OK))
+        if interrupted:
+            status = np.where(status == Status.OK, int(Status.INTERRUPTED), status)
+        return Trajectory(
+            t=t[keep], q=q, p=unflat(a["p"][keep]), v=unflat(a["v"][keep]), energy=unflat(a["energy"][keep]),
+            xi=unflat(a["xi"][steps]), mu=unflat(a["mu"][steps]),
+            constraint_residual=unflat(a["constraint_residual"][steps]), residual=unflat(a["error"][steps]),
+            iterations=unflat(a["iterations"][steps]), status=status, messages=messages, meta=meta,
+        )
+
+
+# ------------------------------------------------------------- validation
+def _positive_step(h: Any) -> float:
+    try:
+        hf = float(h)
+    except (TypeError, ValueError):
+        raise TypeError(f"the step h must be a positive number, got {h!r}") from None
+    if not (np.isfinite(hf) and hf > 0):
+        raise ValueError(f"the step h must be a positive finite number, got {h!r}")
+    return hf
+
+
+def _finite_float(x: Any, name: str) -> float:
+    try:
+        xf = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a finite number, got {x!r}") from None
+    if not np.isfinite(xf):
+        raise ValueError(f"{name} must be a finite number, got {x!r}")
+    return xf
+
+
+def _count(x: Any, name: str, minimum: int) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {x!r}")
+    return int(x)
+
+
+def _vector(x: Any, B: tuple[int, ...], n: int, name: str) -> np.ndarray:
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected real frame coordinates of shape (*batch, {n}), got {type(x).__name__}") from None
+    if a.shape[-1:] != (n,):
+        raise ValueError(f"{name}: expected frame coordinates of shape (*batch, {n}), got shape {a.shape}")
+    try:
+        a = np.broadcast_to(a, (*B, n)).copy()
+    except ValueError:
+        raise ValueError(f"{name}: shape {a.shape} does not match the batch shape {B} of q0") from None
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: contains non-finite values")
+    return a
+
+
+def _check_constraint_rank(sysm: LagrangeDiracSystem, A: np.ndarray) -> None:
+    """Refuse linearly dependent constraint one-forms at q0 (a non-regular distribution)."""
+    m, n = A.shape[-2:]
+    if m > n:
+        raise ValueError(f"the {m} constraint one-forms of {sysm.name or 'this system'} on a {n}-dimensional "
+                         "manifold cannot be independent: the distribution is not regular")
+    s = np.linalg.svd(A, compute_uv=False)
+    rank = np.sum(s > 1e-10 * np.maximum(s[..., :1], 1e-300), axis=-1)
+    if np.any(rank < m):
+        raise ValueError(
+            f"the constraint one-forms of {sysm.name or 'this system'} are linearly dependent at q0 (rank "
+            f"{int(np.min(rank))} < {m} rows; smallest singular value {float(np.min(s[..., -1])):.2e}): the "
+            "constraint distribution is not regular there. Drop the redundant one-forms."
+        )
+
+
+def integrate(
+    system: LagrangeDiracSystem,
+    q0: Any,
+    v0: Any = None,
+    p0: Any = None,
+    *,
+    h: float,
+    n_steps: int,
+    scheme: str | Scheme = "symmetric",
+    discrete_lagrangian: str | QuadratureRule = "midpoint",
+    t0: float = 0.0,
+    stride: int = 1,
+    controls: Any = None,
+    progress: bool = False,
+    callback: Callable[[RunState], Any] | None = None,
+    on_failure: str | None = None,
+    solver: SolverOptions | None = None,
+) -> Trajectory:
+    """Integrate a Lagrange--Dirac system with a discrete Lagrange--Dirac scheme.
+
+    Parameters
+    ----------
+    system : LagrangeDiracSystem
+    q0 : point, shape=[*B, *point_shape]
+        Initial configuration; leading axes ``*B`` integrate a batch.
+    v0, p0 : array-like, shape=[*B, n]
+        Initial velocity and/or momentum (see :meth:`Integrator.initial_state`).
+    h : float
+        Time step.
+    n_steps : int
+    scheme : {"symmetric", "plus", "minus"} or Scheme
+        ``plus`` is (52), ``minus`` (53), ``symmetric`` the second-order
+        scheme with the constraint at the retraction midpoint (default).
+    discrete_lagrangian : {"midpoint", "trapezoid", "rectangle+", "rectangle-"} or QuadratureRule
+    t0 : float
+    stride : int
+        Store every ``stride``-th point (and the last).
+    controls : array-like, shape=[n_steps, *B, n], optional
+        Control covectors added to the force, one per step.
+    progress, callback
+        See :meth:`Integrator.run`.
+    on_failure : {"raise", "mark"}, optional
+    solver : SolverOptions, optional
+
+    Returns
+    -------
+    Trajectory
+
+    Notes
+    -----
+    Each step solves the scheme's equations (``docs/schemes.md``) by Newton's
+    method in the chart centred at ``q_k``; see :class:`StepMap`.
+    """
+    integ = Integrator(system, h, scheme, discrete_lagrangian, solver, on_failure)
+    state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0)
+    if v0 is None and not integ.scheme.carries_pre_momentum:
+        state.v_init = legendre_inverse(system, state)
+    return integ.run(state, n_steps, stride=stride, controls=controls, progress=progress, callback=callback)
+
+
+def legendre_inverse(system: LagrangeDiracSystem, state: RunState, max_iter: int = 30) -> jax.Array | None:
+    """``v in Delta(q)`` with ``dL/dv(q, v) - p in Delta°(q)``: the velocity of given momenta.
+
+    Solves ``dL/dv(q, v) - p + A(q)^T lam = 0``, ``A(q) v = 0`` by Newton's
+    method with the exact Hessian (autodiff). Returns None when the
+    Lagrangian is degenerate there (the system has no unique solution).
+    """
+    n, m, params = system.dim, system.n_constraints, system.params
+
+    def solve_one(q, p):
+        A = system.constraint_matrix(q, params)
+
+        def r(z):
+            v, lam = z[:n], z[n:]
+            return jnp.concatenate([system.momentum(q, v, params) - p + A.T @ lam, A @ v])
+
+        def body(_, z):
+            return z - jnp.linalg.solve(jax.jacfwd(r)(z), r(z))
+
+        z = jax.lax.fori_loop(0, 8, body, jnp.zeros(n + m))
+        return z[:n], jnp.max(jnp.abs(r(z))) <= 1e-9 * (1 + jnp.max(jnp.abs(p)))
+
+    members = state.members
+    f = jax.vmap(solve_one) if state.batch_shape else solve_one
+    v, ok = f(members.q, members.p)
+    if not bool(np.all(np.asarray(ok))):
+        return None
+    return v

@@ -1,0 +1,46 @@
+"""JAX configuration: float64 on import, the persistent compilation cache on by default and switchable."""
+
+import os
+import subprocess
+import sys
+
+import jax
+
+import manifold_dirac  # noqa: F401
+
+
+def _run(code: str, **env: str) -> str:
+    full = {**os.environ, **env}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip()
+
+
+def test_float64_is_enabled_on_import():
+    assert jax.config.jax_enable_x64
+    assert jax.numpy.zeros(2).dtype == jax.numpy.float64
+
+
+def test_the_compilation_cache_is_on_by_default_in_the_user_cache_directory(tmp_path):
+    code = "import manifold_dirac, manifold_dirac.config as c; print(c.cache_directory())"
+    env = {k: v for k, v in os.environ.items() if k != "MANIFOLD_DIRAC_JAX_CACHE"}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == str(tmp_path / "manifold_dirac" / "jax")
+
+
+def test_the_cache_can_be_switched_off_or_moved(tmp_path):
+    code = "import manifold_dirac, manifold_dirac.config as c; print(c.cache_directory())"
+    assert _run(code, MANIFOLD_DIRAC_JAX_CACHE="0") == "None"
+    assert _run(code, MANIFOLD_DIRAC_JAX_CACHE=str(tmp_path / "elsewhere")) == str(tmp_path / "elsewhere")
+
+
+def test_the_cache_is_bounded_so_that_jax_locks_reads_and_writes():
+    """Unbounded, JAX writes cache entries in place without a lock: a concurrent reader can load a
+    half-written executable and segfault. Bounded, every get/put holds a file lock."""
+    code = (
+        "import jax, manifold_dirac, manifold_dirac.config as c; "
+        "print(jax.config.jax_compilation_cache_max_size == c.CACHE_MAX_BYTES > 0)"
+    )
+    assert _run(code) == "True"
