@@ -23,7 +23,11 @@ The first ``UNROLL`` iterations are unrolled as ``lax.cond`` (each skipped
 once converged) and a ``lax.while_loop`` takes over only if they did not
 suffice: on a CPU a while loop costs several microseconds per step in
 buffer traffic, more than the two or three iterations a warm-started step
-needs. The iterates are the same either way.
+needs. The iterates are the same either way. Under ``vmap`` the opposite
+holds: a ``cond`` with a per-member predicate becomes a select, so every
+member would pay every unrolled iteration, while a batched ``while_loop``
+runs only as long as its slowest member needs. Batched steps therefore pass
+``unroll=0`` (free knife edge at B = 64: 8.7 -> 0.65 us per member-step).
 """
 
 from __future__ import annotations
@@ -102,12 +106,14 @@ def scaled_error(r: jax.Array, scale: jax.Array) -> jax.Array:
 
 def newton(
     fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax.Array, options: SolverOptions,
-    active: Any = True,
+    active: Any = True, unroll: int = UNROLL,
 ) -> NewtonResult:
     """Solve ``fun(z)[0] = 0`` from ``z0`` (see the module docstring for the stopping rule).
 
     ``active = False`` (a failed, frozen batch member) evaluates ``fun`` once
     and iterates no further, so that it does not hold up the batch.
+    ``unroll`` iterations run as ``lax.cond`` before the ``while_loop``; use
+    0 for a function that will be ``vmap``-ped (see the module docstring).
     """
     rtol, max_iter = options.rtol, options.max_iter
 
@@ -144,7 +150,7 @@ def newton(
         return z1, r1, e1, it1, done, status, aux1
 
     c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0)
-    for _ in range(min(UNROLL, max_iter)):
+    for _ in range(min(unroll, max_iter)):
         c = jax.lax.cond(c[4], lambda c: c, body, c)
     c = jax.lax.cond(c[4], lambda c: c, lambda c: jax.lax.while_loop(cond, body, c), c)
     z, _, e, it, _, status, aux = c
