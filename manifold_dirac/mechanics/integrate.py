@@ -99,6 +99,10 @@ def _flatten_batch(x: Any, nb: int) -> Any:
 
 
 # ---------------------------------------------------------------- compiled
+MEMBERS = "members"
+"""Name of the batch axis of a batched run (``vmap``), used by Newton to branch on the whole batch."""
+
+
 def compiled_functions(system: LagrangeDiracSystem) -> dict:
     """The compiled functions of ``system`` (key: scheme, rule, options, kind).
 
@@ -216,7 +220,8 @@ def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
     member_step = sm.step
     member_point = _member_point
     if batched:
-        member_step = jax.vmap(functools.partial(sm.step, unroll=0), in_axes=(0, None, None, None, None, 0))
+        member_step = jax.vmap(functools.partial(sm.step, axis_name=MEMBERS), in_axes=(0, None, None, None, None, 0),
+                               axis_name=MEMBERS)
         member_point = jax.vmap(_member_point, in_axes=(None, 0, 0, 0, None, 0, None, None, None, None))
     spec: list = []
 
@@ -451,7 +456,8 @@ class Integrator:
         def build():
             f = sm.step
             if batched:
-                f = jax.vmap(functools.partial(f, unroll=0), in_axes=(0, None, None, None, None, 0))
+                f = jax.vmap(functools.partial(f, axis_name=MEMBERS), in_axes=(0, None, None, None, None, 0),
+                             axis_name=MEMBERS)
             return jax.jit(f)
 
         fn = _compiled(sm, ("step", batched, u is None), build)

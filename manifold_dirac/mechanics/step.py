@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from ..manifolds.base import tree_where
-from .newton import UNROLL, SolverOptions, newton
+from .newton import SolverOptions, newton
 from .rules import QuadratureRule
 from .schemes import Scheme
 from .status import Status
@@ -140,16 +140,17 @@ class StepMap:
 
     # ----------------------------------------------------------------- step
     def step(self, state: State, k: Any, t: Any, h: Any, params: Any, u: Any = None,
-             unroll: int = UNROLL) -> tuple[State, StepRecord]:
+             axis_name: str | None = None) -> tuple[State, StepRecord]:
         """Solve the step ``k -> k+1`` from ``state`` and advance (a failed member stays frozen).
 
-        ``unroll``: Newton iterations unrolled before the loop (0 when the step is ``vmap``-ped).
+        ``axis_name``: the batch axis when the step runs under ``jax.vmap(..., axis_name=...)``
+        (Newton then branches on the whole batch, see :func:`~manifold_dirac.mechanics.newton.newton`).
         """
         sysm, n = self.system, self.n
         active = state.status == Status.OK
         z0 = jnp.concatenate([state.xi, state.mu])
         res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options, active,
-                     unroll)
+                     axis_name=axis_name)
         q1, p_out, c = res.aux
         xi, mu = res.z[:n], res.z[n:]
         status = res.status
