@@ -60,7 +60,6 @@ import lineax as lx
 import numpy as np
 import optimistix as optx
 
-import manifold_dirac
 from manifold_dirac.manifolds.so3 import SO3
 from manifold_dirac.mechanics import newton as newton_module
 from manifold_dirac.mechanics.integrate import Integrator

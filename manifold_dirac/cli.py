@@ -4,6 +4,13 @@ Errors (bad options, unknown names, failed solves) print one line
 ``manifold-dirac: error: ...`` and exit with status 2 (1 for a failed
 integration), never a traceback; set ``MANIFOLD_DIRAC_DEBUG=1`` to see one.
 
+``--out DIR`` is created and checked writable before any integration (a run
+is never computed only to find that its results cannot be written). When a
+``run`` is interrupted (Ctrl-C) or a step fails, the points computed so far
+are written to ``DIR`` all the same (the trajectory's ``status`` says
+``INTERRUPTED`` or why the run failed), and the command says so; an
+interrupted command exits with status 130.
+
 Each system's step is compiled on its first run (a few seconds; the
 persistent compilation cache makes later invocations faster), so the times
 printed by ``run`` and ``tour`` include compilation, while the study's
@@ -15,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -116,6 +124,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _writable_folder(text: str) -> Path:
+    """``--out``: the folder, created if needed and checked writable (a test file), before any work."""
+    out = Path(text)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".manifold-dirac-write-test-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise _CliError(f"--out {text}: cannot write to this folder ({reason}); nothing was computed: choose a "
+                        "folder you can write to") from None
+    return out
+
+
 # ------------------------------------------------------------------ commands
 def _cmd_list(args: Any) -> int:
     from .systems.catalog import EXAMPLES
@@ -174,17 +196,29 @@ def _se2_factors(Q: Any, q: Any) -> list[np.ndarray]:
 
 
 def _cmd_run(args: Any) -> int:
+    from .errors import RunInterrupted, StepError
     from .mechanics.integrate import integrate
     from .study import example_system, point_at
     from .systems.catalog import get_example
 
     ex = get_example(args.system)
+    out = _writable_folder(args.out) if args.out else None
     sysm = example_system(ex, args.retraction)
     h = args.h or ex.h
     steps = args.steps or max(1, int(round(ex.T / h)))
     q0, v0 = ex.initial(sysm)
-    tr = integrate(sysm, q0, v0=v0, h=h, n_steps=steps, scheme=args.scheme, discrete_lagrangian=args.rule,
-                   stride=args.stride, progress=not args.no_progress)
+    try:
+        tr = integrate(sysm, q0, v0=v0, h=h, n_steps=steps, scheme=args.scheme, discrete_lagrangian=args.rule,
+                       stride=args.stride, progress=not args.no_progress)
+    except RunInterrupted as exc:
+        _write_interrupted(ex, sysm, exc.trajectory, out, steps)
+        return 130
+    except StepError as exc:
+        if out is not None and exc.trajectory is not None:
+            path = exc.trajectory.save(out / f"{ex.name}.npz")
+            print(f"  the run failed at step {exc.step}; wrote the points computed before the failure "
+                  f"({exc.trajectory.n_points} stored) to {path}")
+        raise
     row = _summary(ex, sysm, tr)
     print(f"{ex.name}: {ex.description}")
     print(f"  manifold {row['manifold']}, scheme {args.scheme}, rule {args.rule}, h = {h:g}, {steps} steps "
@@ -195,25 +229,43 @@ def _cmd_run(args: Any) -> int:
     if ex.reference is not None:
         err = ex.error(sysm, point_at(tr.q, -1), tr.t[-1])
         print(f"  error at t = {tr.t[-1]:g} against the reference: {err:.2e}")
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+    if out is not None:
         path = tr.save(out / f"{ex.name}.npz")
         figs = _figures(ex, sysm, tr, out)
         print(f"  wrote {path} and " + ", ".join(str(f) for f in figs))
     return 0
 
 
+def _write_interrupted(ex: Any, sysm: Any, tr: Any, out: Path | None, steps: int) -> None:
+    """Ctrl-C during ``run``: write the points computed so far (and figures, if they can be drawn); one line."""
+    if tr is None:
+        print(f"{PROG}: interrupted before the first points were stored; nothing to write", file=sys.stderr)
+        return
+    k_last = round((float(tr.t[-1]) - float(tr.t[0])) / float(tr.meta["h"]))
+    where = f"interrupted at step {k_last} of {steps} (t = {float(tr.t[-1]):g}, the last point stored)"
+    if out is None:
+        print(f"{PROG}: {where}; nothing written (give --out DIR to keep the {tr.n_points} points computed "
+              "so far)", file=sys.stderr)
+        return
+    path = tr.save(out / f"{ex.name}.npz")
+    try:
+        figs = ", ".join(str(f) for f in _figures(ex, sysm, tr, out))
+        figures = f" and the figures {figs}"
+    except Exception as exc:  # noqa: BLE001 - a partial trajectory the plots cannot draw: the data are what matters
+        figures = f" (no figures: {type(exc).__name__}: {' '.join(str(exc).split())})"
+    print(f"{PROG}: {where}; wrote the {tr.n_points} points computed so far (status INTERRUPTED) to "
+          f"{path}{figures}", file=sys.stderr)
+
+
 def _cmd_study(args: Any) -> int:
     from .study import retraction_study
 
+    out = _writable_folder(args.out) if args.out else None
     res = retraction_study(args.system, retractions=args.retractions, schemes=args.schemes, rules=args.rules,
                            hs=args.h, T=args.T, long_steps=args.long_steps, progress=not args.no_progress)
     table = res.table()
     print(table)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+    if out is not None:
         (out / "table.md").write_text(table)
         res.figure(out / "work_precision.png")
         print(f"wrote {out / 'table.md'} and {out / 'work_precision.png'}")
@@ -227,8 +279,7 @@ def _cmd_tour(args: Any) -> int:
     from .study import example_system, retraction_study
     from .systems.catalog import EXAMPLES
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = _writable_folder(args.out)
     rows = []
     start = time.perf_counter()
     for name in tqdm(list(EXAMPLES), desc="tour", unit="system", leave=False, delay=1.0):

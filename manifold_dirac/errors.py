@@ -12,6 +12,7 @@ __all__ = [
     "RetractionDomainError",
     "ConvergenceError",
     "IllPosedStepError",
+    "IllPosedSystemError",
     "NonFiniteError",
     "RunInterrupted",
     "StepDomainError",
@@ -69,8 +70,19 @@ class IllPosedStepError(StepError):
     system), which is not a convergence failure."""
 
 
+class IllPosedSystemError(ValueError):
+    """The system or its initial data is ill-posed, refused at the start of a run
+    (:meth:`~manifold_dirac.mechanics.integrate.Integrator.initial_state`): a
+    Lagrangian without velocity dependence (the step equations have no unique
+    solution), or an initial momentum ``p0`` that violates the primary
+    constraint ``p = dL/dv(q, v)`` of a degenerate Lagrangian. A ``ValueError``:
+    the input is wrong, not a step."""
+
+
 class NonFiniteError(StepError):
-    """The Lagrangian, a force or a constraint returned a non-finite value."""
+    """The Lagrangian, a force or a constraint returned a non-finite value in a
+    step's equations, or the energy at a stored point is not finite; the message
+    names the function, the step, and the quadrature node or stored point."""
 
 
 class DegenerateLagrangianWarning(UserWarning):
@@ -86,13 +98,16 @@ class StepDomainError(StepError):
     """A step's chart coordinate left the retraction's domain of injectivity
     (``|xi| >= pi`` for ``exp`` on SO(3) or SE(2); near a rotation by pi for
     Cayley): the step is too large for the motion, and the recorded velocity
-    would be aliased."""
+    would be aliased. Raised for a solution outside the domain and for a solve
+    whose Newton iterates left it without converging; the message gives
+    ``|xi|``, where the domain ends along ``xi`` and a smaller ``h`` to try."""
 
 
 class RunInterrupted(KeyboardInterrupt):
     """A run was interrupted (Ctrl-C): ``.trajectory`` holds every point computed
     before the interruption, with status ``INTERRUPTED`` for members that were
-    still running."""
+    still running. (Any other exception raised by a run's callback is re-raised
+    as it is, with the same ``.trajectory`` attached.)"""
 
     def __init__(self, message: str, trajectory: Any = None) -> None:
         super().__init__(message)

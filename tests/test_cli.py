@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from manifold_dirac.cli import main
@@ -47,10 +48,20 @@ def test_errors_are_one_line_without_traceback(args, message, capsys):
 def test_failed_integration_exits_1_with_one_line(capsys):
     """Changed: the compiled engine's messages put the failure's summary between the place and the
     hint (``step 0 (t = 0): no convergence: Newton's method did not converge ...``), so the place and
-    the hint are checked separately."""
+    the hint are checked separately.
+
+    Changed (issue 10, point 3): the heavy top at h = 5 rotates by more than pi per step, and
+    Newton's iterates leave the domain of ``exp``: since the engine checks the retraction's domain
+    in every step this is a domain failure (``StepDomainError``), no longer a convergence failure.
+    The same one-line, exit-1 behaviour is checked on a convergence failure of the pendulum at
+    h = 1.3 (step 3)."""
     assert main(["run", "heavy_top", "--h", "5", "--steps", "3", "--no-progress"]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "step 0 (t = 0): " in err and "Newton's method did not converge" in err
+    assert err.count("\n") == 1 and "step 0 (t = 0): " in err and "left the retraction's domain" in err
+    assert "Use a smaller h (h=5 now)." in err
+    assert main(["run", "pendulum", "--h", "1.3", "--steps", "20", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "step 3 (t = 3.9): " in err and "Newton's method did not converge" in err
 
 
 def test_help_for_each_command(capsys):
@@ -150,3 +161,124 @@ def test_tour_on_a_few_systems(tmp_path, monkeypatch, capsys):
     assert (out_dir / "study_inclined_knife_edge_work_precision.png").exists()
     table = (out_dir / "study_inclined_knife_edge.md").read_text()
     assert table.count("| cayley | symmetric |") == 1 and table.count("| cayley | plus |") == 1
+
+
+# ----------------------------------------------------- --out and interruptions (issue 10, point 7)
+def _integrate_module():
+    return sys.modules["manifold_dirac.mechanics.integrate"]
+
+
+def _must_not_integrate(*args, **kwargs):
+    raise AssertionError("the integration started")
+
+
+@pytest.mark.parametrize("command", ["run", "study"])
+def test_out_is_checked_writable_before_integrating(command, tmp_path, monkeypatch, capsys):
+    """A folder that cannot be created (a path through a regular file) is refused in one line before
+    any integration; a writable one is created and left without the write-test file."""
+    from manifold_dirac import study
+
+    monkeypatch.setattr(_integrate_module(), "integrate", _must_not_integrate)
+    monkeypatch.setattr(study, "retraction_study", _must_not_integrate)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    bad = blocker / "out"
+    assert main([command, "pendulum", "--out", str(bad), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"manifold-dirac: error: --out {bad}: cannot write to this folder (")
+    assert "nothing was computed: choose a folder you can write to" in err and "the integration started" not in err
+    # the check itself is not the error: a fresh nested folder passes it, and the run starts (stopped here)
+    good = tmp_path / "new" / "nested"
+    assert main(["run", "pendulum", "--out", str(good), "--no-progress"]) == 2
+    assert "the integration started" in capsys.readouterr().err
+    assert good.is_dir() and list(good.iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root can write to read-only folders")
+def test_out_read_only_folder_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(_integrate_module(), "integrate", _must_not_integrate)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        assert main(["run", "pendulum", "--out", str(ro), "--no-progress"]) == 2
+    finally:
+        ro.chmod(0o700)
+    assert "cannot write to this folder (Permission denied)" in capsys.readouterr().err
+
+
+def _interrupted_after_the_first_chunk(real):
+    """``integrate`` as the engine runs it, with a Ctrl-C arriving after the first compiled chunk
+    (the callback runs on the host between chunks; the engine turns the KeyboardInterrupt into
+    RunInterrupted carrying the points computed so far)."""
+
+    def fake(*args, **kwargs):
+        def ctrl_c(state):
+            raise KeyboardInterrupt
+
+        return real(*args, **{**kwargs, "callback": ctrl_c})
+
+    return fake
+
+
+def test_ctrl_c_during_run_writes_the_partial_trajectory_and_exits_130(tmp_path, monkeypatch, capsys):
+    from manifold_dirac.mechanics.integrate import CHUNK, integrate
+    from manifold_dirac.mechanics.status import Status
+    from manifold_dirac.mechanics.trajectory import Trajectory
+    from manifold_dirac.study import example_system
+    from manifold_dirac.systems.catalog import get_example
+
+    monkeypatch.setattr(_integrate_module(), "integrate", _interrupted_after_the_first_chunk(integrate))
+    steps = CHUNK + 40
+    assert main(["run", "pendulum", "--steps", str(steps), "--out", str(tmp_path), "--no-progress"]) == 130
+    captured = capsys.readouterr()
+    err = captured.err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"manifold-dirac: interrupted at step {CHUNK - 1} of {steps} (t = ")
+    assert f"wrote the {CHUNK} points computed so far (status INTERRUPTED) to {tmp_path / 'pendulum.npz'}" in err
+    tr = Trajectory.load(tmp_path / "pendulum.npz")
+    assert tr.n_points == CHUNK and np.all(tr.status == Status.INTERRUPTED) and tr.meta["interrupted"] is True
+    assert (tmp_path / "pendulum_trajectory.png").exists() and "and the figures" in err
+    # the written points are those of an uninterrupted run (second route), and a shift by one breaks that
+    ex = get_example("pendulum")
+    sysm = example_system(ex)
+    q0, v0 = ex.initial(sysm)
+    full = integrate(sysm, q0, v0=v0, h=ex.h, n_steps=steps)
+    np.testing.assert_array_equal(tr.q, full.q[:CHUNK])
+    np.testing.assert_array_equal(tr.p, full.p[:CHUNK])
+    assert not np.array_equal(tr.q[1:], full.q[:CHUNK - 1])
+
+
+def test_ctrl_c_without_out_says_nothing_was_written(monkeypatch, capsys):
+    from manifold_dirac.mechanics.integrate import CHUNK, integrate
+
+    monkeypatch.setattr(_integrate_module(), "integrate", _interrupted_after_the_first_chunk(integrate))
+    assert main(["run", "pendulum", "--steps", str(CHUNK + 40), "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"nothing written (give --out DIR to keep the {CHUNK} points computed so far)" in err
+
+
+def test_ctrl_c_before_any_point_is_stored(tmp_path, monkeypatch, capsys):
+    from manifold_dirac.errors import RunInterrupted
+
+    def interrupted_at_once(*args, **kwargs):
+        raise RunInterrupted("integration interrupted at step 0 (t = 0); no point was stored yet", None)
+
+    monkeypatch.setattr(_integrate_module(), "integrate", interrupted_at_once)
+    assert main(["run", "pendulum", "--out", str(tmp_path), "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert err == "manifold-dirac: interrupted before the first points were stored; nothing to write\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_run_with_out_writes_the_points_before_the_failure(tmp_path, capsys):
+    from manifold_dirac.mechanics.status import Status
+    from manifold_dirac.mechanics.trajectory import Trajectory
+
+    assert main(["run", "heavy_top", "--h", "5", "--steps", "3", "--out", str(tmp_path), "--no-progress"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and captured.err.startswith("manifold-dirac: error: step 0 (t = 0): ")
+    assert (f"the run failed at step 0; wrote the points computed before the failure (1 stored) to "
+            f"{tmp_path / 'heavy_top.npz'}") in captured.out
+    tr = Trajectory.load(tmp_path / "heavy_top.npz")
+    assert tr.n_points == 1 and not tr.ok and tr.status not in (Status.OK, Status.INTERRUPTED)

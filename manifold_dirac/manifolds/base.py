@@ -21,11 +21,39 @@ Every primitive is written with ``jax.numpy`` for leading batch axes
 alike, and is differentiable. Small-angle branches evaluate both sides at
 safe arguments before selecting, so that neither value nor derivative is
 ever NaN (the double-``where``).
+
+Validation of the primitives' arguments (what is checked where):
+
+* **shapes, always.** Every primitive listed in ``Manifold._validated``
+  (``retract``, ``inverse_retract``, the two fused Jacobian methods,
+  ``in_domain``, ``ambient_tangent``; on a Lie group also ``exp``, ``log``,
+  ``exp_right_jacobian(_inv)``, ``exp_in_domain``) checks the trailing
+  shape of each argument -- a point ``(..., *point_shape)`` (on a product a
+  tuple with one point per factor), a tangent vector ``(..., dim)`` -- and
+  that the batch shapes broadcast, raising a ``ValueError`` that names the
+  manifold, the method, the argument, the shape expected and the shape
+  given. Shapes are static in JAX, so the check runs in every call, eager or
+  traced (``jit``, ``vmap``, ``grad``), and adds no operation to a compiled
+  program. It is installed by :meth:`Manifold.__init_subclass__` around the
+  methods a subclass defines, so a new manifold gets it too.
+* **values, in eager calls only.** Where membership is cheap to test, a
+  point argument with concrete values (not a JAX tracer) is checked too:
+  on SO(3) and SE(2) (``log``, ``retract``, ``inverse_retract``, the fused
+  Jacobian methods) and on ``Sphere2``, with the loose tolerance
+  :data:`VALUE_ATOL` (a guard against passing the wrong thing, not a
+  precision test: :meth:`Manifold.check_point` is that). Members with
+  non-finite entries are skipped (the NaN of a failed batch member passes
+  through). Inside compiled code nothing is checked per call: the entry
+  points validate once (``integrate`` and ``Integrator.initial_state`` call
+  :meth:`Manifold.check_point` on ``q0``), and each step's chart coordinate
+  is tested with :meth:`Manifold.in_domain`.
 """
 
 from __future__ import annotations
 
 import abc
+import functools
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import jax
@@ -35,12 +63,80 @@ import numpy as np
 from ..errors import RetractionDomainError
 
 __all__ = [
-    "Chart", "Manifold", "Point", "Retraction", "RetractionDomainError", "register_retraction", "resolve_retraction",
+    "VALUE_ATOL",
+    "Chart",
+    "Manifold",
+    "Point",
+    "Retraction",
+    "RetractionDomainError",
+    "concrete_array",
+    "register_retraction",
+    "resolve_retraction",
+    "shape_of",
     "tree_where",
 ]
 
 Point = Any
 """A point: an array ``(*batch, *point_shape)`` or, on a product, a tuple of points."""
+
+VALUE_ATOL = 1e-6
+"""Tolerance of the eager membership checks of the primitives' point arguments (module docstring)."""
+
+
+def shape_of(x: Any) -> tuple[int, ...] | None:
+    """The shape of an array-like (arrays, tracers, numbers, regular nested lists), None otherwise.
+
+    Never converts ``x`` (so it is safe on tracers inside a list).
+    """
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return tuple(x.shape)
+    if isinstance(x, (bool, int, float, complex, np.number)):
+        return ()
+    if isinstance(x, (list, tuple)):
+        inner = [shape_of(e) for e in x]
+        if any(s is None for s in inner) or len(set(inner)) > 1:
+            return None
+        return (len(x),) + (inner[0] if inner else ())
+    return None
+
+
+def describe(x: Any) -> str:
+    """``"shape (3, 4)"`` for an array-like, else the type's name (for messages)."""
+    s = shape_of(x)
+    return f"shape {s}" if s is not None else type(x).__name__
+
+
+def concrete_array(x: Any) -> np.ndarray | None:
+    """``x`` as a float64 numpy array when its values are known (an eager call), else None.
+
+    None for a JAX tracer (inside ``jit``, ``vmap``, ``grad``: values are not
+    known there) and for anything that is not a real array.
+    """
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(x)):
+        return None
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        return None
+
+
+def first_index(mask: np.ndarray) -> list[int]:
+    """The batch index of the first True of ``mask`` (``[]`` for a 0-d mask)."""
+    return [int(i) for i in np.argwhere(mask)[0]] if np.ndim(mask) else []
+
+
+def _validating(fn: Callable, method: str, roles: tuple[tuple[str, str], ...]) -> Callable:
+    """Wrap a primitive so that its arguments are validated first (:meth:`Manifold._validate`)."""
+    if getattr(fn, "_validates_arguments", False):
+        return fn
+
+    @functools.wraps(fn)
+    def checked(self, *args, **kwargs):
+        self._validate(method, roles, args, kwargs)
+        return fn(self, *args, **kwargs)
+
+    checked._validates_arguments = True  # type: ignore[attr-defined]
+    return checked
 
 
 def tree_where(cond: Any, a: Point, b: Point) -> Point:
@@ -178,9 +274,26 @@ class Manifold(abc.ABC):
     # --------------------------------------------------------------- registry
     _registry: ClassVar[dict[str, type[Retraction]]] = {}
 
+    _validated: ClassVar[dict[str, tuple[tuple[str, str], ...]]] = {
+        "retract": (("q", "point"), ("xi", "tangent")),
+        "inverse_retract": (("q0", "point"), ("q1", "point")),
+        "retract_with_inverse_jacobians": (("q0", "point"), ("xi", "tangent")),
+        "retract_with_jacobians": (("q", "point"), ("xi", "tangent")),
+        "in_domain": (("xi", "tangent"),),
+        "ambient_tangent": (("q", "point_shape"), ("eta", "tangent")),
+    }
+    """The primitives whose arguments are validated: method -> ((argument, role), ...).
+
+    Roles: ``"point"`` (shape always, values in eager calls: :meth:`_check_values`),
+    ``"point_shape"`` (shape only), ``"tangent"`` (frame coordinates ``(..., dim)``).
+    """
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._registry = dict(cls._registry)  # inherit the parent's retractions, extend privately
+        for method, roles in cls._validated.items():  # the shape checks of the module docstring
+            if method in cls.__dict__ and callable(cls.__dict__[method]):
+                setattr(cls, method, _validating(cls.__dict__[method], method, roles))
 
     @classmethod
     def retraction_registry(cls) -> dict[str, type[Retraction]]:
@@ -272,6 +385,66 @@ class Manifold(abc.ABC):
     @abc.abstractmethod
     def from_coordinates(self, c: Any) -> Point:
         """The point with human coordinates ``c`` ``(*batch, k)``."""
+
+    # ----------------------------------------------------- argument checks
+    def _validate(self, method: str, roles: tuple[tuple[str, str], ...], args: tuple, kwargs: dict) -> None:
+        """Check the arguments of ``method`` (module docstring): shapes always, values when concrete."""
+        given = {name: a for (name, _), a in zip(roles, args)}
+        given.update((name, kwargs[name]) for name, _ in roles if name in kwargs)
+        where = f"{self!r}.{method}"
+        batches = []
+        for name, role in roles:
+            if name not in given:
+                continue
+            a = given[name]
+            if role == "tangent":
+                batches.append((name, self._tangent_batch(where, name, a)))
+            else:
+                batches.append((name, self._point_batch(where, name, a)))
+        if len(batches) > 1:
+            try:
+                np.broadcast_shapes(*(b for _, b in batches))
+            except ValueError:
+                raise ValueError(
+                    f"{where}: the batch shapes of "
+                    + " and ".join(f"{name} {b}" for name, b in batches)
+                    + " do not broadcast; give the arguments the same leading axes (or size 1)"
+                ) from None
+        for name, role in roles:
+            if role == "point" and name in given:
+                self._check_values(where, name, given[name])
+
+    def _tangent_batch(self, where: str, name: str, xi: Any) -> tuple[int, ...]:
+        """The batch shape of frame coordinates ``xi`` ``(..., dim)``; ValueError for another shape."""
+        s = shape_of(xi)
+        if s is None or len(s) < 1 or s[-1] != self.dim:
+            raise ValueError(
+                f"{where}: {name} must be a tangent vector in frame coordinates, shape (..., {self.dim})"
+                f"{self._tangent_layout()}, got {describe(xi)}"
+            )
+        return s[:-1]
+
+    def _tangent_layout(self) -> str:
+        """What the frame coordinates are made of, for messages (a product lists its factors)."""
+        return ""
+
+    def _point_batch(self, where: str, name: str, q: Any) -> tuple[int, ...]:
+        """The batch shape of a point ``(..., *point_shape)``; ValueError for another shape."""
+        s = shape_of(q)
+        k = len(self.point_shape)
+        if s is None or len(s) < k or tuple(s[len(s) - k:]) != tuple(self.point_shape):
+            expected = ", ".join(["..."] + [str(d) for d in self.point_shape])
+            raise ValueError(
+                f"{where}: {name} must be a point, an array of shape ({expected}), got {describe(q)}"
+            )
+        return tuple(s[: len(s) - k])
+
+    def _check_values(self, where: str, name: str, q: Any) -> None:
+        """Eager membership check of a point argument (a no-op here; the groups and ``Sphere2`` refine).
+
+        Must do nothing when ``q`` is traced (:func:`concrete_array` is None)
+        and skip batch members with non-finite entries.
+        """
 
     # --------------------------------------------------------------- shared
     def first_order_curve(self, q: Point, eta: jax.Array) -> Point:

@@ -27,6 +27,13 @@ class Euclidean(Manifold):
         The only retraction of a vector space.
     names : tuple of str, optional
         Names of the coordinates (defaults ``x0, x1, ...``).
+
+    Notes
+    -----
+    Argument checks (:mod:`manifold_dirac.manifolds.base`): the primitives
+    refuse points and tangent vectors whose last axis is not ``n`` in every
+    call, eager or traced; there is no value to check (every finite vector
+    is a point, and NaN passes through as the mark of a failed member).
     """
 
     def __init__(self, n: int, retraction: str | Retraction = "identity", names: tuple[str, ...] | None = None):
@@ -47,18 +54,18 @@ class Euclidean(Manifold):
         return ("Euclidean", self.dim)
 
     def retract(self, q, xi):
-        return q + xi
+        return jnp.asarray(q) + jnp.asarray(xi)  # asarray: lists must add, not concatenate
 
     def inverse_retract(self, q0, q1):
-        return q1 - q0
+        return jnp.asarray(q1) - jnp.asarray(q0)
 
     def retract_with_inverse_jacobians(self, q0, xi):
         eye = jnp.eye(self.dim)
-        return q0 + xi, -eye, eye
+        return jnp.asarray(q0) + jnp.asarray(xi), -eye, eye
 
     def retract_with_jacobians(self, q, xi):
         eye = jnp.eye(self.dim)
-        return q + xi, eye, eye
+        return jnp.asarray(q) + jnp.asarray(xi), eye, eye
 
     def in_domain(self, xi):
         return jnp.ones(jnp.shape(xi)[:-1], dtype=bool)

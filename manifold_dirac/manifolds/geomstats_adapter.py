@@ -47,7 +47,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Manifold, Retraction, register_retraction, resolve_retraction
+from .base import (
+    VALUE_ATOL,
+    Manifold,
+    Retraction,
+    concrete_array,
+    first_index,
+    register_retraction,
+    resolve_retraction,
+)
 
 __all__ = ["GeomstatsManifold", "MetricExp", "Sphere2", "sphere_exp", "sphere_frame", "sphere_log"]
 
@@ -203,6 +211,13 @@ class GeomstatsManifold(Manifold):
         itself (eager numpy; a cross-check).
     name : str, optional
         For ``repr``.
+
+    Notes
+    -----
+    Argument checks (:mod:`manifold_dirac.manifolds.base`): the primitives
+    refuse points whose last axis is not ``ambient_dim`` and tangent vectors
+    whose last axis is not ``dim`` in every call; values are not checked
+    here (subclasses may: :class:`Sphere2` does, in eager calls).
     """
 
     def __init__(self, frame: Callable, exp: Callable, log: Callable, *, dim: int, ambient_dim: int,
@@ -373,6 +388,13 @@ class Sphere2(GeomstatsManifold):
 
     Notes
     -----
+    Argument checks (:mod:`manifold_dirac.manifolds.base`): the primitives
+    refuse points not of shape ``(..., 3)`` and tangent vectors not of shape
+    ``(..., 2)`` in every call; in eager calls ``retract``,
+    ``inverse_retract`` and the fused Jacobian methods also refuse a concrete
+    point whose norm is not 1 (``| |q| - 1 | > 1e-6``; members with NaN
+    entries pass). Traced calls check shapes only.
+
     Human coordinates are ``(polar, azimuth)``: the angle from ``+z`` in
     ``[0, pi]`` and the longitude in ``(-pi, pi]``.
 
@@ -414,6 +436,19 @@ class Sphere2(GeomstatsManifold):
                 r = rng.uniform(0.1, 2.5, batch_shape)
             return jnp.asarray(r[..., None] * d)
         return super().sample_tangent(rng, batch_shape, regime)
+
+    def _check_values(self, where: str, name: str, q: Any) -> None:
+        a = concrete_array(q)
+        if a is None or a.size == 0:
+            return
+        err = np.abs(np.linalg.norm(a, axis=-1) - 1.0)
+        bad = np.isfinite(err) & (err > VALUE_ATOL)  # failed batch members (NaN) pass through
+        if np.any(bad):
+            raise ValueError(
+                f"{where}: {name} is not on the unit sphere (Sphere2) at batch index {first_index(bad)}: "
+                f"| |q| - 1 | = {float(np.max(err[bad])):.3e} > {VALUE_ATOL:.0e}. Pass unit vectors "
+                "(Sphere2().check_point validates one); this check runs in eager calls only"
+            )
 
     def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
         a = np.asarray(q, dtype=float)

@@ -25,7 +25,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Manifold, Retraction, register_retraction, resolve_retraction
+from .base import (
+    VALUE_ATOL,
+    Manifold,
+    Retraction,
+    concrete_array,
+    first_index,
+    register_retraction,
+    resolve_retraction,
+)
 
 __all__ = ["Cayley", "Exp", "GroupRetraction", "MatrixLieGroup", "register_retraction"]
 
@@ -99,6 +107,15 @@ class MatrixLieGroup(Manifold):
     matrix_size: ClassVar[int]
     """Size ``N`` of the ``N x N`` matrices representing group elements."""
 
+    _validated: ClassVar[dict[str, tuple[tuple[str, str], ...]]] = {
+        **Manifold._validated,
+        "exp": (("xi", "tangent"),),
+        "log": (("g", "point"),),
+        "exp_right_jacobian": (("xi", "tangent"),),
+        "exp_right_jacobian_inv": (("xi", "tangent"),),
+        "exp_in_domain": (("xi", "tangent"),),
+    }
+
     def __init__(self, retraction: str | GroupRetraction = "exp"):
         self.retraction = resolve_retraction(type(self), retraction)
         self.point_shape = (self.matrix_size, self.matrix_size)
@@ -118,7 +135,13 @@ class MatrixLieGroup(Manifold):
 
     @abc.abstractmethod
     def log(self, g: jax.Array) -> jax.Array:
-        """The principal logarithm ``(*batch, N, N) -> (*batch, dim)``."""
+        """The principal logarithm ``(*batch, N, N) -> (*batch, dim)``.
+
+        Raises ``ValueError`` for ``g`` of another shape (always) and, in
+        eager calls, for a concrete ``g`` that is not in the group (where
+        the group defines :meth:`_defects`: SO(3), SE(2)); see
+        :mod:`manifold_dirac.manifolds.base`.
+        """
 
     @abc.abstractmethod
     def exp_right_jacobian(self, xi: jax.Array) -> jax.Array:
@@ -160,6 +183,31 @@ class MatrixLieGroup(Manifold):
         basis = self.hat(jnp.eye(self.dim))
         comm = jnp.einsum("...ab,jbc->...jac", X, basis) - jnp.einsum("jab,...bc->...jac", basis, X)
         return jnp.swapaxes(self.vee(comm), -1, -2)
+
+    # ------------------------------------------------------ value checks
+    def _defects(self, a: np.ndarray) -> tuple[tuple[str, np.ndarray], ...]:
+        """How far the matrices ``a`` ``(*batch, N, N)`` are from the group, per batch member (numpy).
+
+        A tuple of ``(what, error (*batch,))``; a member is refused when an
+        error exceeds :data:`~manifold_dirac.manifolds.base.VALUE_ATOL`. Empty
+        by default (no value check); SO(3) and SE(2) define it.
+        """
+        return ()
+
+    def _check_values(self, where: str, name: str, q: Any) -> None:
+        a = concrete_array(q)
+        if a is None or a.size == 0:
+            return
+        finite = np.all(np.isfinite(a), axis=(-2, -1))  # failed batch members (NaN) pass through
+        for what, err in self._defects(np.where(finite[..., None, None], a, np.eye(self.matrix_size))):
+            bad = finite & (err > VALUE_ATOL)
+            if np.any(bad):
+                worst = float(np.max(np.where(bad, err, 0.0)))
+                raise ValueError(
+                    f"{where}: {name} is not an element of {type(self).__name__} at batch index {first_index(bad)}: "
+                    f"{what} = {worst:.3e} > {VALUE_ATOL:.0e}. Pass a point of the group "
+                    f"({type(self).__name__}().check_point validates one); this check runs in eager calls only"
+                )
 
     # ------------------------------------------------- Manifold implementation
     def retract(self, q, xi):

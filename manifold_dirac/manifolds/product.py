@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Manifold, Point, Retraction, register_retraction, resolve_retraction
+from .base import Manifold, Point, Retraction, register_retraction, resolve_retraction, shape_of
 
 __all__ = ["ProductManifold", "ProductRetraction", "block_diag"]
 
@@ -93,6 +93,14 @@ class ProductManifold(Manifold):
         The factors' dimensions.
     offsets : tuple of int
         Start index of each factor's block in frame coordinates.
+
+    Notes
+    -----
+    Argument checks (:mod:`manifold_dirac.manifolds.base`): in every call a
+    point must be a tuple (or list) with one point per factor, each of its
+    factor's shape (named ``q[i]`` in the message), and a tangent vector
+    must have the total length ``dim = sum(dims)``; in eager calls each
+    factor checks the values of its part as that factor does.
     """
 
     def __init__(self, *factors: Manifold, retraction: str | ProductRetraction = "product"):
@@ -136,6 +144,29 @@ class ProductManifold(Manifold):
 
     def _zip(self, *points: Point):
         return zip(self.factors, *points)
+
+    # ------------------------------------------------------ argument checks
+    def _tangent_layout(self) -> str:
+        return " (the factors' frame coordinates concatenated: " + " + ".join(str(d) for d in self.dims) + ")"
+
+    def _point_batch(self, where: str, name: str, q: Any) -> tuple[int, ...]:
+        n = len(self.factors)
+        if not isinstance(q, (tuple, list)) or len(q) != n:
+            got = f"{type(q).__name__} of length {len(q)}" if isinstance(q, (tuple, list)) else (
+                f"{type(q).__name__} of shape {shape_of(q)}" if shape_of(q) is not None else type(q).__name__)
+            raise ValueError(
+                f"{where}: {name} must be a point of the product, a tuple of {n} factor points "
+                f"({', '.join(repr(f) for f in self.factors)}), got {got}"
+            )
+        batches = [f._point_batch(where, f"{name}[{i}]", qi) for i, (f, qi) in enumerate(self._zip(q))]
+        try:
+            return tuple(np.broadcast_shapes(*batches))
+        except ValueError:
+            raise ValueError(f"{where}: the batch shapes of the factors of {name}, {batches}, do not broadcast") from None
+
+    def _check_values(self, where: str, name: str, q: Any) -> None:
+        for i, (f, qi) in enumerate(self._zip(q)):
+            f._check_values(where, f"{name}[{i}]", qi)
 
     # -------------------------------------------------------------- manifold
     def retract(self, q, xi):

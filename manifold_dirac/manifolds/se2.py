@@ -94,6 +94,12 @@ class SE2(MatrixLieGroup):
 
     Notes
     -----
+    Argument checks (:mod:`manifold_dirac.manifolds.base`): the primitives
+    refuse arguments of the wrong shape in every call (a twist is
+    ``(..., 3)``, a pose ``(..., 3, 3)``); in eager calls ``log``,
+    ``retract``, ``inverse_retract`` and the fused Jacobian methods also
+    refuse a concrete point that is not a pose (tolerance ``1e-6``).
+
     Human coordinates (:meth:`to_coordinates`) are ``(x, y, theta)`` with
     ``theta`` in ``(-pi, pi]``.
     """
@@ -156,6 +162,16 @@ class SE2(MatrixLieGroup):
         return _pose(jnp.cos(w), jnp.sin(w), A * vx - B * vy, B * vx + A * vy)
 
     def log(self, g):
+        """The twist ``(w, v_x, v_y)`` ``(*batch, 3)`` of poses ``g`` ``(*batch, 3, 3)``, ``w`` in ``(-pi, pi]``.
+
+        Raises
+        ------
+        ValueError
+            For ``g`` of another shape (always), and in eager calls for a
+            concrete ``g`` that is not a pose (rotation block, last row or
+            determinant off by more than ``1e-6``; members with NaN entries
+            pass). Traced calls (inside ``jit``) check shapes only.
+        """
         w = jnp.arctan2(g[..., 1, 0], g[..., 0, 0])
         h = _exp_coefficients(w)[4]
         tx, ty = g[..., 0, 2], g[..., 1, 2]
@@ -194,6 +210,14 @@ class SE2(MatrixLieGroup):
         return super().sample_tangent(rng, batch_shape, regime)
 
     # ---------------------------------------------------------- validation
+    def _defects(self, a):
+        R = a[..., :2, :2]
+        return (
+            ("|R^T R - I| of the rotation block", np.linalg.norm(np.swapaxes(R, -1, -2) @ R - np.eye(2), axis=(-2, -1))),
+            ("|last row - [0, 0, 1]|", np.linalg.norm(a[..., 2, :] - np.array([0.0, 0.0, 1.0]), axis=-1)),
+            ("|det R - 1| of the rotation block (det -1: a reflection)", np.abs(np.linalg.det(R) - 1.0)),
+        )
+
     def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
         a = self._as_matrix_array(q, 3, name, "SE2")
         R = a[..., :2, :2]

@@ -95,6 +95,12 @@ class SO3(MatrixLieGroup):
 
     Notes
     -----
+    Argument checks (:mod:`manifold_dirac.manifolds.base`): the primitives
+    refuse arguments of the wrong shape in every call (a tangent vector is
+    ``(..., 3)``, a point ``(..., 3, 3)``); in eager calls ``log``,
+    ``retract``, ``inverse_retract`` and the fused Jacobian methods also
+    refuse a concrete point that is not a rotation (tolerance ``1e-6``).
+
     Human coordinates (:meth:`to_coordinates`) are the rotation vector;
     quaternions (scipy's scalar-last order ``(x, y, z, w)``) through
     :meth:`as_quaternion` / :meth:`from_quaternion`.
@@ -146,6 +152,16 @@ class SO3(MatrixLieGroup):
         return _EYE + _c(a) * X + _c(b) * mm(X, X)
 
     def log(self, g):
+        """The rotation vector ``(*batch, 3)`` of rotations ``g`` ``(*batch, 3, 3)``, angle in ``[0, pi]``.
+
+        Raises
+        ------
+        ValueError
+            For ``g`` of another shape (always), and in eager calls for a
+            concrete ``g`` that is not a rotation (``|g^T g - I|`` or
+            ``|det g - 1|`` above ``1e-6``; members with NaN entries pass).
+            Traced calls (inside ``jit``) check shapes only.
+        """
         q = self.as_quaternion(g)  # (x, y, z, w) with w >= 0
         v, w = q[..., :3], q[..., 3]
         s2 = jnp.sum(v * v, axis=-1)
@@ -189,6 +205,12 @@ class SO3(MatrixLieGroup):
         return super().sample_tangent(rng, batch_shape, regime)
 
     # ---------------------------------------------------------- validation
+    def _defects(self, a):
+        return (
+            ("|g^T g - I|", np.linalg.norm(np.swapaxes(a, -1, -2) @ a - _EYE, axis=(-2, -1))),
+            ("|det g - 1| (det -1: a reflection)", np.abs(np.linalg.det(a) - 1.0)),
+        )
+
     def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
         a = self._as_matrix_array(q, 3, name, "SO3")
         err = np.linalg.norm(np.swapaxes(a, -1, -2) @ a - _EYE, axis=(-2, -1))

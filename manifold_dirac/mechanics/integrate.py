@@ -27,13 +27,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import DegenerateLagrangianWarning, RunInterrupted, StepError
+from ..errors import DegenerateLagrangianWarning, IllPosedSystemError, RunInterrupted, StepError
 from ..manifolds.base import tree_where
 from .newton import SolverOptions
 from .rules import QuadratureRule, get_rule
 from .schemes import Scheme, get_scheme
 from .status import Status
-from .step import State, StepMap, StepRecord
+from .step import FAIL_ENERGY, FAIL_ITERATE, State, StepMap, StepRecord
 from .system import LagrangeDiracSystem, over_batch
 from .trajectory import Trajectory
 
@@ -70,6 +70,9 @@ class RunState:
         ``q_{k-1}`` (for the central velocity at ``q_k``).
     v_init : array or None
         The velocity recorded at step 0 (given ``v0``, or the Legendre inverse of ``p0``).
+    v_legendre : array or None
+        For a start from ``p0`` alone: the velocity ``v in Delta(q0)`` with
+        ``dL/dv(q0, v) - p0 in Delta°(q0)`` (None where it is not unique).
     """
 
     k: int
@@ -78,6 +81,7 @@ class RunState:
     batch_shape: tuple[int, ...]
     q_prev: Any = None
     v_init: Any = None
+    v_legendre: Any = None
 
     @property
     def q(self) -> Any:
@@ -140,6 +144,17 @@ def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_
     v = jnp.where(failed, jnp.nan, v)
     energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, rec.p_start, params))
     return Point(state.q, rec.p_start, v, energy, status)
+
+
+def _energy_failure(st: State, k: Any, v: jax.Array, error: jax.Array) -> State:
+    """``st`` frozen with status ``NONFINITE``: the energy at its stored point ``q_k`` is not finite."""
+    return st._replace(
+        status=jnp.full_like(st.status, Status.NONFINITE),
+        fail_step=jnp.full_like(st.fail_step, k),
+        fail_error=error,
+        fail_z=jnp.concatenate([v, jnp.zeros((*jnp.shape(v)[:-1], st.fail_z.shape[-1] - v.shape[-1]))], axis=-1),
+        fail_kind=jnp.full_like(st.fail_kind, FAIL_ENERGY),
+    )
 
 
 def _pack(tree: Any, spec: list, batched: bool) -> jax.Array:
@@ -253,7 +268,16 @@ def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
                         lambda: (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h, params), rec),
                         lambda: out,
                     )
-                return (tree_where(advance, new, st), tree_where(advance, st.q, qp), kk + advance, out), None
+                nxt = tree_where(advance, new, st)
+                # a non-finite energy at a stored point of a healthy member is a failure at that point:
+                # the member is frozen at q_k (the step from it is discarded), never ok with a NaN energy
+                pt = out[0]
+                bad = (pt.status == Status.OK) & ~jnp.isfinite(pt.energy)
+                if stride > 1:
+                    bad = bad & (i == 0)
+                nxt = tree_where(bad, _energy_failure(st, kk, pt.v, rec.error), nxt)
+                out = (pt._replace(status=jnp.where(bad, Status.NONFINITE, pt.status).astype(pt.status.dtype)), rec)
+                return (nxt, tree_where(advance, st.q, qp), kk + advance, out), None
 
             (st2, qp2, k2, (pt, rec)), _ = jax.lax.scan(sub, (st, qp, k, empty(st)), jnp.arange(stride))
             slot_info = jnp.stack([t0 + k * h, (k < n_total).astype(jnp.float64), 1.0])
@@ -368,6 +392,7 @@ class Integrator:
         m = sysm.n_constraints
         if m:
             A = out["A"]
+            _check_finite_constraint(sysm, A, B)
             _check_constraint_rank(sysm, A.reshape(-1, m, n))
         if vv is not None:
             if m:
@@ -386,6 +411,9 @@ class Integrator:
                 dev = np.max(np.abs(pp - pv))
                 if dev > 1e-8 * (1.0 + np.max(np.abs(pv))):
                     raise ValueError(f"p0 differs from dL/dv(q0, v0) by {dev:.3e}: give v0 or p0, or a consistent pair")
+        # ill-posed systems and initial data, refused before any step
+        _check_velocity_dependence(sysm, out["dLdv_probe"])
+        v_legendre = None if vv is not None else _check_primary_constraint(sysm, out["legendre"], B)
         if "degeneracy" in out and np.any(out["degeneracy"] <= 1e-8):
             warnings.warn(
                 f"the Lagrangian of {sysm.name or 'this system'} is degenerate on the constraint distribution "
@@ -396,7 +424,8 @@ class Integrator:
                 stacklevel=2,
             )
         return RunState(k=0, t0=t0, members=members, batch_shape=B, q_prev=None,
-                        v_init=None if vv is None else _flatten_batch(jnp.asarray(vv), nb))
+                        v_init=None if vv is None else _flatten_batch(jnp.asarray(vv), nb),
+                        v_legendre=None if v_legendre is None else _flatten_batch(jnp.asarray(v_legendre), nb))
 
     def _build_start(self, nb: int, has_v: bool, check_degenerate: bool) -> Callable:
         """The compiled start of a run: ``A(q0)``, ``p0 = dL/dv(q0, v0)``, the degeneracy test, the state.
@@ -407,14 +436,27 @@ class Integrator:
         """
         sm, sysm, m = self.stepmap, self.system, self.system.n_constraints
 
+        n = sysm.dim
+        # fixed velocities at which dL/dv is probed (a Lagrangian without velocity dependence is refused)
+        probes = np.random.default_rng(20240610).standard_normal((_N_PROBES, n))
+
         def one(q, v, p, h, params):
             out = {}
             A = sysm.constraint_matrix(q, params) if m else None
+            N = jnp.linalg.svd(A)[2][m:].T if m else jnp.eye(n)  # a basis of Delta(q0) = ker A(q0)
             if m:
                 out["A"] = A
+            # dL/dv on Delta(q0) at v0 (or 0) and at the probe velocities in Delta(q0)
+            W = jnp.concatenate([v[None], probes @ N @ N.T])
+            if n > m:
+                out["dLdv_probe"] = jnp.max(jnp.abs(jax.vmap(lambda w: sysm.momentum(q, w, params) @ N)(W)))
+            else:  # Delta(q0) = 0: nothing to probe (a system that cannot move)
+                out["dLdv_probe"] = jnp.ones(())
             if has_v:
                 p = sysm.momentum(q, v, params)
                 out["p"] = p
+            else:
+                out["legendre"] = _legendre_solve(sysm, q, p, A, N, params)
             if check_degenerate:
                 # the smallest singular value of d2L/dv2 on ker A(q0), relative to the largest
                 H = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
@@ -449,6 +491,9 @@ class Integrator:
         StepError
             When a member fails and failures are raised (see ``on_failure``).
         """
+        if not isinstance(state, RunState):
+            raise TypeError(f"Integrator.step: state must be a RunState (from Integrator.initial_state), "
+                            f"got {type(state).__name__}")
         B = state.batch_shape
         batched = bool(B)
         sm = self.stepmap
@@ -499,18 +544,44 @@ class Integrator:
         StepError
             With ``.trajectory`` holding the points computed so far.
         RunInterrupted
-            On Ctrl-C, with ``.trajectory`` holding the points computed so far.
+            On Ctrl-C (or a ``KeyboardInterrupt`` from the callback), with
+            ``.trajectory`` holding the points computed so far, status
+            ``INTERRUPTED`` for the members that were still running.
+        Exception
+            Any other exception raised by the callback (or on the host between
+            chunks) is re-raised as it is, with the same ``.trajectory``
+            attached and a note saying where the run stopped: no work is lost.
         """
+        if not isinstance(state, RunState):
+            raise TypeError(f"Integrator.run: state must be a RunState (from Integrator.initial_state), "
+                            f"got {type(state).__name__}")
         n_steps = _count(n_steps, "n_steps", minimum=0)
         stride = _count(stride, "stride", minimum=1)
         B, nb = state.batch_shape, len(state.batch_shape)
         sm, sysm, h = self.stepmap, self.system, self.h
         n = sysm.dim
+        if callback is not None and not callable(callback):
+            raise TypeError(f"Integrator.run: callback must be callable (state) -> bool | None, got {callback!r}")
         if controls is not None:
-            c = np.asarray(controls, dtype=float)
+            try:
+                c = np.asarray(controls)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"controls: expected an array of real numbers, shape ({n_steps}, *batch, {n}) "
+                                f"({exc})") from None
+            if c.dtype == object or not (np.issubdtype(c.dtype, np.floating) or np.issubdtype(c.dtype, np.integer)):
+                raise TypeError(f"controls: expected real numbers, got dtype {c.dtype}")
+            c = c.astype(float)
             if c.shape[:1] != (n_steps,) or c.shape[-1:] != (n,):
                 raise ValueError(f"controls: expected shape ({n_steps}, *batch, {n}), got {c.shape}")
-            c = np.broadcast_to(c, (n_steps, *B, n)).reshape((n_steps, -1, n) if nb else (n_steps, n))
+            if not np.all(np.isfinite(c)):
+                k_bad = int(np.argwhere(~np.isfinite(c))[0][0])
+                raise ValueError(f"controls: contains non-finite values (NaN/inf), first at step {k_bad}")
+            try:
+                c = np.broadcast_to(c, (n_steps, *B, n))
+            except ValueError:
+                raise ValueError(f"controls: shape {c.shape} does not match (n_steps, *batch, n) = "
+                                 f"{(n_steps, *B, n)}") from None
+            c = c.reshape((n_steps, -1, n) if nb else (n_steps, n))
             if nb:
                 c = np.moveaxis(c, 0, 1)  # (members, n_steps, n): vmapped over members
             controls_j = jnp.asarray(c)
@@ -534,6 +605,7 @@ class Integrator:
 
             bar = tqdm(total=n_steps, delay=1.0, unit="step", leave=False)
         interrupted = False
+        error: Exception | None = None
         slot0 = 0
         n_total = state.k + n_steps
         try:
@@ -542,11 +614,12 @@ class Integrator:
                 args = (members, q_prev, np.bool_(have_prev), v_init if use_v_init else v_nan,
                         np.int32(k), np.int32(slot0), np.int32(n_slots), np.int32(n_total),
                         np.float64(state.t0), np.float64(h), sysm.params, controls_j)
-                (members, q_prev, hp, kk), out = fn(*args)
+                carry, out = fn(*args)
+                store.add(jax.device_get(out))
+                # the state advances only once its points are stored: an interruption keeps the two consistent
+                (members, q_prev, hp, kk), slot0 = carry, slot0 + CHUNK
                 have_prev = bool(hp)
                 k = int(kk)
-                store.add(jax.device_get(out))
-                slot0 += CHUNK
                 if bar is not None:
                     bar.update(min(k - state.k, n_steps) - bar.n)
                 st = np.asarray(members.status)
@@ -558,6 +631,8 @@ class Integrator:
                         n_total, n_slots = k, slot0 + 1
         except KeyboardInterrupt:
             interrupted = True
+        except Exception as exc:  # noqa: BLE001  (the callback's, or the host's between chunks: re-raised below)
+            interrupted, error = True, exc
         finally:
             if bar is not None:
                 bar.close()
@@ -565,6 +640,11 @@ class Integrator:
         tr = self._assemble(store, n_slots, final, stride, time.perf_counter() - start, interrupted)
         if interrupted:
             kept = "no point was stored yet" if tr is None else f"the {tr.n_points} points computed so far are in .trajectory"
+            if error is not None:
+                error.trajectory = tr  # type: ignore[attr-defined]
+                error.add_note(f"manifold_dirac: this exception stopped the run at step {k} (t = "
+                               f"{state.t0 + k * h:g}); {kept} (status INTERRUPTED for the members still running)")
+                raise error
             raise RunInterrupted(f"integration interrupted at step {k} (t = {state.t0 + k * h:g}); {kept}", tr)
         self._raise_if_failed(final, partial=tr)
         return tr
@@ -602,24 +682,36 @@ class Integrator:
                                    max_iter=self.solver.max_iter, detail=detail)
 
     def _diagnose(self, state: RunState, i: int, code: Status, k: int) -> tuple[Status, str]:
-        """Refine a failure eagerly at the frozen state of member ``i`` (outside compiled code)."""
+        """Refine a failure eagerly at the frozen state of member ``i`` (outside compiled code).
+
+        Returns the (possibly refined) status and the ``detail`` of its message:
+        for ``DOMAIN`` the size of ``xi`` and the largest step inside the
+        domain; for ``NONFINITE`` the user function that returned NaN/inf and
+        where (the quadrature node and time of the step, or the stored point
+        whose energy is not finite); for ``NO_CONVERGENCE`` a non-finite
+        function at the step's start or a singular Newton matrix.
+        """
         sm, sysm, h, params = self.stepmap, self.system, self.h, self.system.params
+        n = sysm.dim
         mem = jax.tree.map(lambda a: a[i], state.members) if state.batch_shape else state.members
         t = state.t0 + k * h
+        kind = int(np.asarray(mem.fail_kind))
+        fz = np.asarray(mem.fail_z)
         if code == Status.DOMAIN:
-            return code, f"retraction {sysm.Q.retraction.name!r} of {sysm.Q!r}, |xi| would exceed its domain"
+            return code, self._domain_detail(fz[:n], kind)
+        if code == Status.NONFINITE and kind == FAIL_ENERGY:
+            return code, self._energy_detail(mem, fz[:n], k, t)
+        if code == Status.NONFINITE and np.all(np.isfinite(fz)):
+            found = self._locate_nonfinite(mem.q, fz, t)
+            if found:
+                at = "at the solution of the step" if kind != FAIL_ITERATE else (
+                    f"at Newton's iterate with |xi| = {np.linalg.norm(fz[:n]):.3g}")
+                return code, f"in the step equations: {found} ({at})"
         if code in (Status.NONFINITE, Status.NO_CONVERGENCE):
-            v = mem.xi / h
-            checks = [("the Lagrangian L(q, v)", lambda: sysm.lagrangian(mem.q, v, params)),
-                      ("the partials of L", lambda: jnp.concatenate(sysm.partials(mem.q, v, params)))]
-            if sysm.n_constraints:
-                checks.append(("the constraint A(q)", lambda: sysm.constraint_matrix(mem.q, params)))
-            if sysm.has_force:
-                checks.append(("the force F(t, q, v)", lambda: sysm.force(t, mem.q, v, params)))
-            for name, f in checks:
-                if not np.all(np.isfinite(np.asarray(f()))):
-                    return Status.NONFINITE, f": {name} returned NaN/inf at this step's state"
             z = jnp.concatenate([mem.xi, mem.mu])
+            found = self._locate_nonfinite(mem.q, np.asarray(z), t)
+            if found:
+                return Status.NONFINITE, f"in the step equations: {found} (at the step's start, its warm start)"
             J = np.asarray(jax.jacfwd(lambda z: sm.equations(z, mem.q, mem.p, t, h, params)[0])(z))
             if np.all(np.isfinite(J)) and J.size:
                 Je = J / np.maximum(np.abs(J).max(axis=1, keepdims=True), 1e-300)
@@ -629,8 +721,87 @@ class Integrator:
                 if cond > 1e13:
                     return Status.ILL_POSED, f"condition number of the equilibrated Newton matrix {cond:.3e}"
             if code == Status.NONFINITE:
-                return code, " (an iterate left the region where the functions are finite)"
+                return code, "in the step equations (an iterate left the region where the functions are finite)"
         return code, ""
+
+    def _domain_detail(self, xi: np.ndarray, kind: int) -> str:
+        """``|xi|``, where along ``xi`` the retraction's domain ends, and the ``h`` that stays inside."""
+        Q = self.system.Q
+        lo, hi = 0.0, 1.0  # in_domain(lo xi) holds, in_domain(hi xi) does not
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if bool(np.asarray(Q.in_domain(jnp.asarray(mid * xi)))) else (lo, mid)
+        where = "the step's solution" if kind != FAIL_ITERATE else "Newton's last iterate (the solve did not converge)"
+        return (f"|xi| = {np.linalg.norm(xi):.4g} at {where}, where the domain of the retraction "
+                f"{Q.retraction.name!r} of {Q!r} ends at |xi| = {lo * np.linalg.norm(xi):.4g} along xi; try "
+                f"h < {0.5 * lo * self.h:.3g}, which would halve that if xi scales with h")
+
+    def _energy_detail(self, mem: State, v: np.ndarray, k: int, t: float) -> str:
+        """Why the energy ``<p, v> - L(q, v)`` at the stored point ``q_k`` is not finite."""
+        sysm = self.system
+        L = np.asarray(sysm.lagrangian(mem.q, jnp.asarray(v), sysm.params))
+        what = (f"the Lagrangian L(q, v) returned {_nonfinite_word(L)} at q_{k} with the recorded (central "
+                f"difference) velocity v_{k}" if not np.all(np.isfinite(L)) else "<p, v> overflowed")
+        return (f"in the energy E = <p, v> - L(q, v) at the stored point q_{k} (t = {t:g}): {what}, although the "
+                f"step equations, which evaluate L at the quadrature nodes, were finite (|v_{k}| = "
+                f"{np.max(np.abs(v), initial=0.0):.4g} in the max-norm)")
+
+    def _locate_nonfinite(self, q0: Any, z: np.ndarray, t: float) -> str:
+        """The first user function that is not finite where the step evaluates it at ``z = (xi, mu)`` (eager).
+
+        Checks, at each quadrature node ``R_{q_k}(s xi)`` of the rule and the
+        scheme (``s = 0`` is ``q_k``, ``s = 1`` is ``q_{k+1}``) with ``v = xi / h``:
+        ``L``, its partials, the force at ``t_k + s h``, the constraint
+        ``A``; then the same functions' first derivatives (what the Newton
+        matrix holds). Returns "" when every one is finite.
+        """
+        sysm, Q, h, params = self.system, self.system.Q, self.h, self.system.params
+        n = sysm.dim
+        xi = jnp.asarray(z[:n])
+        v = xi / h
+        nodes = sorted({s for s, _ in self.rule.nodes})  # where the rule evaluates L and F
+        # where the schemes evaluate A: q_k (the reaction), their own nodes, q_(k+1) (minus)
+        a_nodes = sorted({0.0, 1.0, *self.scheme.extra_nodes})
+        points = {s: q0 if s == 0.0 else Q.retract(q0, s * xi) for s in {*nodes, *a_nodes}}
+
+        def node(s: float) -> str:
+            what = {0.0: "q_k", 1.0: "q_(k+1)"}.get(s, f"the quadrature node s = {s:g} of the step")
+            return f"{what} (t = {t + s * h:g})"
+
+        checks: list[tuple[str, str, Callable[[], Any]]] = []
+        for s in nodes:
+            c, ts = points[s], t + s * h
+            checks += [("the Lagrangian L(q, v)", node(s), lambda c=c: sysm.lagrangian(c, v, params)),
+                       ("the partials of L (dL/dq, dL/dv)", node(s),
+                        lambda c=c: jnp.concatenate(sysm.partials(c, v, params)))]
+            if sysm.has_force:
+                checks.append(("the force F(t, q, v)", node(s), lambda c=c, ts=ts: sysm.force(ts, c, v, params)))
+        if sysm.n_constraints:
+            for s in a_nodes:
+                checks.append(("the constraint A(q)", node(s), lambda c=points[s]: sysm.constraint_matrix(c, params)))
+        zero = jnp.zeros(n)
+        for s in nodes:
+            c, ts = points[s], t + s * h
+
+            def curve(eta, c=c):
+                return Q.first_order_curve(c, eta)
+
+            checks.append(("the second derivatives of L", node(s), lambda c=c, curve=curve: jax.jacfwd(
+                lambda e, w: jnp.concatenate(sysm.partials(curve(e), w, params)), argnums=(0, 1))(zero, v)))
+            if sysm.has_force:
+                checks.append(("the derivatives of the force F(t, q, v)", node(s),
+                               lambda c=c, ts=ts, curve=curve: jax.jacfwd(
+                                   lambda e, w: sysm.force(ts, curve(e), w, params), argnums=(0, 1))(zero, v)))
+        if sysm.n_constraints and not sysm.has_constant_constraint:
+            for s in a_nodes:
+                checks.append(("the derivatives of the constraint A(q)", node(s), lambda c=points[s]: jax.jacfwd(
+                    lambda e: sysm.constraint_matrix(Q.first_order_curve(c, e), params))(zero)))
+        for name, where, f in checks:
+            leaves = [np.asarray(x) for x in jax.tree.leaves(f())]
+            bad = [x for x in leaves if not np.all(np.isfinite(x))]
+            if bad:
+                return f"{name} returned {_nonfinite_word(bad[0])} at {where}"
+        return ""
 
     # ------------------------------------------------------------- assemble
     def _assemble(self, store: _Store, n_slots: int, final: RunState, stride: int, wall: float,
@@ -676,7 +847,16 @@ class Integrator:
 
 
 # ------------------------------------------------------------- validation
+def _nonfinite_word(x: Any) -> str:
+    """``"NaN"``, ``"inf"`` or ``"NaN and inf"``: which non-finite values ``x`` holds."""
+    x = np.asarray(x)
+    words = [w for w, hit in (("NaN", np.any(np.isnan(x))), ("inf", np.any(np.isinf(x)))) if hit]
+    return " and ".join(words) or "a finite value"
+
+
 def _positive_step(h: Any) -> float:
+    if isinstance(h, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"the step h must be a positive number, got {h!r}")
     try:
         hf = float(h)
     except (TypeError, ValueError):
@@ -687,6 +867,8 @@ def _positive_step(h: Any) -> float:
 
 
 def _finite_float(x: Any, name: str) -> float:
+    if isinstance(x, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"{name} must be a finite number, got {x!r}")
     try:
         xf = float(x)
     except (TypeError, ValueError):
@@ -716,6 +898,18 @@ def _vector(x: Any, B: tuple[int, ...], n: int, name: str) -> np.ndarray:
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name}: contains non-finite values")
     return a
+
+
+def _check_finite_constraint(sysm: LagrangeDiracSystem, A: np.ndarray, B: tuple[int, ...]) -> None:
+    """Refuse a constraint matrix ``A(q0)`` with a NaN or inf entry, naming the batch member."""
+    finite = np.all(np.isfinite(A), axis=(-2, -1))
+    if not np.all(finite):
+        i = [int(x) for x in np.unravel_index(int(np.argmin(finite)), B)] if B else []
+        raise ValueError(
+            f"the constraint A(q) of {sysm.name or 'this system'} is not finite at q0 (batch index {i}): it "
+            f"returned {_nonfinite_word(A[tuple(i)])} there; A must be a finite matrix of one-forms at the initial "
+            "configuration (check the constraint function, or start where it is defined)"
+        )
 
 
 def _check_constraint_rank(sysm: LagrangeDiracSystem, A: np.ndarray) -> None:
@@ -790,35 +984,119 @@ def integrate(
     integ = Integrator(system, h, scheme, discrete_lagrangian, solver, on_failure)
     state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0)
     if v0 is None and not integ.scheme.carries_pre_momentum:
-        state.v_init = legendre_inverse(system, state)
+        state.v_init = state.v_legendre
     return integ.run(state, n_steps, stride=stride, controls=controls, progress=progress, callback=callback)
 
 
 def legendre_inverse(system: LagrangeDiracSystem, state: RunState, max_iter: int = 30) -> jax.Array | None:
     """``v in Delta(q)`` with ``dL/dv(q, v) - p in Delta°(q)``: the velocity of given momenta.
 
-    Solves ``dL/dv(q, v) - p + A(q)^T lam = 0``, ``A(q) v = 0`` by Newton's
-    method with the exact Hessian (autodiff). Returns None when the
-    Lagrangian is degenerate there (the system has no unique solution).
+    Solves ``dL/dv(q, v) - p + A(q)^T lam = 0``, ``A(q) v = 0`` in the least
+    squares sense (:func:`_legendre_solve`). Returns None when the solution
+    is not unique (a degenerate Lagrangian) or was not found. ``max_iter`` is
+    kept for compatibility (the solve takes a fixed :data:`_LEGENDRE_ITERATIONS`).
     """
     n, m, params = system.dim, system.n_constraints, system.params
 
-    def solve_one(q, p):
-        A = system.constraint_matrix(q, params)
-
-        def r(z):
-            v, lam = z[:n], z[n:]
-            return jnp.concatenate([system.momentum(q, v, params) - p + A.T @ lam, A @ v])
-
-        def body(_, z):
-            return z - jnp.linalg.solve(jax.jacfwd(r)(z), r(z))
-
-        z = jax.lax.fori_loop(0, 8, body, jnp.zeros(n + m))
-        return z[:n], jnp.max(jnp.abs(r(z))) <= 1e-9 * (1 + jnp.max(jnp.abs(p)))
+    def one(q, p):
+        A = system.constraint_matrix(q, params) if m else None
+        N = jnp.linalg.svd(A)[2][m:].T if m else jnp.eye(n)
+        return _legendre_solve(system, q, p, A, N, params)
 
     members = state.members
-    f = jax.vmap(solve_one) if state.batch_shape else solve_one
-    v, ok = f(members.q, members.p)
-    if not bool(np.all(np.asarray(ok))):
-        return None
-    return v
+    sol = (jax.vmap(one) if state.batch_shape else one)(members.q, members.p)
+    ok = np.asarray(sol["residual"]) <= 1e-9 * np.maximum(np.asarray(sol["scale"]), 1e-300)
+    ok &= np.asarray(sol["degeneracy"]) > _DEGENERATE
+    return sol["v"] if bool(np.all(ok)) else None
+
+
+_LEGENDRE_ITERATIONS = 12
+"""Gauss--Newton iterations of the Legendre inverse at the start of a run from ``p0``."""
+_N_PROBES = 3
+"""Velocities (besides ``v0``) at which the start probes whether ``L`` depends on the velocity at all."""
+_DEGENERATE = 1e-8
+"""``d2L/dv2`` on ``Delta(q0)`` is singular (the Lagrangian degenerate) below this relative singular value."""
+_PRIMARY_RTOL = 1e-8
+"""Relative violation of the primary constraint ``p0 = dL/dv(q0, v)`` (mod ``Delta°``) that refuses a start."""
+
+
+def _legendre_solve(sysm: LagrangeDiracSystem, q: Any, p: jax.Array, A: jax.Array | None, N: jax.Array,
+                    params: Any) -> dict:
+    """The least-squares Legendre inverse of ``p`` at one point (traceable).
+
+    Gauss--Newton with the pseudo-inverse of the exact bordered Jacobian on
+    ``r(v, lam) = (dL/dv(q, v) - p + A^T lam, A v)``: Newton's method where
+    ``d2L/dv2`` is regular on ``Delta(q)``, the closest momentum of the
+    Legendre map's image where it is not (a degenerate Lagrangian, whose
+    momenta satisfy a primary constraint).
+
+    Returns
+    -------
+    dict
+        ``v (n,)``; ``residual``: ``|r|_inf`` at the end (how far ``p`` is
+        from the image, modulo ``Delta°(q)``); ``scale``: the size of the
+        momenta (``max(|p|, |dL/dv|, |A^T lam|)``); ``degeneracy``: the
+        smallest singular value of ``d2L/dv2`` on ``Delta(q)`` relative to the
+        largest (0 for a Lagrangian linear in ``v``).
+    """
+    n = sysm.dim
+    m = 0 if A is None else A.shape[0]
+    At = jnp.zeros((n, 0)) if A is None else A.T
+
+    def r(z):
+        v, lam = z[:n], z[n:]
+        return jnp.concatenate([sysm.momentum(q, v, params) - p + At @ lam, At.T @ v])
+
+    def body(_, z):
+        return z - jnp.linalg.pinv(jax.jacfwd(r)(z)) @ r(z)
+
+    z = jax.lax.fori_loop(0, _LEGENDRE_ITERATIONS, body, jnp.zeros(n + m))
+    v, lam = z[:n], z[n:]
+    res = r(z)
+    pv = sysm.momentum(q, v, params)
+    scale = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(p)), jnp.max(jnp.abs(pv))), jnp.max(jnp.abs(At @ lam), initial=0.0))
+    H = N.T @ jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v) @ N
+    if H.shape[-1]:
+        sv = jnp.linalg.svd(H, compute_uv=False)
+        degeneracy = sv[-1] / jnp.maximum(sv[0], 1e-300)
+    else:
+        degeneracy = jnp.ones(())
+    return {"v": v, "residual": jnp.max(jnp.abs(res), initial=0.0), "scale": scale, "degeneracy": degeneracy}
+
+
+def _check_velocity_dependence(sysm: LagrangeDiracSystem, dLdv: np.ndarray) -> None:
+    """Refuse a Lagrangian with no velocity dependence on ``Delta(q0)`` (``L = 0``, ``L = L(q)``)."""
+    if np.any(np.asarray(dLdv) == 0.0):
+        raise IllPosedSystemError(
+            f"the Lagrangian of {sysm.name or 'this system'} does not depend on the velocity: dL/dv = 0 on the "
+            f"constraint distribution at q0 at the initial velocity and at {_N_PROBES} others, so the step equations "
+            "have "
+            "no unique solution (L = 0, or L a function of q alone). A Lagrange--Dirac system needs a Lagrangian "
+            "with a velocity dependence (a kinetic term, or a term linear in v)."
+        )
+
+
+def _check_primary_constraint(sysm: LagrangeDiracSystem, sol: dict, B: tuple[int, ...]) -> np.ndarray | None:
+    """Refuse ``p0`` off the primary constraint of a degenerate Lagrangian; the Legendre velocity or None.
+
+    For a degenerate Lagrangian (``d2L/dv2`` singular on ``Delta(q0)``) the
+    momenta ``dL/dv(q0, v)``, ``v in Delta(q0)``, fill only part of the
+    covectors: ``p0`` must be one of them modulo ``Delta°(q0)`` (the primary
+    constraint). An inconsistent ``p0`` is not projected: it would excite a
+    parasitic mode of the discrete map that fails much later.
+    """
+    res, scale, deg = (np.asarray(sol[k], dtype=float) for k in ("residual", "scale", "degeneracy"))
+    rel = np.where(res == 0.0, 0.0, res / np.where(scale > 0, scale, 1.0))
+    bad = (deg <= _DEGENERATE) & ~(rel <= _PRIMARY_RTOL)
+    if np.any(bad):
+        i = tuple(int(x) for x in np.unravel_index(int(np.argmax(np.where(bad, rel, -1.0))), np.shape(bad)))
+        where = f" (batch index {list(i)})" if B else ""
+        raise IllPosedSystemError(
+            f"p0 violates the primary constraint p = dL/dv(q0, v) of the degenerate Lagrangian of "
+            f"{sysm.name or 'this system'}{where}: no velocity v in the constraint distribution has "
+            f"dL/dv(q0, v) = p0 (modulo the constraint forces); the closest misses by {float(res[i]):.3e} "
+            f"(relative {float(rel[i]):.2e}). A degenerate Lagrangian fixes some momenta by q: give "
+            "p0 = dL/dv(q0, v0) for some v0, or give v0."
+        )
+    ok = (rel <= 1e-9) & (deg > _DEGENERATE)
+    return sol["v"] if bool(np.all(ok)) else None

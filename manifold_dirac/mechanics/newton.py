@@ -13,11 +13,18 @@ as 0 whatever its scale),
 * stop, converged, when ``e <= 4 eps`` (round-off reached);
 * stop, converged, when the error stagnates at an acceptable level:
   ``e >= e_prev / 2`` and ``e <= rtol`` (no further digits to gain);
+* stop, converged, when the error stagnates at the round-off floor of the
+  data (only with a ``floor`` function, evaluated only then):
+  ``|r_i| <= 4 (eps scale_i + floor_i)`` for every ``i``, where ``floor_i``
+  is the residual's sensitivity to the rounding of the points it is
+  evaluated at (a system at a large offset, ``q ~ 1e9``, whose positions are
+  only resolved to ``1e9 eps``);
 * stop after ``max_iter`` updates: converged iff ``e <= rtol``;
-* stop, failed, on a non-finite residual.
+* stop, failed, on a non-finite residual (the last finite iterate is returned).
 
 No fixed absolute floor: a system in SI units at the micro scale converges
-like the same system in unit scale.
+like the same system in unit scale, and the round-off floor scales with the
+problem.
 
 The first ``UNROLL`` iterations are unrolled as ``lax.cond`` (each skipped
 once converged) and a ``lax.while_loop`` takes over only if they did not
@@ -82,6 +89,7 @@ class NewtonResult(NamedTuple):
     Attributes
     ----------
     z : array, shape=[N]
+        The solution; on a non-finite failure the last finite iterate.
     aux : pytree
         ``fun``'s auxiliary output at ``z``.
     status : int32 array, shape=[]
@@ -110,6 +118,7 @@ def scaled_error(r: jax.Array, scale: jax.Array) -> jax.Array:
 def newton(
     fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax.Array, options: SolverOptions,
     active: Any = True, unroll: int = UNROLL, axis_name: str | None = None,
+    floor: Callable[[jax.Array], jax.Array] | None = None,
 ) -> NewtonResult:
     """Solve ``fun(z)[0] = 0`` from ``z0`` (see the module docstring for the stopping rule).
 
@@ -122,6 +131,11 @@ def newton(
     ``pmin`` over the batch; members already converged keep their iterate),
     instead of a per-member ``cond`` that ``vmap`` turns into a select every
     member pays.
+    ``floor(z) -> (N,)``, optional: the absolute round-off floor of each
+    residual at ``z`` (what rounding the data it is evaluated at can change
+    it by). It is evaluated only when the iteration stagnates above ``rtol``
+    (a real branch, on the whole batch under ``axis_name``), so it costs
+    nothing in the ordinary case.
     """
     rtol, max_iter = options.rtol, options.max_iter
 
@@ -149,13 +163,30 @@ def newton(
         r1, e1, aux1 = value(z1)
         it1 = it + 1
         finite = jnp.isfinite(e1) & jnp.all(jnp.isfinite(z1))
-        converged = (e1 <= 4 * _EPS) | ((e1 >= 0.5 * e) & (e1 <= rtol))
+        stagnant = e1 >= 0.5 * e
+        converged = (e1 <= 4 * _EPS) | (stagnant & (e1 <= rtol))
+        if floor is not None:
+            converged = converged | at_floor(z1, r1, finite & stagnant & ~converged)
         out_of_budget = it1 >= max_iter
         done = ~finite | converged | out_of_budget
         status = jnp.where(
             ~finite, Status.NONFINITE, jnp.where(converged | (e1 <= rtol), Status.OK, Status.NO_CONVERGENCE)
         ).astype(jnp.int32)
+        # a non-finite iterate: keep the last finite one (where the failure can be diagnosed)
+        z1 = jnp.where(jnp.all(jnp.isfinite(z1)), z1, z)
         return z1, r1, e1, it1, done, status, aux1
+
+    def at_floor(z1, r1, need):
+        """Whether ``r1`` is at the round-off floor of the data (computed only where ``need``)."""
+
+        def check(_):
+            _, scale, _ = fun(z1)
+            return jnp.all(jnp.abs(r1) <= 4.0 * (_EPS * jnp.abs(scale) + floor(z1)))
+
+        if axis_name is None:
+            return jax.lax.cond(need, check, lambda _: jnp.bool_(False), None)
+        anyone = jax.lax.pmax(need.astype(jnp.int32), axis_name) == 1  # unbatched: a real branch
+        return need & jax.lax.cond(anyone, check, lambda _: jnp.zeros_like(need), None)
 
     def unless_done(c, update):
         if axis_name is None:

@@ -57,8 +57,8 @@ class Status(enum.IntEnum):
         3,
         "non-finite value",
         NonFiniteError,
-        "a non-finite value (NaN/inf) appeared in the step equations{detail}; check that function near "
-        "this state, or reduce h={h:g}.",
+        "a non-finite value (NaN/inf) appeared {detail}; check that function near this state, or reduce "
+        "h={h:g}.",
     )
     DOMAIN = (
         4,
@@ -81,4 +81,14 @@ class Status(enum.IntEnum):
         where = f"step {step} (t = {time:g})" + (f", batch member {list(member)}" if member else "")
         defaults: dict[str, object] = {"h": float("nan"), "residual": float("nan"), "max_iter": "?", "detail": ""}
         defaults.update(fields)
+        if not defaults["detail"]:
+            defaults["detail"] = _DEFAULT_DETAIL.get(self, "")
         return f"{where}: {self.summary}: " + self.hint.format(**defaults)
+
+
+_DEFAULT_DETAIL: dict[Status, str] = {
+    Status.NONFINITE: "in the step equations",
+    Status.DOMAIN: "|xi| too large for the chart",
+    Status.ILL_POSED: "singular Newton matrix",
+}
+"""The ``detail`` of a message when the failure was not refined (see :meth:`Status.describe`)."""

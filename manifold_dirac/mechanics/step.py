@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..manifolds.base import tree_where
 from .newton import SolverOptions, newton
@@ -21,7 +22,16 @@ from .schemes import Scheme
 from .status import Status
 from .system import LagrangeDiracSystem
 
-__all__ = ["State", "StepMap", "StepRecord"]
+__all__ = ["FAIL_ENERGY", "FAIL_ITERATE", "FAIL_SOLUTION", "State", "StepMap", "StepRecord"]
+
+FAIL_SOLUTION = 0
+"""``State.fail_kind``: the step's converged solution failed (out of the domain, non-finite ``q`` or ``p``)."""
+FAIL_ITERATE = 1
+"""``State.fail_kind``: Newton stopped without a solution; ``fail_z`` is its last (finite) iterate."""
+FAIL_ENERGY = 2
+"""``State.fail_kind``: the energy at the stored point ``q_k`` is not finite; ``fail_z = (v_k, 0)``."""
+
+_EPS = float(np.finfo(np.float64).eps)
 
 
 class State(NamedTuple):
@@ -40,6 +50,12 @@ class State(NamedTuple):
         The step at which it failed (-1 while healthy).
     fail_error : array, shape=[]
         Newton's scaled residual at the failure.
+    fail_z : array, shape=[n + m]
+        Where the failure happened, for its diagnosis: the unknowns
+        ``z = (xi, mu)`` of the failed solve (its solution, or Newton's last
+        finite iterate), or ``(v_k, 0)`` for a non-finite energy at ``q_k``.
+    fail_kind : int32 array, shape=[]
+        :data:`FAIL_SOLUTION`, :data:`FAIL_ITERATE` or :data:`FAIL_ENERGY`.
     """
 
     q: Any
@@ -49,6 +65,8 @@ class State(NamedTuple):
     status: jax.Array
     fail_step: jax.Array
     fail_error: jax.Array
+    fail_z: jax.Array
+    fail_kind: jax.Array
 
 
 class StepRecord(NamedTuple):
@@ -138,6 +156,26 @@ class StepMap:
         scale = jnp.concatenate([jnp.full(n, s1), jnp.full(self.m, jnp.max(jnp.abs(xi)))])
         return r, scale, (ld.q1, ld.D2 + ld.f_plus, c)
 
+    def roundoff_floor(self, z: jax.Array, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any,
+                       u: Any = None) -> jax.Array:
+        """The round-off floor of each residual at ``z``, shape ``(n + m,)``.
+
+        The step equations evaluate the user's functions at points of the
+        retraction curve, which are stored to a relative precision ``eps``:
+        a point at ``1e9`` is only resolved to ``1e9 eps``, and no ``xi``
+        makes the residual smaller than what that rounding changes it by.
+        The floor is ``|dr/d eta| (eps max|q|)``, the residual's sensitivity
+        to moving the base point ``q_k`` along its frame (with ``xi`` held),
+        times the resolution of the largest point coordinate (of ``q_k`` and
+        ``q_{k+1}``). Newton evaluates it only when it stagnates above its
+        ``rtol`` (see :func:`~manifold_dirac.mechanics.newton.newton`).
+        """
+        Q, n = self.system.Q, self.n
+        q1 = Q.retract(q0, z[:n])
+        size = jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves((q0, q1))]))
+        dr = jax.jacfwd(lambda eta: self.equations(z, Q.retract(q0, eta), p_in, t0, h, params, u)[0])(jnp.zeros(n))
+        return jnp.sum(jnp.abs(dr), axis=1) * (_EPS * size)
+
     # ----------------------------------------------------------------- step
     def step(self, state: State, k: Any, t: Any, h: Any, params: Any, u: Any = None,
              axis_name: str | None = None) -> tuple[State, StepRecord]:
@@ -150,12 +188,21 @@ class StepMap:
         active = state.status == Status.OK
         z0 = jnp.concatenate([state.xi, state.mu])
         res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options, active,
-                     axis_name=axis_name)
+                     axis_name=axis_name,
+                     floor=lambda z: self.roundoff_floor(z, state.q, state.p, t, h, params, u))
         q1, p_out, c = res.aux
         xi, mu = res.z[:n], res.z[n:]
         status = res.status
-        in_domain = sysm.Q.in_domain(xi)
-        status = jnp.where((status == Status.OK) & ~in_domain, Status.DOMAIN, status).astype(jnp.int32)
+        converged = status == Status.OK
+        # a converged solution with a non-finite q_(k+1) or p_(k+1) (a function finite in the residual only)
+        finite_out = jnp.all(jnp.isfinite(p_out)) & jnp.all(jnp.stack([jnp.all(jnp.isfinite(x))
+                                                                       for x in jax.tree.leaves(q1)]))
+        status = jnp.where(converged & ~finite_out, Status.NONFINITE, status)
+        # the solution, or Newton's last iterate when it did not converge, outside the retraction's domain:
+        # the step is too large for the chart (an unconverged solve there is not a convergence failure)
+        outside = ~sysm.Q.in_domain(xi) & jnp.all(jnp.isfinite(xi))
+        status = jnp.where(outside & ((status == Status.OK) | (status == Status.NO_CONVERGENCE)), Status.DOMAIN,
+                           status).astype(jnp.int32)
         newly_failed = active & (status != Status.OK)
         status = jnp.where(active, status, state.status)
         ok = status == Status.OK
@@ -168,6 +215,9 @@ class StepMap:
             status=status,
             fail_step=jnp.where(newly_failed, jnp.asarray(k, jnp.int32), state.fail_step),
             fail_error=jnp.where(newly_failed, res.error, state.fail_error),
+            fail_z=jnp.where(newly_failed, res.z, state.fail_z),
+            fail_kind=jnp.where(newly_failed, jnp.where(converged, FAIL_SOLUTION, FAIL_ITERATE).astype(jnp.int32),
+                                state.fail_kind),
         )
         record = StepRecord(
             p_start=jnp.where(active, p_start, state.p),
@@ -184,5 +234,6 @@ class StepMap:
         """The state at step 0 for one member."""
         return State(
             q=q0, p=p0, xi=xi0, mu=jnp.zeros(self.m), status=jnp.int32(Status.OK),
-            fail_step=jnp.int32(-1), fail_error=jnp.zeros(()),
+            fail_step=jnp.int32(-1), fail_error=jnp.zeros(()), fail_z=jnp.zeros(self.n + self.m),
+            fail_kind=jnp.int32(FAIL_SOLUTION),
         )

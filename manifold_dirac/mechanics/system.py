@@ -64,13 +64,87 @@ def over_batch(fn: Callable, n_batch: int) -> Callable:
     return fn
 
 
-def _probe(what: str, fn: Callable, *args: Any) -> Any:
-    """``jax.eval_shape`` of ``fn(*args)`` with an error that says what to change."""
+def _probe(what: str, fn: Callable, *args: Any, pair: bool = False, at: str = "") -> Any:
+    """``jax.eval_shape`` of ``fn(*args)``, its output converted as the library converts it.
+
+    The output goes through ``jnp.asarray`` (lists and tuples of numbers are
+    arrays, as when the library calls the function); with ``pair`` it must
+    be a pair and each part is converted. Returns the abstract output
+    (``jax.ShapeDtypeStruct``, or a pair of them), or a string naming what
+    was returned when it is not an array (``"None"``, ``"dict"``,
+    ``"tuple of length 3"``). Nothing is compiled or evaluated.
+
+    Raises
+    ------
+    TypeError
+        When ``fn`` cannot be traced by JAX (plain numpy, ``float()``,
+        Python ``if`` on values): the message says what to change.
+    Exception
+        Any other exception of ``fn`` propagates, with a note naming the
+        function and the probe's arguments.
+    """
+    returned: dict[str, str] = {}
+
+    def as_array(x: Any) -> Any:
+        if x is None:
+            return None
+        try:
+            return jnp.asarray(x)
+        except (TypeError, ValueError):
+            return None
+
+    def traced(*a: Any) -> Any:
+        out = fn(*a)
+        if pair:
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                returned["what"] = _describe(out)
+                return None
+            parts = tuple(as_array(x) for x in out)
+            if any(p is None for p in parts):
+                returned["what"] = "a pair of " + " and ".join(_describe(x) for x in out)
+                return None
+            return parts
+        arr = as_array(out)
+        if arr is None:
+            returned["what"] = _describe(out)
+        return arr
+
     try:
-        return jax.eval_shape(fn, *args)
+        out = jax.eval_shape(traced, *args)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
             jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError) as exc:
         raise TypeError(f"{what} cannot be traced by JAX ({type(exc).__name__}). {_TRACE_HINT}") from None
+    except Exception as exc:
+        exc.add_note(
+            f"(raised by {what}, traced once when the LagrangeDiracSystem was built, for one point{at})"
+        )
+        raise
+    return returned.get("what", out)
+
+
+def _describe(x: Any) -> str:
+    """A returned object for messages: ``"shape (3,)"``, ``"None"``, ``"tuple of length 3"``, ``"dict"``."""
+    if x is None:
+        return "None"
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return f"shape {tuple(x.shape)}"
+    if isinstance(x, (tuple, list)):
+        return f"{type(x).__name__} of length {len(x)}"
+    return type(x).__name__
+
+
+def _require_real(what: str, dtype: Any, part: str = "") -> None:
+    """Refuse complex, integer and boolean outputs of a user function (TypeError)."""
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        raise TypeError(
+            f"{what} must return real values, got dtype {dtype}{part}: the library needs real float64 values "
+            "(take the real part, or write the function in real arithmetic)"
+        )
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(
+            f"{what} must return real floating-point values, got dtype {dtype}{part} "
+            "(write float literals such as 0.0 instead of 0, or cast with jnp.asarray(x, float))"
+        )
 
 
 class LagrangeDiracSystem:
@@ -97,6 +171,24 @@ class LagrangeDiracSystem:
     params : pytree, optional
         Parameters passed to every user function as the last argument; they
         are traced (changing them does not recompile) and differentiable.
+
+    Raises
+    ------
+    ValueError
+        A user function returns the wrong shape (``L`` not a scalar, ``F``
+        not ``(dim,)``, ``A`` not ``(m, dim)``, a partial not ``(dim,)``), or a
+        constant constraint has non-finite entries: the message names the
+        function, the shape expected and the shape returned.
+    TypeError
+        A user function returns something that is not an array (None, a
+        dict), complex values ("must return real values"), integer or
+        boolean values, or cannot be traced by JAX.
+
+    Each user function is traced once here (``jax.eval_shape`` at the
+    manifold's default point, ``v = 0``, ``t = 0``; nothing is compiled), so
+    these errors come before any work. Values -- NaN, inf, a rank-deficient
+    ``A`` -- can only be seen where they are computed: at the initial state
+    (``A(q0)``, ``dL/dv(q0, v0)``) and in each step.
 
     Notes
     -----
@@ -255,40 +347,79 @@ class LagrangeDiracSystem:
 
     # ------------------------------------------------------------ validation
     def _probe_user_functions(self) -> None:
-        """Trace each user function once at an abstract point: shapes, types, traceability."""
+        """Trace each user function once at an abstract point: shapes, types, traceability.
+
+        ``jax.eval_shape`` at the manifold's default point and ``v = 0``
+        (``t = 0``): nothing is compiled or evaluated, so the values (NaN, a
+        rank-deficient ``A``) are checked where they are known -- at the
+        initial state and in every step.
+
+        Raises
+        ------
+        ValueError
+            A function returns the wrong shape; the message names the
+            function, the shape expected and the shape returned.
+        TypeError
+            A function returns something that is not an array (None, a
+            dict), complex, integer or boolean values, or cannot be traced.
+        """
         Q, n = self.Q, self.dim
         q = Q.default_point()
         v = jnp.zeros(n)
         args = self._args(self.params)
-        out = _probe("the Lagrangian", lambda qq, vv, *a: self._user_L(qq, vv, *a), q, v, *args)
-        if not hasattr(out, "shape") or out.shape != ():
+        at_q = f": q the default point of {Q!r}"
+        at = at_q + f", v of shape ({n},)"
+        what = "the Lagrangian L(q, v)"
+        out = _probe(what, lambda qq, vv, *a: self._user_L(qq, vv, *a), q, v, *args, at=at)
+        if isinstance(out, str):
+            raise TypeError(f"{what} must return a scalar (shape ()) for one point (q, v), got {out}")
+        if out.shape != ():
             raise ValueError(
-                "the Lagrangian must return a scalar for one point (q, v), got "
-                + (f"shape {out.shape}" if hasattr(out, "shape") else type(out).__name__)
-                + "; write L for a single point and let the library batch it"
+                f"{what} must return a scalar (shape ()) for one point (q, v), got shape {tuple(out.shape)}; "
+                "write L for a single point and let the library batch it"
             )
-        if not jnp.issubdtype(out.dtype, jnp.floating):
-            raise TypeError(f"the Lagrangian must return a real float, got dtype {out.dtype}")
+        _require_real(what, out.dtype)
         if self._A_fun is not None:
-            A = _probe("the constraint A(q)", lambda qq, *a: self._A_fun(qq, *a), q, *args)
-            if not hasattr(A, "shape") or len(A.shape) != 2 or A.shape[1] != n:
-                got = A.shape if hasattr(A, "shape") else type(A).__name__
-                raise ValueError(f"the constraint A(q) must return an (m, {n}) array of one-forms for one point, got {got}")
+            what = "the constraint A(q)"
+            A = _probe(what, lambda qq, *a: self._A_fun(qq, *a), q, *args, at=at_q)
+            if isinstance(A, str):
+                raise TypeError(f"{what} must return an (m, {n}) array of one-forms for one point, got {A}")
+            if len(A.shape) != 2 or A.shape[1] != n:
+                hint = (f"; for one constraint return shape (1, {n}), e.g. row[None, :]"
+                        if A.shape == (n,) else "")
+                raise ValueError(
+                    f"{what} must return an (m, {n}) array of one-forms for one point (m constraints, "
+                    f"{n} frame coordinates), got shape {tuple(A.shape)}{hint}"
+                )
+            _require_real(what, A.dtype)
             self._m = int(A.shape[0])
         else:
             self._m = int(self._A_const.shape[0])  # type: ignore[union-attr]
         if self._user_F is not None:
-            F = _probe("the force F(t, q, v)", lambda t, qq, vv, *a: self._user_F(t, qq, vv, *a), 0.0, q, v, *args)
-            if not hasattr(F, "shape") or F.shape != (n,):
-                got = F.shape if hasattr(F, "shape") else type(F).__name__
-                raise ValueError(f"the force F(t, q, v) must return a covector of shape ({n},), got {got}")
-            if not jnp.issubdtype(F.dtype, jnp.floating):
-                raise TypeError(f"the force F(t, q, v) must return real floats, got dtype {F.dtype}")
+            what = "the force F(t, q, v)"
+            F = _probe(what, lambda t, qq, vv, *a: self._user_F(t, qq, vv, *a), 0.0, q, v, *args,
+                       at=at + ", t = 0.0")
+            if isinstance(F, str):
+                raise TypeError(f"{what} must return a covector of shape ({n},) for one point, got {F}")
+            if F.shape != (n,):
+                raise ValueError(
+                    f"{what} must return a covector of shape ({n},) for one point (frame coordinates), "
+                    f"got shape {tuple(F.shape)}"
+                    + ("; build it with jnp.array([...]) or jnp.stack" if F.shape == () else "")
+                )
+            _require_real(what, F.dtype)
         if self._user_partials is not None:
-            P = _probe("the analytic partials", lambda qq, vv, *a: self._user_partials(qq, vv, *a), q, v, *args)
-            ok = isinstance(P, (tuple, list)) and len(P) == 2 and all(getattr(x, "shape", None) == (n,) for x in P)
-            if not ok:
-                raise ValueError(f"partials(q, v) must return a pair (dL/dq, dL/dv) of arrays of shape ({n},)")
+            what = "the analytic partials(q, v)"
+            P = _probe(what, lambda qq, vv, *a: self._user_partials(qq, vv, *a), q, v, *args, pair=True, at=at)
+            expected = f"must return a pair (dL/dq, dL/dv) of arrays of shape ({n},) each"
+            if isinstance(P, str):
+                raise TypeError(f"{what} {expected}, got {P}")
+            if any(x.shape != (n,) for x in P):
+                raise ValueError(
+                    f"{what} {expected}, got shapes {tuple(P[0].shape)} and {tuple(P[1].shape)}"
+                )
+            for label, x in zip(("dL/dq", "dL/dv"), P):
+                _require_real(what, x.dtype, f" for {label}")
 
     def __repr__(self) -> str:
         return f"LagrangeDiracSystem({self.name or 'unnamed'}, Q={self.Q!r}, constraints={self._m})"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -174,3 +176,167 @@ def test_closed_form_sphere_does_not_need_geomstats(monkeypatch):
     sphere.check_point(q1)
     with pytest.raises(ImportError):
         Sphere2(values="geomstats")
+
+
+# ------------------------------------------- arguments of the primitives (issue 10, point 4)
+# Shapes are checked in every call (static in JAX: also under jit/vmap, at no cost);
+# values (is it a rotation, a pose, a unit vector?) in eager calls on concrete arrays.
+_PRODUCT = ProductManifold(SO3(), Euclidean(2))
+_P = "ProductManifold\\(SO3\\(retraction='exp'\\), Euclidean\\(2\\)\\)"
+_I3, _Z2, _Z3 = np.eye(3), np.zeros(2), np.zeros(3)
+_N = np.array([0.0, 0.0, 1.0])
+
+_SHAPE_CASES = {
+    # name: (manifold, method, args, message)
+    "SO3 retract, xi of length 4": (
+        SO3(), "retract", (_I3, np.zeros(4)),
+        (r"SO3\(retraction='exp'\)\.retract: xi must be a tangent vector in frame coordinates, "
+        r"shape \(\.\.\., 3\), got shape \(4,\)")),
+    "SO3 retract, xi of length 2 (was silently clamped)": (
+        SO3(), "retract", (_I3, _Z2), r"SO3\(retraction='exp'\)\.retract: xi .* shape \(\.\.\., 3\), got shape \(2,\)"),
+    "SO3 cayley retract_with_inverse_jacobians": (
+        SO3("cayley"), "retract_with_inverse_jacobians", (_I3, np.zeros(6)),
+        r"SO3\(retraction='cayley'\)\.retract_with_inverse_jacobians: xi .* got shape \(6,\)"),
+    "SO3 retract, q of shape (2, 2)": (
+        SO3(), "retract", (np.eye(2), _Z3),
+        r"SO3\(retraction='exp'\)\.retract: q must be a point, an array of shape \(\.\.\., 3, 3\), got shape \(2, 2\)"),
+    "SO3 inverse_retract, q1 of shape (4, 4)": (
+        SO3(), "inverse_retract", (_I3, np.eye(4)), r"\.inverse_retract: q1 must be a point, .*got shape \(4, 4\)"),
+    "SO3 exp, xi of length 2": (SO3(), "exp", (_Z2,), r"SO3\(retraction='exp'\)\.exp: xi .* got shape \(2,\)"),
+    "SO3 log, g of shape (3,)": (SO3(), "log", (_Z3,), r"\.log: g must be a point, .*\(\.\.\., 3, 3\), got shape \(3,\)"),
+    "SO3 log, g is None": (SO3(), "log", (None,), r"\.log: g must be a point, .*got NoneType"),
+    "SO3 batches that do not broadcast": (
+        SO3(), "retract", (np.broadcast_to(_I3, (2, 3, 3)), np.zeros((3, 3))),
+        r"\.retract: the batch shapes of q \(2,\) and xi \(3,\) do not broadcast"),
+    "SE2 retract, xi of length 2": (SE2(), "retract", (_I3, _Z2), r"SE2\(retraction='exp'\)\.retract: xi .*got shape \(2,\)"),
+    "SE2 exp, xi of length 4": (SE2(), "exp", (np.zeros(4),), r"SE2\(retraction='exp'\)\.exp: xi .*got shape \(4,\)"),
+    "SE2 so2xr2 in_domain": (SE2("so2xr2"), "in_domain", (_Z2,), r"SE2\(retraction='so2xr2'\)\.in_domain: xi .*\(2,\)"),
+    "Euclidean retract, xi of length 3": (
+        Euclidean(2), "retract", (_Z2, _Z3), r"Euclidean\(2\)\.retract: xi .* shape \(\.\.\., 2\), got shape \(3,\)"),
+    "Euclidean ambient_tangent, eta of length 1": (
+        Euclidean(2), "ambient_tangent", (_Z2, np.zeros(1)), r"Euclidean\(2\)\.ambient_tangent: eta .*got shape \(1,\)"),
+    "product tangent of total length 4": (
+        _PRODUCT, "retract", ((_I3, _Z2), np.zeros(4)),
+        _P + r"\.retract: xi must be a tangent vector in frame coordinates, shape \(\.\.\., 5\) "
+        r"\(the factors' frame coordinates concatenated: 3 \+ 2\), got shape \(4,\)"),
+    "product tangent of total length 6": (_PRODUCT, "in_domain", (np.zeros(6),), _P + r"\.in_domain: xi .*got shape \(6,\)"),
+    "product point not a tuple": (
+        _PRODUCT, "inverse_retract", (_I3, (_I3, _Z2)),
+        _P + r"\.inverse_retract: q0 must be a point of the product, a tuple of 2 factor points "
+        r"\(SO3\(retraction='exp'\), Euclidean\(2\)\), got ndarray of shape \(3, 3\)"),
+    "product point with one factor": (
+        _PRODUCT, "retract", ((_I3,), np.zeros(5)), _P + r"\.retract: q must be a point of the product, .*got tuple of length 1"),
+    "product factor point of the wrong shape": (
+        _PRODUCT, "retract_with_jacobians", ((_I3, _Z3), np.zeros(5)),
+        _P + r"\.retract_with_jacobians: q\[1\] must be a point, an array of shape \(\.\.\., 2\), got shape \(3,\)"),
+    "Sphere2 retract, xi of length 3": (Sphere2(), "retract", (_N, _Z3), r"Sphere2\(\)\.retract: xi .*\(\.\.\., 2\), got shape \(3,\)"),
+    "Sphere2 retract, q of length 2": (
+        Sphere2(), "retract", (np.array([0.0, 1.0]), _Z2), r"Sphere2\(\)\.retract: q must be a point, .*\(\.\.\., 3\), got shape \(2,\)"),
+    "Sphere2 inverse_retract, q0 of length 4": (
+        Sphere2(), "inverse_retract", (np.array([0.0, 0.0, 0.0, 1.0]), _N), r"Sphere2\(\)\.inverse_retract: q0 .*got shape \(4,\)"),
+}
+
+
+@pytest.mark.parametrize("case", list(_SHAPE_CASES))
+def test_a_primitive_refuses_arguments_of_the_wrong_shape(case):
+    """Each message names the manifold, the method, the argument, the shape expected and the shape given."""
+    M, method, args, message = _SHAPE_CASES[case]
+    with pytest.raises(ValueError, match=message):
+        getattr(M, method)(*args)
+
+
+@pytest.mark.parametrize("case", ["SO3 retract, xi of length 2 (was silently clamped)", "product tangent of total length 4",
+                                  "Sphere2 retract, q of length 2", "Euclidean retract, xi of length 3"])
+def test_shape_checks_also_run_inside_jit_and_vmap(case):
+    M, method, args, message = _SHAPE_CASES[case]
+    fn = getattr(M, method)
+    with pytest.raises(ValueError, match=message):
+        jax.jit(fn)(*args)
+    batched = jax.tree.map(lambda a: np.stack([a, a]), args)
+    with pytest.raises(ValueError, match=message):
+        jax.vmap(fn)(*batched)
+
+
+def test_a_new_manifold_subclass_gets_the_shape_checks():
+    class Shifted(Euclidean):
+        def retract(self, q, xi):
+            return jnp.asarray(q) + jnp.asarray(xi) + 1.0
+
+    with pytest.raises(ValueError, match=r"Euclidean\(2\)\.retract: xi .*got shape \(3,\)"):
+        Shifted(2).retract(_Z2, _Z3)
+    np.testing.assert_array_equal(np.asarray(Shifted(2).retract(_Z2, _Z2)), [1.0, 1.0])
+
+
+def test_euclidean_lists_are_added_not_concatenated():
+    np.testing.assert_array_equal(np.asarray(Euclidean(2).retract([0.0, 1.0], [1.0, 1.0])), [1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(Euclidean(2).inverse_retract([0.0, 1.0], [1.0, 1.0])), [1.0, 0.0])
+
+
+_VALUE_CASES = {
+    "SO3 log of 2 I": (
+        SO3(), "log", (np.stack([_I3, 2 * _I3]),),
+        (r"SO3\(retraction='exp'\)\.log: g is not an element of SO3 at batch index \[1\]: "
+        r"\|g\^T g - I\| = 5\.196e\+00 > 1e-06\. Pass a point of the group")),
+    "SO3 log of a reflection": (SO3(), "log", (np.diag([1.0, 1.0, -1.0]),), r"\|det g - 1\| \(det -1: a reflection\) = 2\.000e\+00"),
+    "SO3 cayley inverse_retract, q1 not a rotation": (
+        SO3("cayley"), "inverse_retract", (_I3, _I3 + 0.01), r"SO3\(retraction='cayley'\)\.inverse_retract: q1 is not an element of SO3"),
+    "SO3 retract, q not a rotation": (SO3(), "retract", (np.ones((3, 3)), _Z3), r"\.retract: q is not an element of SO3"),
+    "SE2 log, last row": (
+        SE2(), "log", (np.array([[1.0, 0, 0], [0, 1, 0], [0.5, 0, 1]]),),
+        r"SE2\(retraction='exp'\)\.log: g is not an element of SE2 at batch index \[\]: \|last row - \[0, 0, 1\]\| = 5\.000e-01"),
+    "SE2 retract_with_inverse_jacobians, rotation block": (
+        SE2(), "retract_with_inverse_jacobians", (2 * _I3, _Z3), r"q0 is not an element of SE2 .*rotation block"),
+    "Sphere2 retract, q not a unit vector": (
+        Sphere2(), "retract", (np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 2.0]]), _Z2),
+        r"Sphere2\(\)\.retract: q is not on the unit sphere \(Sphere2\) at batch index \[1\]: \| \|q\| - 1 \| = 1\.000e\+00"),
+    "product, the SO3 factor of q1": (
+        _PRODUCT, "inverse_retract", ((_I3, _Z2), (3 * _I3, _Z2)), _P + r"\.inverse_retract: q1\[0\] is not an element of SO3"),
+}
+
+
+@pytest.mark.parametrize("case", list(_VALUE_CASES))
+def test_an_eager_primitive_refuses_a_point_off_the_manifold(case):
+    M, method, args, message = _VALUE_CASES[case]
+    with pytest.raises(ValueError, match=message):
+        getattr(M, method)(*args)
+
+
+def test_value_checks_skip_traced_calls_nan_members_and_round_off():
+    """Inside jit values are unknown: no check (and no cost); NaN (a failed member) passes through;
+    a rotation off by round-off is accepted (the tolerance is 1e-6, a guard, not check_point)."""
+    jax.jit(SO3().log)(2 * _I3)  # traced: not checked (the entry points validate once, check_point)
+    out = np.asarray(SO3().log(np.stack([_rot_z(0.3), np.full((3, 3), np.nan)])))
+    np.testing.assert_allclose(out[0], [0.0, 0.0, 0.3], rtol=0, atol=1e-15)
+    assert np.all(np.isnan(out[1]))
+    SO3().log(_rot_z(0.3) + 1e-9)
+    SE2().log(SE2().from_coordinates([1e9, -2e9, 0.5]))  # a large translation is not a defect
+    Sphere2().retract(_N * (1 + 1e-9), _Z2)
+    with pytest.raises(ValueError, match="is not an element of SO3"):
+        SO3().log(_rot_z(0.3) + 1e-5)  # just above the tolerance
+
+
+def test_the_checks_add_no_operation_to_a_compiled_primitive(monkeypatch):
+    """The jaxpr of every checked primitive is identical with the checks switched off; a deliberate
+    extra operation changes it (so the comparison can fail)."""
+    from manifold_dirac.manifolds.base import Manifold
+
+    cases = []
+    for M in (Euclidean(3), SO3(), SO3("cayley"), SE2(), SE2("so2xr2"), Sphere2(), ProductManifold(SO3(), Euclidean(2))):
+        q = M.default_point()
+        xi = jnp.full(M.dim, 0.1)
+        q1 = M.retract(q, xi)
+        cases += [(M.retract, (q, xi)), (M.inverse_retract, (q, q1)), (M.retract_with_inverse_jacobians, (q, xi)),
+                  (M.retract_with_jacobians, (q, xi)), (M.in_domain, (xi,)),
+                  (jax.vmap(M.retract), jax.tree.map(lambda a: jnp.stack([a, a]), (q, xi)))]
+        if hasattr(M, "log"):
+            cases += [(M.log, (q1,)), (M.exp, (xi,))]
+
+    def jaxprs():
+        return [str(jax.make_jaxpr(fn)(*args)) for fn, args in cases]
+
+    checked = jaxprs()
+    monkeypatch.setattr(Manifold, "_validate", lambda self, *a: None)
+    SO3().retract(_I3, _Z2)  # the switch works: the checks are off (JAX clamps the index, no error)
+    assert jaxprs() == checked
+    fn, (q, xi) = cases[6]  # SO3.retract
+    assert str(jax.make_jaxpr(lambda a, b: fn(a, b + 0.0))(q, xi)) != checked[6]
