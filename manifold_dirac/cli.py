@@ -70,6 +70,16 @@ def _positive_float(text: str) -> float:
     return v[0]
 
 
+def _count(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return v
+
+
 def _positive_int(text: str) -> int:
     try:
         v = int(text)
@@ -117,8 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--h", type=_floats, help="comma-separated step sizes (default: 2h, h, h/2 of the system)")
     s.add_argument("--T", type=_positive_float, help="time at which the error is measured")
     s.add_argument("--long-steps", type=_positive_int, default=2000, help="steps of the energy run (default: %(default)s)")
-    s.add_argument("--out", help="folder for table.md and work_precision.png")
+    s.add_argument("--out", help="folder for table.md, work_precision.png, study.nc (the Dataset) and cells/ "
+                                 "(each finished cell, for --resume)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--workers", type=_count, default=0,
+                   help="run the cells on a local Dask cluster of N worker processes (default 0: in this process)")
+    s.add_argument("--scheduler", metavar="ADDRESS", help="run the cells on the Dask cluster at this scheduler address")
+    s.add_argument("--resume", action="store_true",
+                   help="skip the cells already finished in --out DIR/cells (without it, a study starts afresh)")
 
     sub.add_parser("list", help="list the bundled systems", description="List the bundled systems.")
     return p
@@ -258,17 +274,35 @@ def _write_interrupted(ex: Any, sysm: Any, tr: Any, out: Path | None, steps: int
 
 
 def _cmd_study(args: Any) -> int:
-    from .study import retraction_study
+    from . import study
 
+    if args.resume and not args.out:
+        raise _CliError("--resume needs --out DIR (the folder whose cells/ holds the finished cells)")
+    if args.workers and args.scheduler:
+        raise _CliError("give --workers N (a local cluster) or --scheduler ADDRESS (a running one), not both")
     out = _writable_folder(args.out) if args.out else None
-    res = retraction_study(args.system, retractions=args.retractions, schemes=args.schemes, rules=args.rules,
-                           hs=args.h, T=args.T, long_steps=args.long_steps, progress=not args.no_progress)
+    store = out / "cells" if out is not None else None
+    if store is not None and not args.resume and (store / "done").is_dir():
+        from .sweep import clear_store
+
+        n = clear_store(store)
+        if n:
+            print(f"starting afresh: removed {n} finished task files of an earlier study in {store} "
+                  "(--resume keeps them)")
+    res = study.retraction_study(args.system, retractions=args.retractions, schemes=args.schemes, rules=args.rules,
+                                 hs=args.h, T=args.T, long_steps=args.long_steps, progress=not args.no_progress,
+                                 workers=args.workers, client=args.scheduler, store=store, resume=args.resume)
     table = res.table()
     print(table)
     if out is not None:
+        from .sweep import save_dataset
+
         (out / "table.md").write_text(table)
         res.figure(out / "work_precision.png")
-        print(f"wrote {out / 'table.md'} and {out / 'work_precision.png'}")
+        save_dataset(res.dataset, out / "study.nc")
+        ds = res.dataset
+        print(f"wrote {out / 'table.md'}, {out / 'work_precision.png'} and {out / 'study.nc'} "
+              f"({ds.attrs['cells_run']} cells run, {ds.attrs['cells_resumed']} resumed from {store})")
     return 0
 
 
@@ -363,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("MANIFOLD_DIRAC_DEBUG"):
             raise
         msg = " ".join(str(exc).split())
-        if isinstance(exc, ImportError):
+        if isinstance(exc, ImportError) and "manifold_dirac[" not in msg:
             msg += " (install the extras: pip install 'manifold_dirac[plot,geomstats]')"
         print(f"{PROG}: error: {msg}", file=sys.stderr)
         return 1 if isinstance(exc, StepError) else 2

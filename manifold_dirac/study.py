@@ -13,6 +13,16 @@ sizes, :func:`retraction_study` reports per combination
 
 as a :class:`StudyResult` with a markdown table and a work--precision figure.
 
+The study is a :func:`~manifold_dirac.sweep.sweep` over the axes
+``retraction x scheme x rule x h``: one cell (:func:`study_cell`) is one
+combination at one step size (its error at ``T``, and the energy error over
+``long_steps`` steps at that step size); the table and the figure are made
+from the sweep's Dataset (:meth:`StudyResult.from_dataset`), kept as
+``StudyResult.dataset``. By default the cells run in this process
+(``workers=0``); ``workers=N`` runs them on a local Dask cluster,
+``client=`` on a real one, and ``store=`` with ``resume=True`` continues an
+interrupted study.
+
 Wall times are those of the stepping loops (``Trajectory.meta["wall_time"]``)
 and exclude compilation: each (system, scheme, rule, stride) is compiled
 once by a one-step run before the timed runs (the step size, the initial
@@ -24,22 +34,26 @@ of the same example, or the command line's tour, compiles nothing again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 
-from .errors import StepError
 from .analysis import observed_order
 from .mechanics.integrate import integrate
 from .mechanics.trajectory import Trajectory
 from .systems.catalog import Example, get_example
 
-__all__ = ["StudyResult", "StudyRow", "example_system", "point_at", "retraction_study"]
+__all__ = ["StudyResult", "StudyRow", "example_system", "point_at", "retraction_study", "study_cell"]
 
 _SYSTEMS: dict[tuple[Any, str], Any] = {}
+_WARM: set = set()  # (system, scheme, rule, stride) compiled in this process
+STUDY_METRICS = ("error", "energy_error", "constraint_residual", "iterations", "steps", "run_time")
+"""The metrics of one cell of the study (:func:`study_cell`)."""
 
 
 @dataclass(frozen=True)
@@ -54,13 +68,14 @@ class StudyRow:
         Step sizes, largest first.
     errors : tuple of float
         Error at ``T`` for each step size (NaN-free: a failed run is recorded
-        in ``failure`` instead).
+        in ``failure`` instead, and its step size left out of ``hs``).
     order : float or None
         Observed order (None when fewer than two errors are above round-off, 1e-13).
     reference : str
         ``"closed form / solve_ivp"`` or ``"self-convergence"``.
     energy_error : float
-        ``max |E - E0| / max(1, |E0|)`` over the long run.
+        ``max |E - E0| / max(1, |E0|)`` over the long run at the largest
+        step size of the study (``inf`` if that run failed).
     constraint_residual : float
         Largest discrete constraint residual of all the runs.
     iterations_per_step : float
@@ -105,12 +120,80 @@ class StudyResult:
     long_T : float
         Duration of the energy run.
     rows : tuple of StudyRow
+    dataset : xarray.Dataset, optional
+        The sweep behind the rows (dimensions ``retraction, scheme, rule,
+        h``; see :func:`study_cell` for the metrics).
     """
 
     system: str
     T: float
     long_T: float
     rows: tuple[StudyRow, ...] = field(default_factory=tuple)
+    dataset: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_dataset(cls, ds: Any, system: str | None = None) -> StudyResult:
+        """The rows of a study from its sweep Dataset (one row per retraction x scheme x rule).
+
+        Parameters
+        ----------
+        ds : xarray.Dataset
+            From :func:`retraction_study` (``.dataset``) or a
+            :func:`~manifold_dirac.sweep.sweep` of :func:`study_cell` over
+            ``retraction, scheme, rule, h`` (with ``attrs`` ``T`` and
+            ``long_steps``; select one system first if the sweep has a
+            ``system`` axis).
+        system : str, optional
+            Default: ``ds.attrs["system"]``.
+
+        Returns
+        -------
+        StudyResult
+
+        Notes
+        -----
+        Per row: the observed order is the regression slope of
+        ``log(error)`` on ``log(h)`` over the cells that succeeded with an
+        error above round-off (1e-13); wall time and Newton iterations per
+        step are sums over those runs divided by their steps; the energy
+        error is that of the largest step size.
+        """
+        hs = sorted((float(h) for h in ds.h.values), reverse=True)
+        T = float(ds.attrs["T"])
+        long_steps = int(ds.attrs["long_steps"])
+        name = system or str(ds.attrs.get("system", "?"))
+        ref = str(ds.attrs.get("reference", ""))
+        rows = []
+        for ret in ds.retraction.values:
+            for scheme in ds.scheme.values:
+                for rule in ds.rule.values:
+                    c = ds.sel(retraction=ret, scheme=scheme, rule=rule)
+                    ok_h, errors, failure = [], [], ""
+                    walls = its = steps = 0.0
+                    cres = 0.0
+                    for h in hs:
+                        x = c.sel(h=h)
+                        st = str(x.status.values)
+                        if st != "ok":
+                            failure = failure or (str(x.message.values).split(":")[0] + ": " + st)
+                            continue
+                        ok_h.append(h)
+                        errors.append(float(x.error))
+                        walls += float(x.run_time)
+                        its += float(x.iterations)
+                        steps += float(x.steps)
+                        cres = max(cres, float(x.constraint_residual))
+                    top = c.sel(h=hs[0])
+                    energy = float(top.energy_error) if str(top.status.values) == "ok" else float("inf")
+                    usable = [(h, e) for h, e in zip(ok_h, errors) if e > 1e-13]
+                    order = observed_order(*zip(*usable)) if len(usable) >= 2 else None
+                    rows.append(StudyRow(
+                        retraction=str(ret), scheme=str(scheme), rule=str(rule), hs=tuple(ok_h),
+                        errors=tuple(errors), order=order, reference=ref, energy_error=energy,
+                        constraint_residual=cres, iterations_per_step=its / max(1.0, steps),
+                        wall_time_per_step=walls / max(1.0, steps), failure=failure,
+                    ))
+        return cls(system=name, T=T, long_T=hs[0] * long_steps, rows=tuple(rows), dataset=ds)
 
     def table(self) -> str:
         """A markdown table of the rows.
@@ -121,7 +204,7 @@ class StudyResult:
         """
         head = (
             f"Retraction study of `{self.system}`: error at T = {self.T:g} for h in "
-            f"{', '.join(f'{h:g}' for h in self.rows[0].hs) if self.rows else '-'}; energy over T = {self.long_T:g}\n\n"
+            f"{', '.join(f'{h:g}' for h in self._hs()) or '-'}; energy over T = {self.long_T:g}\n\n"
             "| retraction | scheme | rule | order | error (smallest h) | reference | energy error | "
             "constraint residual | Newton it/step | µs/step | note |\n"
             "|---|---|---|---|---|---|---|---|---|---|---|\n"
@@ -136,6 +219,12 @@ class StudyResult:
                 f"{1e6 * r.wall_time_per_step:.0f} | {r.failure[:60]} |"
             )
         return head + "\n".join(lines) + "\n"
+
+    def _hs(self) -> list[float]:
+        """Step sizes of the study: the Dataset's, else those of the rows."""
+        if self.dataset is not None:
+            return sorted((float(h) for h in self.dataset.h.values), reverse=True)
+        return sorted({h for r in self.rows for h in r.hs}, reverse=True)
 
     def figure(self, path: Any = None) -> Any:
         """The work--precision plot (error at T against wall time per run).
@@ -153,7 +242,7 @@ class StudyResult:
 
         data = [
             {"label": r.label, "h": h, "error": e, "wall_time": r.wall_time_per_step * round(self.T / h)}
-            for r in self.rows if not r.failure
+            for r in self.rows
             for h, e in zip(r.hs, r.errors) if e > 0
         ]
         return plot_work_precision(data, path=path, title=f"work-precision: {self.system}")
@@ -221,6 +310,69 @@ def _run(example: Example, system: Any, h: float, n: int, scheme: str, rule: str
     return tr, float(tr.meta["wall_time"]), n
 
 
+def _example(system: str | Example) -> Example:
+    return system if isinstance(system, Example) else get_example(system)
+
+
+def study_cell(system: str | Example, retraction: str, scheme: str, rule: str, h: float, *, T: float,
+               long_steps: int) -> dict[str, float]:
+    """One cell of the retraction study: one combination at one step size.
+
+    Parameters
+    ----------
+    system : str or Example
+        A catalog name, or an example.
+    retraction, scheme, rule : str
+    h : float
+        Step size; it must divide ``T``.
+    T : float
+        Time at which the error is measured.
+    long_steps : int
+        Steps of the energy run (at ``h``; stored with a stride of
+        ``long_steps // 2000`` at most 2000 points).
+
+    Returns
+    -------
+    dict
+        ``error`` (max-norm error at ``T`` against the example's reference,
+        or against a run with ``h/16`` of the same combination when it has
+        none), ``energy_error`` (``max |E - E0| / max(1, |E0|)`` over the
+        energy run), ``constraint_residual`` (largest of both runs),
+        ``iterations`` (Newton iterations of the run to ``T``), ``steps``
+        (its steps) and ``run_time`` (the time of its stepping loop,
+        without compilation).
+
+    Raises
+    ------
+    StepError
+        When a run fails (the sweep records it as the cell's status).
+
+    Notes
+    -----
+    Each (system, scheme, rule, stride) is compiled once per process by a
+    one-step run before the timed run; the step size and the initial data
+    are traced, so the cells of the other step sizes reuse it.
+    """
+    ex = _example(system)
+    sysm = example_system(ex, retraction)
+    n = int(round(T / h))
+    tr, wall, _ = _run(ex, sysm, h, n, scheme, rule, warm=_WARM)
+    cres = float(np.max(tr.constraint_residual, initial=0.0))
+    q_end = point_at(tr.q, -1)
+    if ex.reference is not None:
+        error = ex.error(sysm, q_end, tr.t[-1])
+    else:
+        fine, _, _ = _run(ex, sysm, h / 16, 16 * n, scheme, rule, stride=16)
+        d = np.asarray(sysm.Q.inverse_retract(point_at(fine.q, -1), q_end))
+        error = float(np.max(np.abs(d)))
+    sl, _, _ = _run(ex, sysm, h, long_steps, scheme, rule, stride=max(1, long_steps // 2000))
+    e0 = float(sl.energy[0])
+    energy = float(np.max(np.abs(sl.energy - e0)) / max(1.0, abs(e0)))
+    cres = max(cres, float(np.max(sl.constraint_residual, initial=0.0)))
+    return {"error": error, "energy_error": energy, "constraint_residual": cres,
+            "iterations": float(tr.meta["total_iterations"]), "steps": float(n), "run_time": wall}
+
+
 def retraction_study(
     system: str | Example,
     retractions: Sequence[str] | None = None,
@@ -230,6 +382,12 @@ def retraction_study(
     T: float | None = None,
     long_steps: int = 2000,
     progress: bool = False,
+    *,
+    workers: int = 0,
+    client: Any = None,
+    processes: bool = True,
+    store: str | Path | None = None,
+    resume: bool = False,
 ) -> StudyResult:
     """Compare retractions x schemes x discrete Lagrangians on a bundled example.
 
@@ -247,13 +405,28 @@ def retraction_study(
     T : float, optional
         Time at which errors are measured (default: the example's).
     long_steps : int
-        Steps of the energy run (at the largest h).
+        Steps of the energy run (every cell runs one at its step size; the
+        table reports the one at the largest).
     progress : bool
-        A progress bar over the combinations.
+        A progress bar over the cells.
+    workers : int
+        ``0`` (default): every cell in this process (the compiled systems are
+        this process's, shared with later studies and runs); ``N``: a local
+        Dask cluster of ``N`` worker processes (threads with ``processes=False``).
+    client : distributed.Client or str, optional
+        Run on this Dask client, or on the scheduler at this address.
+    processes : bool
+        With ``workers=N``: worker processes (default) or threads.
+    store : str or Path, optional
+        Write each finished cell there (see :func:`~manifold_dirac.sweep.sweep`).
+    resume : bool
+        Skip the cells already in ``store``.
 
     Returns
     -------
     StudyResult
+        With the sweep's Dataset as ``.dataset`` (attributes ``system``,
+        ``T``, ``long_steps``, ``reference``).
 
     Raises
     ------
@@ -261,9 +434,9 @@ def retraction_study(
         For a retraction the example does not offer, fewer than two distinct
         positive step sizes, a step size that does not divide ``T``, or a
         non-positive ``T`` or ``long_steps``. A failed run is not an error:
-        its row records the failure.
+        its cell records the failure, and its row says so.
     """
-    ex = system if isinstance(system, Example) else get_example(system)
+    ex = _example(system)
     rets = tuple(retractions) if retractions else ex.retractions
     for r in rets:
         if r not in ex.retractions:
@@ -288,49 +461,16 @@ def retraction_study(
         )
     if long_steps < 1:
         raise ValueError(f"study: long_steps must be positive, got {long_steps}")
-    combos = [(r, s, u) for r in rets for s in schemes for u in rules]
-    bar: Iterable[Any] = combos
-    if progress:
-        from tqdm.auto import tqdm
+    from .sweep import sweep
 
-        bar = tqdm(combos, delay=1.0, unit="case", leave=False)
-    warm: set = set()
-    rows = []
-    for ret, scheme, rule in bar:
-        sysm = example_system(ex, ret)
-        errors: list[float] = []
-        walls, its, steps, cres = [], [], [], [0.0]
-        failure = ""
-        ref_kind = "closed form / solve_ivp" if ex.reference is not None else "self-convergence"
-        try:
-            for h in hs:
-                tr, wall, n = _run(ex, sysm, h, n_of[h], scheme, rule, warm=warm)
-                walls.append(wall)
-                steps.append(n)
-                its.append(tr.meta["total_iterations"])
-                cres.append(float(np.max(tr.constraint_residual, initial=0.0)))
-                q_end = point_at(tr.q, -1)
-                if ex.reference is not None:
-                    errors.append(ex.error(sysm, q_end, tr.t[-1]))
-                else:
-                    fine, _, _ = _run(ex, sysm, h / 16, 16 * n, scheme, rule, stride=16)
-                    d = np.asarray(sysm.Q.inverse_retract(point_at(fine.q, -1), q_end))
-                    errors.append(float(np.max(np.abs(d))))
-            long_stride = max(1, long_steps // 2000)
-            sl, _, _ = _run(ex, sysm, hs[0], long_steps, scheme, rule, stride=long_stride)
-            e0 = float(sl.energy[0])
-            energy = float(np.max(np.abs(sl.energy - e0)) / max(1.0, abs(e0)))
-            cres.append(float(np.max(sl.constraint_residual, initial=0.0)))
-        except StepError as exc:
-            failure = str(exc).split(":")[0] + ": " + type(exc).__name__
-            energy = float("inf")
-        # errors at round-off (an exact discrete solution) carry no order
-        usable = [(h, e) for h, e in zip(hs, errors) if e > 1e-13]
-        order = observed_order(*zip(*usable)) if len(usable) >= 2 else None
-        rows.append(StudyRow(
-            retraction=ret, scheme=scheme, rule=rule, hs=hs, errors=tuple(errors), order=order,
-            reference=ref_kind, energy_error=energy, constraint_residual=max(cres),
-            iterations_per_step=sum(its) / max(1, sum(steps)),
-            wall_time_per_step=(sum(walls) / max(1, sum(steps))), failure=failure,
-        ))
-    return StudyResult(system=ex.name, T=T, long_T=hs[0] * long_steps, rows=tuple(rows))
+    # a catalog example travels to the workers by name; another one (a modified copy) as itself
+    from .systems.catalog import EXAMPLES
+
+    ref = EXAMPLES.get(ex.name) is ex
+    cell = functools.partial(study_cell, ex.name if ref else ex, T=T, long_steps=int(long_steps))
+    reference = "closed form / solve_ivp" if ex.reference is not None else "self-convergence"
+    ds = sweep(cell, {"retraction": list(rets), "scheme": list(schemes), "rule": list(rules), "h": list(hs)},
+               store=store, resume=resume, client=client, workers=workers, processes=processes,
+               progress=progress,
+               attrs={"system": ex.name, "T": T, "long_steps": int(long_steps), "reference": reference})
+    return StudyResult.from_dataset(ds)
