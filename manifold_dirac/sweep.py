@@ -262,7 +262,7 @@ def _client(client: Any, workers: int | None, processes: bool) -> tuple[Any, lis
         return client, []
     n = _cpu_count() if workers is None else workers
     cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                                       dashboard_address=None)
+                                       dashboard_address=":0")
     c = distributed.Client(cluster)
     return c, [c, cluster]
 

@@ -120,8 +120,6 @@ def test_study_rejects_repeated_or_non_dividing_steps(capsys):
 
 
 def test_study_self_convergence_matches_a_direct_computation():
-    import numpy as np
-
     from manifold_dirac.mechanics.integrate import integrate
     from manifold_dirac.study import retraction_study
     from manifold_dirac.systems.catalog import get_example
@@ -135,6 +133,73 @@ def test_study_self_convergence_matches_a_direct_computation():
         coarse = integrate(s, q0, v0=v0, h=h, n_steps=n)
         fine = integrate(s, q0, v0=v0, h=h / 16, n_steps=16 * n)
         assert err == pytest.approx(abs(coarse.q[-1, 0] - fine.q[-1, 0]), rel=1e-9)
+
+
+STUDY = ["study", "pendulum", "--schemes", "symmetric", "--h", "0.3,0.15", "--T", "0.9", "--long-steps", "3",
+         "--no-progress"]
+
+
+def test_study_resume_skips_the_finished_cells(tmp_path, capsys):
+    """``--out`` keeps every finished cell in DIR/cells; ``--resume`` skips them (the same table, read
+    back from the store: even the wall times are the first run's); without ``--resume`` the study
+    starts afresh and says so."""
+    from manifold_dirac.sweep import load_dataset
+
+    assert main([*STUDY, "--out", str(tmp_path)]) == 0
+    first = capsys.readouterr().out
+    assert "(2 cells run, 0 resumed from" in first
+    table = (tmp_path / "table.md").read_text()
+    ds = load_dataset(tmp_path / "study.nc")
+    assert ds.sizes == {"retraction": 1, "scheme": 1, "rule": 1, "h": 2} and (ds.status == "ok").all()
+    assert main([*STUDY, "--out", str(tmp_path), "--resume"]) == 0
+    assert "(0 cells run, 2 resumed from" in capsys.readouterr().out
+    assert (tmp_path / "table.md").read_text() == table
+    # a larger grid, resumed: only the new step size runs
+    assert main([*STUDY[:5], "0.3,0.15,0.1", *STUDY[6:], "--out", str(tmp_path), "--resume"]) == 0
+    assert "(1 cells run, 2 resumed from" in capsys.readouterr().out
+    assert main([*STUDY, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "starting afresh: removed 3 finished task files" in out and "(2 cells run, 0 resumed" in out
+    assert main([*STUDY, "--resume"]) == 2
+    assert "--resume needs --out DIR" in capsys.readouterr().err
+
+
+def test_study_on_a_scheduler_address_gives_the_in_process_table(capsys):
+    """``--scheduler ADDRESS``: the cells run on that cluster (here a threaded LocalCluster of this
+    process); the errors are those of the same study in this process, bit for bit."""
+    distributed = pytest.importorskip("distributed")
+    from manifold_dirac.study import retraction_study
+
+    here = retraction_study("pendulum", schemes=("symmetric",), hs=(0.3, 0.15), T=0.9, long_steps=3)
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
+        assert "run_task" not in cluster.scheduler.task_prefixes
+        assert main([*STUDY, "--scheduler", cluster.scheduler_address]) == 0
+        assert "run_task" in cluster.scheduler.task_prefixes  # the cells ran there (the task of _run_task)
+    out = capsys.readouterr().out
+    assert f"| {here.rows[0].errors[-1]:.2e} |" in out
+    # sensitivity: another T is another error, and would not be found in the table
+    other = retraction_study("pendulum", schemes=("symmetric",), hs=(0.3, 0.15), T=0.6, long_steps=3)
+    assert f"| {other.rows[0].errors[-1]:.2e} |" not in out
+
+
+def test_study_workers_and_scheduler_reach_the_study(monkeypatch, capsys):
+    from manifold_dirac import study
+
+    seen = {}
+
+    def fake(*args, **kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("stopped here")
+
+    monkeypatch.setattr(study, "retraction_study", fake)
+    assert main([*STUDY, "--workers", "3"]) == 2
+    assert seen["workers"] == 3 and seen["client"] is None and seen["store"] is None and not seen["resume"]
+    assert main([*STUDY, "--scheduler", "tcp://10.0.0.1:8786"]) == 2
+    assert seen["workers"] == 0 and seen["client"] == "tcp://10.0.0.1:8786"
+    assert main([*STUDY, "--workers", "2", "--scheduler", "tcp://10.0.0.1:8786"]) == 2
+    assert "give --workers N (a local cluster) or --scheduler ADDRESS" in capsys.readouterr().err
+    assert main([*STUDY, "--workers", "-1"]) == 2
+    assert "expected a non-negative integer, got '-1'" in capsys.readouterr().err
 
 
 def test_tour_on_a_few_systems(tmp_path, monkeypatch, capsys):

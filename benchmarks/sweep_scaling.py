@@ -1,0 +1,162 @@
+"""Sweeps on Dask: scaling with workers, overhead per cell, and batched ensembles (vmap) per task.
+
+Three measurements, side by side in one run (compilation always excluded: every worker
+compiles the cell's program in a warm-up before the clock starts):
+
+1. **Scaling.** A CPU-bound sweep of ``--cells`` cells (each: ``--steps`` heavy-top steps from
+   its own initial condition) on a ``LocalCluster`` of 1 worker process, then of 2; speed-up =
+   wall(1) / wall(2) (target >= 1.7 on two free cores). Each worker runs XLA single-threaded
+   (``--xla_cpu_multi_thread_eigen=false``), so that one worker is one core.
+2. **Overhead per cell.** ``1 - sum(cell times) / (workers x wall)`` of the sweeps above, and a
+   sweep of 2000 empty cells: the wall time per cell with the default grouping (about 4 tasks
+   per worker) and with one cell per task.
+3. **Batched ensembles.** ``--members`` heavy tops (perturbed initial data) in this process:
+   one cell per member (``integrate`` of one trajectory each) against one cell per batch of
+   all members (one ``vmap`` batch, ``sweep(..., members=M)``).
+
+    python benchmarks/sweep_scaling.py            # ~2 min on two free cores; writes benchmarks/results/sweep_scaling.json
+    python benchmarks/sweep_scaling.py --quick    # a check that it runs (numbers meaningless)
+
+The machine must be quiet: on shared cores the scaling number measures the other load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from manifold_dirac.sweep import sweep  # noqa: E402
+
+SINGLE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+def _initial(index: np.ndarray, n_members: int = 4096):
+    from manifold_dirac.manifolds import SO3
+
+    noise = np.random.default_rng(7).standard_normal((n_members, 6))[index]
+    R0 = np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0])))
+    q0 = np.einsum("ij,bjk->bik", R0, np.asarray(SO3().exp(0.05 * noise[:, :3])))
+    return q0, np.array([0.5, -0.2, 2.0]) + 0.05 * noise[:, 3:]
+
+
+def heavy_top_cell(case: int, *, steps: int) -> dict:
+    """One heavy top (initial condition ``case``), ``steps`` steps at h = 0.01: CPU-bound."""
+    from manifold_dirac.mechanics.integrate import integrate
+    from manifold_dirac.study import example_system
+    from manifold_dirac.systems.catalog import get_example
+
+    sysm = example_system(get_example("heavy_top"), "exp")
+    q0, v0 = _initial(np.array([case]))
+    tr = integrate(sysm, q0[0], v0=v0[0], h=0.01, n_steps=steps, stride=steps)
+    return {"energy_error": float(tr.energy_error), "iterations": float(tr.meta["total_iterations"])}
+
+
+def heavy_top_batch_cell(kind: str, members: np.ndarray, *, steps: int) -> dict:
+    """The same heavy tops, a block of members as one batch (vmap)."""
+    from manifold_dirac.mechanics.integrate import integrate
+    from manifold_dirac.study import example_system
+    from manifold_dirac.systems.catalog import get_example
+
+    sysm = example_system(get_example("heavy_top"), "exp")
+    q0, v0 = _initial(members)
+    tr = integrate(sysm, q0, v0=v0, h=0.01, n_steps=steps, stride=steps)
+    return {"energy_error": tr.energy_error}
+
+
+def empty_cell(i: int) -> dict:
+    return {"x": float(i)}
+
+
+def _warm(steps: int) -> None:
+    """Compile the cell's program on a worker (the persistent cache makes the second worker's cheap)."""
+    heavy_top_cell(0, steps=steps)
+
+
+def scaling(args) -> dict:
+    import distributed
+
+    out = {}
+    for n in (1, 2):
+        env = {"XLA_FLAGS": SINGLE_THREAD_XLA, "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT))}
+        with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                      env=env) as cluster, distributed.Client(cluster) as client:
+            client.run(_warm, args.steps)
+            ds = sweep(partial(heavy_top_cell, steps=args.steps), {"case": list(range(args.cells))}, client=client,
+                       progress=False)
+            assert (ds.status == "ok").all(), ds.message.values
+            empty = {}
+            for label, per in (("grouped", None), ("one per task", 1)):
+                e = sweep(empty_cell, {"i": list(range(args.empty))}, client=client, progress=False,
+                          cells_per_task=per)
+                empty[label] = {"tasks": e.attrs["tasks"], "wall_s": e.attrs["wall_time"] - e.attrs["startup_time"],
+                                "us_per_cell": 1e6 * (e.attrs["wall_time"] - e.attrs["startup_time"]) / args.empty}
+        wall = ds.attrs["wall_time"] - ds.attrs["startup_time"]
+        out[n] = {"wall_s": wall, "cell_time_s": ds.attrs["cell_time"], "tasks": ds.attrs["tasks"],
+                  "overhead": ds.attrs["overhead"],
+                  "overhead_per_cell_ms": 1e3 * (n * wall - ds.attrs["cell_time"]) / args.cells,
+                  "cell_ms_median": 1e3 * float(np.median(ds.wall_time.values)), "empty_cells": empty}
+        print(f"{n} worker(s): {args.cells} cells of {args.steps} heavy-top steps in {wall:.2f} s "
+              f"({ds.attrs['tasks']} tasks; median cell {out[n]['cell_ms_median']:.0f} ms; overhead "
+              f"{100 * ds.attrs['overhead']:.1f} % = {out[n]['overhead_per_cell_ms']:.1f} ms per cell)")
+        for label, e in empty.items():
+            print(f"    {args.empty} empty cells, {label} ({e['tasks']} tasks): {e['us_per_cell']:.0f} µs per cell")
+    out["speedup_2_vs_1"] = out[1]["wall_s"] / out[2]["wall_s"]
+    print(f"speed-up, 2 workers against 1: {out['speedup_2_vs_1']:.2f}x (target >= 1.7x on two free cores)")
+    return out
+
+
+def batching(args) -> dict:
+    M, steps = args.members, args.ensemble_steps
+    per = partial(heavy_top_cell, steps=steps)
+    batch = partial(heavy_top_batch_cell, steps=steps)
+    # warm-up: compile both programs (one trajectory; a batch of M)
+    sweep(per, {"case": [0]}, workers=0, progress=False)
+    heavy_top_batch_cell("vmap", np.arange(M), steps=steps)
+    t0 = time.perf_counter()
+    a = sweep(per, {"case": list(range(M))}, workers=0, progress=False)
+    t_per = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    b = sweep(batch, {"kind": ["vmap"]}, members=M, workers=0, progress=False)
+    t_batch = time.perf_counter() - t0
+    same = np.allclose(a.energy_error.values, b.energy_error.values[0], rtol=1e-9, atol=1e-15)
+    print(f"ensemble of {M} heavy tops x {steps} steps, in this process: one cell per member {t_per:.2f} s, "
+          f"one vmap batch {t_batch:.2f} s: {t_per / t_batch:.1f}x (same energy errors: {same})")
+    return {"members": M, "steps": steps, "per_member_s": t_per, "batched_s": t_batch,
+            "speedup": t_per / t_batch, "same_results": bool(same)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="tiny sizes: check that it runs")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = p.parse_args()
+    args.cells, args.steps, args.empty = (32, 2000, 200) if args.quick else (48, 30_000, 2000)
+    args.members, args.ensemble_steps = (16, 100) if args.quick else (256, 1000)
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    res = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, load average {load}",
+           "python": platform.python_version(), "quick": args.quick}
+    import jax
+
+    res["jax"] = jax.__version__
+    print(res["machine"])
+    res["scaling"] = scaling(args)
+    res["batching"] = batching(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / ("sweep_scaling_quick.json" if args.quick else "sweep_scaling.json")
+    path.write_text(json.dumps(res, indent=1, default=str))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
