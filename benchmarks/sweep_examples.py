@@ -96,6 +96,7 @@ def run_study(args, out: Path) -> None:
                 e = ds.error.sel(system=system, retraction=ret, scheme=scheme, rule="midpoint")
                 ax.loglog(ds.h, e, styles[scheme], color=colors[ret], marker="o", ms=3,
                           label=f"{ret} / {scheme}")
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
         ax.set_title(f"{system} (midpoint rule)")
         ax.set_xlabel("h")
         ax.grid(True, which="both", alpha=0.3)

@@ -447,12 +447,16 @@ def sweep(
                 tasks = [todo[i:i + per] for i in range(0, len(todo), per)]
                 n_tasks = len(tasks)
                 futures = {c.submit(_run_task, cell, t, pure=False): t for t in tasks}
-                for fut in distributed.as_completed(futures):
-                    try:
-                        recs = fut.result()
-                    except Exception as exc:  # noqa: BLE001 - KilledWorker after the retries: recorded per cell
-                        recs = _killed(futures[fut], exc)
-                    finished(recs)
+                try:
+                    for fut in distributed.as_completed(futures):
+                        try:
+                            recs = fut.result()
+                        except Exception as exc:  # noqa: BLE001 - KilledWorker after the retries: recorded per cell
+                            recs = _killed(futures[fut], exc)
+                        finished(recs)
+                except BaseException:  # Ctrl-C: the finished tasks are in the store; stop the others
+                    c.cancel(list(futures))
+                    raise
             finally:
                 for obj in to_close:
                     obj.close()
