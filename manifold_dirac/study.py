@@ -470,7 +470,8 @@ def retraction_study(
     cell = functools.partial(study_cell, ex.name if ref else ex, T=T, long_steps=int(long_steps))
     reference = "closed form / solve_ivp" if ex.reference is not None else "self-convergence"
     ds = sweep(cell, {"retraction": list(rets), "scheme": list(schemes), "rule": list(rules), "h": list(hs)},
-               store=store, resume=resume, client=client, workers=workers, processes=processes,
+               store=store, resume=resume, client=client, workers=None if client is not None else workers,
+               processes=processes,
                progress=progress,
                attrs={"system": ex.name, "T": T, "long_steps": int(long_steps), "reference": reference})
     return StudyResult.from_dataset(ds)

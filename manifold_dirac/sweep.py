@@ -371,8 +371,8 @@ def sweep(
     TypeError
         For axes that are not sequences of str/int/float, a client of another type.
     ValueError
-        For an empty axis or repeated values, a metric shape that changes
-        between cells, a non-empty store without ``resume``, or a store
+        For an empty axis or repeated values, both ``client`` and ``workers``,
+        a metric shape that changes between cells, a non-empty store without ``resume``, or a store
         written by another sweep (other cell function, axis names or ensemble).
     ImportError
         Without the ``sweep`` extra (dask.distributed, xarray).
@@ -405,6 +405,8 @@ def sweep(
         members_per_task = per
     if workers is not None and int(workers) < 0:
         raise ValueError(f"sweep: workers must be >= 0, got {workers}")
+    if workers is not None and client is not None:
+        raise ValueError("sweep: give client (a running cluster) or workers (a local one), not both")
     units = _units(grid, blocks)
     store_path = Path(store) if store is not None else None
     done: dict[str, dict] = {}
@@ -430,7 +432,7 @@ def sweep(
 
     n_workers, n_tasks, startup = 1, 0, 0.0
     try:
-        if todo and workers == 0 and client is None:
+        if todo and workers == 0:
             per = cells_per_task or max(1, math.ceil(len(todo) / TASKS_PER_WORKER))
             tasks = [todo[i:i + per] for i in range(0, len(todo), per)]
             n_tasks = len(tasks)

@@ -164,6 +164,22 @@ def test_study_resume_skips_the_finished_cells(tmp_path, capsys):
     assert "--resume needs --out DIR" in capsys.readouterr().err
 
 
+def test_study_records_a_failed_cell_and_keeps_the_others():
+    """h = 1.3 fails (Newton's method at step 3); the cell at h = 0.65 is kept: its error is in
+    the row (no order from one step size), the note names the failure, the energy error of the
+    largest h is inf, and the Dataset says which cell failed and why."""
+    from manifold_dirac.study import retraction_study
+
+    res = retraction_study("pendulum", schemes=("symmetric",), hs=(1.3, 0.65), T=5.2, long_steps=3)
+    row, ds = res.rows[0], res.dataset
+    assert row.hs == (0.65,) and len(row.errors) == 1 and row.errors[0] > 0 and row.order is None
+    assert row.failure == "step 3 (t = 3.9): ConvergenceError" and row.energy_error == float("inf")
+    assert ds.status.values.ravel().tolist() == ["ConvergenceError", "ok"]
+    assert "Newton's method did not converge" in str(ds.message.sel(h=1.3).values.ravel()[0])
+    assert np.isnan(ds.error.sel(h=1.3)).all() and np.isfinite(ds.error.sel(h=0.65)).all()
+    assert "| step 3 (t = 3.9): ConvergenceError |" in res.table()
+
+
 def test_study_on_a_scheduler_address_gives_the_in_process_table(capsys):
     """``--scheduler ADDRESS``: the cells run on that cluster (here a threaded LocalCluster of this
     process); the errors are those of the same study in this process, bit for bit."""

@@ -245,6 +245,8 @@ def test_bad_cells_and_axes_are_reported():
         sweep(returns_list, {"member": [1]}, workers=0)
     with pytest.raises(TypeError, match="values must be str, int or float"):
         sweep(returns_list, {"a": [None]}, workers=0)
+    with pytest.raises(ValueError, match="give client .* or workers .*, not both"):
+        sweep(returns_list, {"a": [1]}, client="tcp://10.0.0.1:8786", workers=2)
     with pytest.raises(TypeError, match="client must be a distributed.Client or a scheduler address"):
         sweep(returns_list, {"a": [1]}, client=object())
 
