@@ -16,6 +16,7 @@ compiles the cell's program in a warm-up before the clock starts):
 
     python benchmarks/sweep_scaling.py            # ~2 min on two free cores; writes benchmarks/results/sweep_scaling.json
     python benchmarks/sweep_scaling.py --quick    # a check that it runs (numbers meaningless)
+    python benchmarks/sweep_scaling.py --only batching   # or --only scaling
 
 The machine must be quiet: on shared cores the scaling number measures the other load.
 """
@@ -129,16 +130,20 @@ def batching(args) -> dict:
     t0 = time.perf_counter()
     b = sweep(batch, {"kind": ["vmap"]}, members=M, workers=0, progress=False)
     t_batch = time.perf_counter() - t0
-    same = np.allclose(a.energy_error.values, b.energy_error.values[0], rtol=1e-9, atol=1e-15)
+    # the same members: the batch's Newton iterates until every member has converged, so a member
+    # may take one iteration more than alone (round-off differences, not more)
+    x, y = a.energy_error.values, b.energy_error.values[0]
+    diff = float(np.max(np.abs(x - y) / np.abs(x)))
     print(f"ensemble of {M} heavy tops x {steps} steps, in this process: one cell per member {t_per:.2f} s, "
-          f"one vmap batch {t_batch:.2f} s: {t_per / t_batch:.1f}x (same energy errors: {same})")
+          f"one vmap batch {t_batch:.2f} s: {t_per / t_batch:.1f}x (energy errors agree to {diff:.1e}, relative)")
     return {"members": M, "steps": steps, "per_member_s": t_per, "batched_s": t_batch,
-            "speedup": t_per / t_batch, "same_results": bool(same)}
+            "speedup": t_per / t_batch, "max_relative_difference": diff}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="tiny sizes: check that it runs")
+    p.add_argument("--only", choices=["scaling", "batching"], help="one of the measurements")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = p.parse_args()
     args.cells, args.steps, args.empty = (32, 2000, 200) if args.quick else (48, 30_000, 2000)
@@ -150,10 +155,13 @@ def main() -> None:
 
     res["jax"] = jax.__version__
     print(res["machine"])
-    res["scaling"] = scaling(args)
-    res["batching"] = batching(args)
+    if args.only in (None, "scaling"):
+        res["scaling"] = scaling(args)
+    if args.only in (None, "batching"):
+        res["batching"] = batching(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / ("sweep_scaling_quick.json" if args.quick else "sweep_scaling.json")
+    name = "sweep_scaling" + ("_quick" if args.quick else "") + (f"_{args.only}" if args.only else "")
+    path = args.out / f"{name}.json"
     path.write_text(json.dumps(res, indent=1, default=str))
     print(f"wrote {path}")
 
