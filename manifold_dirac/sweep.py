@@ -358,9 +358,11 @@ def sweep(
         metrics' own. Data variables: every metric (float64, NaN where the
         cell failed), ``status`` (str: ``"ok"``, ``"partial"`` -- NaN in a
         metric -- or the exception's class name), ``message`` (str) and
-        ``wall_time`` (seconds of the cell's call, float64). Attributes:
-        ``cells`` (in the grid), ``cells_run`` (this call), ``cells_resumed``
-        (from the store), ``tasks``, ``workers``, ``wall_time`` (of this
+        ``wall_time`` (seconds of the cell's call, float64; for an ensemble,
+        of the call that computed the member's block). Attributes:
+        ``cells`` (in the grid, member blocks counted), ``cells_run`` (this
+        call), ``cells_resumed`` (from the store), ``tasks``, ``workers``
+        (Dask workers; 1 with ``workers=0``: this process), ``wall_time`` (of this
         call), ``startup_time`` (of it, starting the cluster and importing
         the library on the workers), ``cell_time`` (sum of the cells' times
         of this call), ``overhead`` (``1 - cell_time / (workers * (wall_time
