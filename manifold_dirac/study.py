@@ -65,7 +65,7 @@ class StudyRow:
     retraction, scheme, rule : str
         The combination.
     hs : tuple of float
-        Step sizes, largest first.
+        Step sizes whose cells succeeded, largest first (the study's are in ``StudyResult.dataset.h``).
     errors : tuple of float
         Error at ``T`` for each step size (NaN-free: a failed run is recorded
         in ``failure`` instead, and its step size left out of ``hs``).
