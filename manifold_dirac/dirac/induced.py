@@ -5,7 +5,7 @@ components ``v = (v_q, v_p)`` and ``alpha = (alpha_q, alpha_p)``:
 
 * :func:`induced` -- ``D_{Delta_Q}`` of (9);
 * :func:`interaction` -- ``D_int`` of (25)--(26);
-* :func:`interconnect` -- ``(D_1 (+) D_2) ⊠ D_int`` of (29);
+* :func:`interconnect_structures` -- ``(D_1 (+) D_2) ⊠ D_int`` of (29);
 * :func:`constraint_forms_of_intersection` -- the forms of
   ``Delta_Q = (Delta_1 (+) Delta_2) ∩ Sigma_Q`` (31) with a regularity report;
 * :func:`dirac_differential` and :func:`lagrange_dirac_residual` -- (18) and
@@ -38,7 +38,7 @@ __all__ = [
     "dirac_differential",
     "induced",
     "interaction",
-    "interconnect",
+    "interconnect_structures",
     "lagrange_dirac_residual",
 ]
 
@@ -87,7 +87,7 @@ def interaction(S: ArrayLike, *, rtol: float = RANK_RTOL) -> LinearDirac:
     return LinearDirac.interaction(S, rtol=rtol)
 
 
-def interconnect(D1: LinearDirac, D2: LinearDirac, S: ArrayLike, *, rtol: float = RANK_RTOL) -> LinearDirac:
+def interconnect_structures(D1: LinearDirac, D2: LinearDirac, S: ArrayLike, *, rtol: float = RANK_RTOL) -> LinearDirac:
     """Interconnection (29) ``(D1 (+) D2) ⊠ D_int`` of two structures on cotangent bundles.
 
     Parameters
