@@ -38,7 +38,14 @@ from .induced import (
     interconnect_structures,
     lagrange_dirac_residual,
 )
-from .route import DiracRouteResult, StepVerification, dirac_route, discrete_structure_of, verify
+from .route import (
+    DiracRouteResult,
+    StepVerification,
+    constraint_along_retraction,
+    dirac_route,
+    discrete_structure_of,
+    verify,
+)
 from .linear import (
     LinearDirac,
     LinearRelation,
@@ -51,6 +58,7 @@ from .linear import (
 __all__ = [
     "DiracRouteResult",
     "StepVerification",
+    "constraint_along_retraction",
     "dirac_route",
     "discrete_structure_of",
     "verify",

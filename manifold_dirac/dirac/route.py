@@ -44,7 +44,8 @@ from ..mechanics.system import LagrangeDiracSystem
 from .discrete import DiscreteDiracStructure
 from .linear import block_diag_forms
 
-__all__ = ["DiracRouteResult", "StepVerification", "dirac_route", "discrete_structure_of", "verify"]
+__all__ = ["DiracRouteResult", "StepVerification", "constraint_along_retraction", "dirac_route",
+           "discrete_structure_of", "verify"]
 
 SCHEMES = ("plus", "minus", "symmetric")
 
@@ -171,6 +172,52 @@ def _compiled(system: LagrangeDiracSystem, nodes: tuple) -> dict[str, Callable]:
 
     return {"step": jax.jit(with_jacobian), "forms": jax.jit(forms_at), "midpoint": jax.jit(midpoint),
             "momentum": jax.jit(momentum), "inverse_retract": jax.jit(lambda a, b: _inverse_retract(system, a, b))}
+
+
+def constraint_along_retraction(system: LagrangeDiracSystem, q: Any, xi: Any, s: Any) -> np.ndarray:
+    """``a(s) = A(c(s)) c'(s)``: the one-forms on the retraction curve's own velocity.
+
+    Parameters
+    ----------
+    system : LagrangeDiracSystem
+        Elementary (its ``A``) or interconnected (the subsystems' forms and the
+        interactions', each subsystem on its own retraction).
+    q : point
+    xi : array-like, shape=[n]
+    s : float or array-like, shape=[k]
+        Curve parameters; ``c(s) = R_q(s xi)``, ``c'(s) = J_xi(s xi) xi`` in the frame at ``c(s)``.
+
+    Returns
+    -------
+    ndarray, shape=[k, m]
+
+    Notes
+    -----
+    The three schemes impose the discrete constraint at different points of
+    the same curve: (+) ``a(0) = A(q_k) xi = 0`` (52a), (−) ``a(1) = 0`` (53a)
+    up to the sign of ``R_{q_{k+1}}^{-1}(q_k) = -J_xi(xi) xi + O(|xi|^2)``
+    (exactly ``-xi`` on a Lie group with ``exp`` and on a vector space),
+    symmetric ``a(1/2) = 0``. When ``a`` does not depend on ``s`` for ``xi``
+    in the constraint set, the three equations coincide and so do the flows;
+    then (+) and (−) have the symmetric scheme's order 2. When
+    ``d a / d s (0) = (dA(q) . xi) xi + ...`` is nonzero on ``Delta(q)``,
+    ``a(0)`` and ``a(1/2)`` differ by ``O(h^2)`` per step and (±) are first order.
+    So the criterion is not whether ``A`` varies in frame coordinates: on
+    SO(3) with ``exp`` the Veselova form ``A(R) = (R^T e3)^T`` varies with ``R``,
+    yet ``A(R exp(s xi)) xi = e3^T R exp(s xi) xi = e3^T R xi`` is constant.
+    """
+    ss = jnp.atleast_1d(jnp.asarray(s, dtype=float))
+    x = jnp.asarray(xi, dtype=float)
+    eye = jnp.eye(system.dim)
+
+    def at(si):
+        c = _retract(system, q, si * x)
+        # c'(s) in the frame at c: d/de R_c^{-1}(R_q((s + e) xi)) at e = 0
+        vel = jax.jacfwd(lambda e: _inverse_retract(system, c, _retract(system, q, (si + e) * x)))(0.0)
+        A = jnp.concatenate([f @ eye[sl] for f, sl in _placed(system, _forms(system, c))], axis=0)
+        return A @ vel
+
+    return np.asarray(jax.jit(jax.vmap(at))(ss))
 
 
 # ------------------------------------------------------------- the structures
