@@ -17,7 +17,8 @@ Systems (all energy-conserving in continuous time):
   ``[sin theta, -cos theta, 0]``, with the incline's gravity ``g sin(alpha) x``;
 * ``chaplygin_sled``: SE(2) ``exp``, body constraint ``v_y = 0`` (constant in the body frame);
 * ``veselova``: a rigid body on SO(3) ``exp``, ``I = diag(1, 2, 3)``, ``<w, R^T e3> = 0``;
-* ``rolling_disk``: the interconnected vertical disk (SE(2) x R).
+* ``rolling_disk``: the interconnected vertical disk (SE(2) ``exp`` x R), and the same with
+  SE(2)'s ``so2xr2`` retraction (not symmetric; ``A(c(s)) c'(s)`` then varies along the curve).
 
 Run: ``PYTHONPATH=. python benchmarks/energy_behaviour.py`` (about 5 min on two busy cores:
 mostly compilation).
@@ -68,6 +69,8 @@ def cases():
         "chaplygin_sled": (chaplygin_sled(), SE2().identity(), np.array([1.0, 1.0, 0.0])),
         "veselova": (veselova(), R0, w0),
         "rolling_disk": (S.rolling_disk(0.5), (SE2().identity(), np.zeros(1)), np.array([0.7, 1.0, 0.0, 2.0])),
+        "rolling_disk_so2xr2": (S.rolling_disk(0.5, retraction="so2xr2"), (SE2("so2xr2").identity(), np.zeros(1)),
+                                np.array([0.7, 1.0, 0.0, 2.0])),
     }
 
 
