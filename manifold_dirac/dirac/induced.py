@@ -43,48 +43,11 @@ __all__ = [
 ]
 
 
-def induced(A: ArrayLike, *, rtol: float = RANK_RTOL) -> LinearDirac:
-    """Induced Dirac structure (9) of ``Delta_Q = ker A``; see :meth:`LinearDirac.induced`.
+induced = LinearDirac.induced
+"""Induced Dirac structure (9) of ``Delta_Q = ker A``: :meth:`LinearDirac.induced` under a short name."""
 
-    Parameters
-    ----------
-    A : array-like, shape=[m, n]
-        Constraint one-forms at ``q`` (``(0, n)`` for an unconstrained system).
-    rtol : float
-        Relative rank tolerance.
-
-    Returns
-    -------
-    LinearDirac
-        On ``R^{2n}``, dimension ``2n``.
-
-    Notes
-    -----
-    (9): ``v_q in ker A``, ``alpha_p = v_q``, ``alpha_q + v_p in row A``.
-    """
-    return LinearDirac.induced(A, rtol=rtol)
-
-
-def interaction(S: ArrayLike, *, rtol: float = RANK_RTOL) -> LinearDirac:
-    """Standard interaction structure (26); see :meth:`LinearDirac.interaction`.
-
-    Parameters
-    ----------
-    S : array-like, shape=[r, n]
-        Interaction one-forms on the product, ``Sigma_Q = ker S``.
-    rtol : float
-        Relative rank tolerance.
-
-    Returns
-    -------
-    LinearDirac
-        On ``R^{2n}``, dimension ``2n``.
-
-    Notes
-    -----
-    (25)--(26): ``S v_q = 0``; ``alpha_p = 0``, ``alpha_q in row S``.
-    """
-    return LinearDirac.interaction(S, rtol=rtol)
+interaction = LinearDirac.interaction
+"""Standard interaction structure (26) of ``Sigma_Q = ker S``: :meth:`LinearDirac.interaction` under a short name."""
 
 
 def interconnect_structures(D1: LinearDirac, D2: LinearDirac, S: ArrayLike, *, rtol: float = RANK_RTOL) -> LinearDirac:

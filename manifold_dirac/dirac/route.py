@@ -41,7 +41,7 @@ import numpy as np
 from ..interconnection import InterconnectedSystem
 from ..mechanics.rules import QuadratureRule, get_rule
 from ..mechanics.system import LagrangeDiracSystem
-from .discrete import DiscreteDiracStructure
+from .discrete import DiscreteDiracStructure, discrete_dirac_differential
 from .linear import block_diag_forms
 
 __all__ = ["DiracRouteResult", "StepVerification", "constraint_along_retraction", "dirac_route",
@@ -563,16 +563,17 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
         val, _, _ = fns["step"](points[k], jnp.asarray(xi), h, float(t[k]))
         val = np.asarray(val)
         P0, P1, eta = val[:n], val[n:2 * n], val[2 * n:]
+        # (48) with the forced partials D1 L_d + f^- = -P0 and D2 L_d + f^+ = P1
+        sign = "-" if scheme == "minus" else "+"
+        chi = eta if scheme == "minus" else xi
+        dd = discrete_dirac_differential(sign, -P0, P1, chi)
+        w = np.concatenate([p[k], chi, p[k + 1], dd.alpha_q, dd.alpha_p])
         if scheme == "minus":
             D = discrete_structure_of(system, "-", points[k + 1])
-            w = np.concatenate([p[k], eta, p[k + 1], -P1, -eta])
-            base[k] = np.linalg.norm(p[k] - P0) / max(1.0, np.linalg.norm(p[k]))
-            chi = eta
+            base[k] = np.linalg.norm(p[k] - dd.basepoint_momentum) / max(1.0, np.linalg.norm(p[k]))
         else:
             D = discrete_structure_of(system, "+", points[k], midpoint=scheme == "symmetric", xi=xi)
-            w = np.concatenate([p[k], xi, p[k + 1], P0, xi])
-            base[k] = np.linalg.norm(p[k + 1] - P1) / max(1.0, np.linalg.norm(p[k + 1]))
-            chi = xi
+            base[k] = np.linalg.norm(p[k + 1] - dd.basepoint_momentum) / max(1.0, np.linalg.norm(p[k + 1]))
         E = _equations(D)
         mem[k] = np.linalg.norm(E @ w) / max(1.0, np.linalg.norm(w))
         B = D.velocity_constraint().equations()
