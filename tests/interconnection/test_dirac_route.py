@@ -7,9 +7,11 @@ the quadrature evaluation, the product retraction or the Newton solver. It uses 
 subsystem's Lagrangian, one-forms, force and retraction, each level's interaction forms, and the
 linear algebra of ``manifold_dirac.dirac`` (direct sums and tensor products of subspaces).
 
-CI runs the torn mass--spring chain in all three schemes and cheap Euclidean systems for the
-sensitivity tests; the full matrix (five worked systems x three schemes) is ``slow``
-(``pytest -m slow``; measured: agreement <= 4e-13 in q and <= 1.2e-13 in p on every case).
+The worked systems are those of ``manifold_dirac/systems/interconnected.py`` and
+``examples/interconnection_*.py`` (the two-wheel cart both nested and flat). CI runs the torn
+mass--spring chain in all three schemes and cheap Euclidean systems for the sensitivity tests;
+the full matrix (six systems x three schemes) is ``slow`` (``pytest -m slow``; measured:
+agreement <= 4e-13 in q and <= 1.2e-13 in p on every case).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def _worked():
     q0 = ((SE2().identity(), np.zeros(1)), (right, np.zeros(1)))
     v0 = np.array([om, vL, 0, vL / R, om, vL + om, 0, (vL + om) / R])
     out["cart"] = (S.two_wheel_cart(1.0, R), q0, v0, 0.05, 30)
+    # examples/interconnection_two_wheel_cart.py: the same cart as one flat interconnection of four parts
+    out["cart_flat"] = (S.two_wheel_cart_flat(1.0, R), (q0[0][0], q0[0][1], q0[1][0], q0[1][1]), v0, 0.05, 30)
     return out
 
 
