@@ -393,6 +393,10 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
     fns = _compiled(system, nodes)
     q = jax.tree.map(lambda a: jnp.asarray(a, dtype=float), q0)
     h = float(h)
+    given = np.asarray(v0 if v0 is not None else p0, dtype=float)
+    if given.shape != (n,):
+        raise ValueError(f"dirac_route: {'v0' if v0 is not None else 'p0'} must have shape ({n},) (one trajectory; "
+                         f"the route does not batch); got {given.shape}")
     if v0 is not None:
         v = np.asarray(v0, dtype=float).reshape(n)
         p_in = np.asarray(fns["momentum"](q, jnp.asarray(v)))
@@ -547,6 +551,9 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
     p = np.asarray(trajectory.p, dtype=float)
     if p.ndim != 2:
         raise ValueError(f"verify: needs an unbatched trajectory; p has shape {p.shape}")
+    if not bool(getattr(trajectory, "ok", True)):
+        raise ValueError("verify: the trajectory did not finish (its status is not OK); verify the steps that "
+                         "completed by slicing a finished run, not a failed or interrupted one")
     K = p.shape[0] - 1
     qtraj = trajectory.q
     if isinstance(qtraj, list):

@@ -261,6 +261,14 @@ def test_verifier_refuses_what_it_cannot_check(chain_run):
         verify(sysm, chain_run, scheme="leapfrog")
     with pytest.raises(ValueError, match="exactly one"):
         dirac_route(sysm, WORKED["mass_spring"][1], h=0.1, n_steps=1)
+    with pytest.raises(ValueError, match="does not batch"):
+        dirac_route(sysm, WORKED["mass_spring"][1], v0=np.zeros((2, 3)), h=0.1, n_steps=1)
+
+    class Strided:
+        q, p, v, t, meta = chain_run.q, chain_run.p, chain_run.v, chain_run.t, {**chain_run.meta, "stride": 2}
+
+    with pytest.raises(ValueError, match="stride"):
+        verify(sysm, Strided())
 
 
 @pytest.mark.slow
