@@ -1,4 +1,4 @@
-"""MkDocs hooks (``hooks:`` in ``mkdocs.yml``).
+"""MkDocs hook (``hooks:`` in ``mkdocs.yml``; ``exclude_docs`` keeps it out of the site).
 
 ``on_page_markdown``: a fence tagged ```` ```python notest ```` (shown but not run by
 ``tests/test_docs.py``) is not a fenced code block for Python-Markdown, whose info string allows
