@@ -65,3 +65,19 @@ def test_veselova_plus_is_second_order():
     err = [np.max(np.abs(integrate(VESELOVA, R0, v0=W0, h=h, n_steps=int(round(T / h)), scheme="plus").q[-1] - ref))
            for h in hs]
     assert observed_order(hs, err) > 1.9, err  # measured: 2.01 (1.555e-4, 3.871e-5, 9.560e-6)
+
+
+def test_the_symmetric_structure_differs_from_the_induced_one_unless_b_equals_a():
+    """``DiscreteDiracStructure.induced(A, sign, constraint=B)`` (the symmetric scheme's structure:
+    velocity forms B, reaction in row A) is the induced structure for B = A and another subspace
+    for B != A."""
+    from manifold_dirac.dirac import DiscreteDiracStructure
+
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((1, 3))
+    B = A + 1e-3 * rng.standard_normal((1, 3))
+    for sign in "+-":
+        same = DiscreteDiracStructure.induced(A, sign, constraint=A)
+        assert same.equals(DiscreteDiracStructure.induced(A, sign))
+        other = DiscreteDiracStructure.induced(A, sign, constraint=B)
+        assert other.dim == same.dim and not other.equals(same)
