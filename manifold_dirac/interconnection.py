@@ -304,10 +304,11 @@ class SubsystemTrajectory:
         The force the subsystem receives through ``Sigma`` over each stored
         step: the reaction impulse of the interaction rows divided by ``h``,
         ``-S_i(q_k)^T mu_S / h`` (``+`` for the ``minus`` scheme, whose
-        multiplier enters (53d) with the other sign). At the first step of a
-        degenerate subsystem (a massless port) it is half the force: the given
-        ``p(0) = dL/dv`` differs from the discrete Legendre transform by ``O(h)``,
-        so ``mu_0`` carries half an impulse; the motion is unaffected.
+        multiplier enters (53d) with the other sign). At step 0 of a run
+        started from user data it is half the force, for every system: the
+        given ``p(0) = dL/dv`` is the momentum at ``t0``, so ``mu_0`` is the
+        impulse over ``[t0, t0 + h/2]`` only (later ``mu_k`` span a whole step,
+        ``[t_k - h/2, t_k + h/2]``); the motion is unaffected.
     constraint_force : ndarray, shape=[K, *B, n_i]
         The reaction of the subsystem's own constraints, likewise from ``A_i``.
     """

@@ -6,7 +6,16 @@
 * :mod:`.induced` -- the induced structure (9), the interaction structure
   (26), interconnection (29)--(32), the Dirac differential (18);
 * :mod:`.discrete` -- the (+)/(−) discrete structures (46)--(53) in the chart
-  of a retraction, and :func:`in_discrete_structure` for computed steps.
+  of a retraction, and :func:`in_discrete_structure` for computed steps;
+* :mod:`.route` -- the library's verification layer: :func:`dirac_route`
+  solves each step of a (possibly interconnected) system as the membership
+  ``(X_d, 𝔇^±L_d) in D^{d±}`` in the structure assembled from the
+  subsystems' own structures (independent of the integrator's step code),
+  and :func:`verify` measures a computed trajectory against it step by step.
+
+The structure-level interconnections are :func:`interconnect_structures`
+(continuous, (29)) and :func:`interconnect_discrete_structures`; the
+system-level one is :func:`manifold_dirac.interconnect`.
 
 ``docs/dirac.md`` has the theory with the paper's equation numbers.
 """
@@ -16,7 +25,7 @@ from .discrete import (
     DiscreteDiracStructure,
     DiscreteStepResidual,
     discrete_dirac_differential,
-    discrete_interconnect,
+    interconnect_discrete_structures,
     in_discrete_structure,
 )
 from .induced import (
@@ -26,8 +35,16 @@ from .induced import (
     dirac_differential,
     induced,
     interaction,
-    interconnect,
+    interconnect_structures,
     lagrange_dirac_residual,
+)
+from .route import (
+    DiracRouteResult,
+    StepVerification,
+    constraint_along_retraction,
+    dirac_route,
+    discrete_structure_of,
+    verify,
 )
 from .linear import (
     LinearDirac,
@@ -39,6 +56,12 @@ from .linear import (
 )
 
 __all__ = [
+    "DiracRouteResult",
+    "StepVerification",
+    "constraint_along_retraction",
+    "dirac_route",
+    "discrete_structure_of",
+    "verify",
     "DiscreteDiracDifferential",
     "DiscreteDiracStructure",
     "DiscreteStepResidual",
@@ -53,10 +76,10 @@ __all__ = [
     "constraint_forms_of_intersection",
     "dirac_differential",
     "discrete_dirac_differential",
-    "discrete_interconnect",
+    "interconnect_discrete_structures",
     "in_discrete_structure",
     "induced",
     "interaction",
-    "interconnect",
+    "interconnect_structures",
     "lagrange_dirac_residual",
 ]

@@ -65,7 +65,7 @@ __all__ = [
     "DiscreteStepResidual",
     "Sign",
     "discrete_dirac_differential",
-    "discrete_interconnect",
+    "interconnect_discrete_structures",
     "in_discrete_structure",
 ]
 
@@ -140,7 +140,8 @@ class DiscreteDiracStructure:
         return cls(LinearRelation.from_equations(m, 3 * n, 2 * n, rtol=rtol), n, _check_sign(sign))
 
     @classmethod
-    def induced(cls, A: ArrayLike, sign: Sign, *, rtol: float = RANK_RTOL) -> DiscreteDiracStructure:
+    def induced(cls, A: ArrayLike, sign: Sign, *, constraint: ArrayLike | None = None,
+                rtol: float = RANK_RTOL) -> DiscreteDiracStructure:
         """Discrete induced Dirac structure ``D^{d±}_{Delta_Q}``, (46)/(47).
 
         Parameters
@@ -149,6 +150,12 @@ class DiscreteDiracStructure:
             Constraint forms at the chart centre: ``A(q_k)`` for (+),
             ``A(q_{k+1})`` for (−).  ``(0, n)`` for none.
         sign : {'+', '-'}
+        constraint : array-like, shape=[m, n], optional
+            Forms ``B`` that act on ``chi`` in place of ``A`` (the reaction
+            stays in ``row A``): the structure of the symmetric scheme, whose
+            discrete constraint is ``A(c) J_xi(xi/2) xi = 0`` at the midpoint
+            ``c`` of the retraction curve (``B = A(c) J_xi(xi/2)``). Such a
+            relation is not a Dirac structure unless ``B = A``.
         rtol : float
             Relative rank tolerance for ``ker A``.
 
@@ -167,26 +174,28 @@ class DiscreteDiracStructure:
         s = _check_sign(sign)
         a = _as_matrix(A, "A")
         m, n = a.shape
+        b = a if constraint is None else _as_matrix(constraint, "constraint", rows=m, cols=n)
         e = _kernel(a, _check_tol(rtol, "rtol"), relative=True).T  # (n - rank) x n, rows span ker A
         k = e.shape[0]
         z = np.zeros
         eye = np.eye(n)
         if s == "+":
             rows = [
-                np.hstack([z((m, n)), a, z((m, n)), z((m, n)), z((m, n))]),  # A xi = 0
+                np.hstack([z((m, n)), b, z((m, n)), z((m, n)), z((m, n))]),  # A xi = 0
                 np.hstack([z((n, n)), -eye, z((n, n)), z((n, n)), eye]),  # alpha_p - xi = 0
                 np.hstack([-e, z((k, n)), z((k, n)), e, z((k, n))]),  # alpha_q - p_k in row A
             ]
         else:
             rows = [
-                np.hstack([z((m, n)), -a, z((m, n)), z((m, n)), z((m, n))]),  # -A eta = 0
+                np.hstack([z((m, n)), -b, z((m, n)), z((m, n)), z((m, n))]),  # -A eta = 0
                 np.hstack([z((n, n)), eye, z((n, n)), z((n, n)), eye]),  # alpha_p + eta = 0
                 np.hstack([z((k, n)), z((k, n)), e, e, z((k, n))]),  # alpha_q + p_k1 in row A
             ]
         return cls(LinearRelation.from_equations(np.vstack(rows), 3 * n, 2 * n), n, s)
 
     @classmethod
-    def interaction(cls, S: ArrayLike, sign: Sign, *, rtol: float = RANK_RTOL) -> DiscreteDiracStructure:
+    def interaction(cls, S: ArrayLike, sign: Sign, *, constraint: ArrayLike | None = None,
+                    rtol: float = RANK_RTOL) -> DiscreteDiracStructure:
         """Discrete standard interaction structure ``D^{d±}_int``.
 
         Parameters
@@ -195,6 +204,9 @@ class DiscreteDiracStructure:
             Interaction forms at the chart centre (``S(q_k)`` for (+),
             ``S(q_{k+1})`` for (−)); ``(0, n)`` for none.
         sign : {'+', '-'}
+        constraint : array-like, shape=[r, n], optional
+            Forms acting on ``chi`` in place of ``S`` (symmetric scheme, as in
+            :meth:`induced`).
         rtol : float
             Relative rank tolerance.
 
@@ -213,11 +225,12 @@ class DiscreteDiracStructure:
         s = _check_sign(sign)
         sm = _as_matrix(S, "S")
         r, n = sm.shape
+        b = sm if constraint is None else _as_matrix(constraint, "constraint", rows=r, cols=n)
         e = _kernel(sm, _check_tol(rtol, "rtol"), relative=True).T
         k = e.shape[0]
         z = np.zeros
         rows = [
-            np.hstack([z((r, n)), sm, z((r, n)), z((r, n)), z((r, n))]),
+            np.hstack([z((r, n)), b, z((r, n)), z((r, n)), z((r, n))]),
             np.hstack([z((n, 4 * n)), np.eye(n)]),
             np.hstack([z((k, 3 * n)), e, z((k, n))]),
         ]
@@ -314,7 +327,7 @@ class DiscreteDiracStructure:
         return LinearSubspace(_range(b[n : 2 * n], RANK_TOL, relative=False))
 
 
-def discrete_interconnect(
+def interconnect_discrete_structures(
     D1: DiscreteDiracStructure, D2: DiscreteDiracStructure, S: ArrayLike, *, rtol: float = RANK_RTOL
 ) -> DiscreteDiracStructure:
     """Discrete interconnection ``(D1 (+) D2) ⊠ D^{d±}_int``, the discrete (29).
@@ -335,7 +348,7 @@ def discrete_interconnect(
         forms of (31) -- the discrete (32).
     """
     if not isinstance(D1, DiscreteDiracStructure) or not isinstance(D2, DiscreteDiracStructure):
-        raise ValueError("discrete_interconnect needs two DiscreteDiracStructure objects.")
+        raise ValueError("interconnect_discrete_structures needs two DiscreteDiracStructure objects.")
     s = _as_matrix(S, "S", cols=D1.n + D2.n)
     return D1.direct_sum(D2).tensor(DiscreteDiracStructure.interaction(s, D1.sign, rtol=rtol))
 

@@ -5,7 +5,7 @@ components ``v = (v_q, v_p)`` and ``alpha = (alpha_q, alpha_p)``:
 
 * :func:`induced` -- ``D_{Delta_Q}`` of (9);
 * :func:`interaction` -- ``D_int`` of (25)--(26);
-* :func:`interconnect` -- ``(D_1 (+) D_2) ⊠ D_int`` of (29);
+* :func:`interconnect_structures` -- ``(D_1 (+) D_2) ⊠ D_int`` of (29);
 * :func:`constraint_forms_of_intersection` -- the forms of
   ``Delta_Q = (Delta_1 (+) Delta_2) ∩ Sigma_Q`` (31) with a regularity report;
 * :func:`dirac_differential` and :func:`lagrange_dirac_residual` -- (18) and
@@ -38,56 +38,19 @@ __all__ = [
     "dirac_differential",
     "induced",
     "interaction",
-    "interconnect",
+    "interconnect_structures",
     "lagrange_dirac_residual",
 ]
 
 
-def induced(A: ArrayLike, *, rtol: float = RANK_RTOL) -> LinearDirac:
-    """Induced Dirac structure (9) of ``Delta_Q = ker A``; see :meth:`LinearDirac.induced`.
+induced = LinearDirac.induced
+"""Induced Dirac structure (9) of ``Delta_Q = ker A``: :meth:`LinearDirac.induced` under a short name."""
 
-    Parameters
-    ----------
-    A : array-like, shape=[m, n]
-        Constraint one-forms at ``q`` (``(0, n)`` for an unconstrained system).
-    rtol : float
-        Relative rank tolerance.
-
-    Returns
-    -------
-    LinearDirac
-        On ``R^{2n}``, dimension ``2n``.
-
-    Notes
-    -----
-    (9): ``v_q in ker A``, ``alpha_p = v_q``, ``alpha_q + v_p in row A``.
-    """
-    return LinearDirac.induced(A, rtol=rtol)
+interaction = LinearDirac.interaction
+"""Standard interaction structure (26) of ``Sigma_Q = ker S``: :meth:`LinearDirac.interaction` under a short name."""
 
 
-def interaction(S: ArrayLike, *, rtol: float = RANK_RTOL) -> LinearDirac:
-    """Standard interaction structure (26); see :meth:`LinearDirac.interaction`.
-
-    Parameters
-    ----------
-    S : array-like, shape=[r, n]
-        Interaction one-forms on the product, ``Sigma_Q = ker S``.
-    rtol : float
-        Relative rank tolerance.
-
-    Returns
-    -------
-    LinearDirac
-        On ``R^{2n}``, dimension ``2n``.
-
-    Notes
-    -----
-    (25)--(26): ``S v_q = 0``; ``alpha_p = 0``, ``alpha_q in row S``.
-    """
-    return LinearDirac.interaction(S, rtol=rtol)
-
-
-def interconnect(D1: LinearDirac, D2: LinearDirac, S: ArrayLike, *, rtol: float = RANK_RTOL) -> LinearDirac:
+def interconnect_structures(D1: LinearDirac, D2: LinearDirac, S: ArrayLike, *, rtol: float = RANK_RTOL) -> LinearDirac:
     """Interconnection (29) ``(D1 (+) D2) ⊠ D_int`` of two structures on cotangent bundles.
 
     Parameters

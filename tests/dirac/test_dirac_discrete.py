@@ -12,7 +12,7 @@ from manifold_dirac.dirac import (
     block_diag_forms,
     constraint_forms_of_intersection,
     discrete_dirac_differential,
-    discrete_interconnect,
+    interconnect_discrete_structures,
     in_discrete_structure,
 )
 
@@ -124,7 +124,7 @@ def test_discrete_interconnection_theorem(sys: TwoSystems):
     for sign in SIGNS:
         d1 = DiscreteDiracStructure.induced(sys.A1, sign)
         d2 = DiscreteDiracStructure.induced(sys.A2, sign)
-        lhs = discrete_interconnect(d1, d2, sys.S)
+        lhs = interconnect_discrete_structures(d1, d2, sys.S)
         rhs = DiscreteDiracStructure.induced(f.forms, sign)
         assert lhs.dim == rhs.dim == 3 * sys.n
         assert lhs.relation.includes(rhs.relation) and rhs.relation.includes(lhs.relation)
@@ -233,7 +233,7 @@ def test_interconnected_steps_lie_in_the_interconnected_discrete_structure():
     a1, a2 = rng.standard_normal((1, n1)), rng.standard_normal((1, n2))
     s = np.array([[1.0, 0.0, -1.0, 0.0]])  # q1[0] and q2[0] move together
     f = constraint_forms_of_intersection(block_diag_forms(a1, a2), s, strict=True)
-    structure = discrete_interconnect(
+    structure = interconnect_discrete_structures(
         DiscreteDiracStructure.induced(a1, "+"), DiscreteDiracStructure.induced(a2, "+"), s
     )
     q, p = rng.standard_normal(n1 + n2), rng.standard_normal(n1 + n2)
@@ -262,7 +262,7 @@ def test_interconnected_steps_lie_in_the_interconnected_discrete_structure():
         (lambda: DiscreteDiracStructure.from_equations(np.zeros((1, 7)), "+"), "5n columns"),
         (lambda: DiscreteDiracStructure.induced(np.eye(2), "+").contains(*([np.zeros(3)] * 5)), r"\(2,\)"),
         (
-            lambda: discrete_interconnect(
+            lambda: interconnect_discrete_structures(
                 DiscreteDiracStructure.induced(np.eye(1), "+"),
                 DiscreteDiracStructure.induced(np.eye(1), "+"),
                 np.zeros((1, 3)),

@@ -14,7 +14,7 @@ from manifold_dirac.dirac import (
     constraint_forms_of_intersection,
     induced,
     interaction,
-    interconnect,
+    interconnect_structures,
     lagrange_dirac_residual,
 )
 
@@ -102,7 +102,7 @@ def test_direct_sum_of_induced_is_induced_of_direct_sum(sys: TwoSystems):
 @given(two_systems())
 def test_interconnection_theorem_32(sys: TwoSystems):
     a = block_diag_forms(sys.A1, sys.A2)
-    lhs = interconnect(induced(sys.A1), induced(sys.A2), sys.S)
+    lhs = interconnect_structures(induced(sys.A1), induced(sys.A2), sys.S)
     f = constraint_forms_of_intersection(a, sys.S)
     rhs = induced(f.forms)
     assert lhs.is_dirac()
@@ -133,7 +133,7 @@ def test_interconnection_with_nearly_dependent_forms():
             [-0.18283897, 0.54052513, 1.93508803, -0.26962033, -0.24355868, 1.0023136, -0.88645994],
         ]
     )
-    lhs = interconnect(induced(a1), induced(a2), s)
+    lhs = interconnect_structures(induced(a1), induced(a2), s)
     rhs = induced(np.vstack([block_diag_forms(a1, a2), s]))
     assert lhs.dim == rhs.dim == 14
     assert lhs.is_dirac(tol=1e-6) and lhs.equals(rhs, tol=1e-6)
@@ -144,7 +144,7 @@ def test_interconnection_with_nearly_dependent_forms():
 def test_trivial_interaction_is_the_identity(sys: TwoSystems):
     d = induced(sys.A1).direct_sum(induced(sys.A2), blocks=2)
     assert d.tensor(interaction(np.zeros((0, sys.n)))).equals(d)
-    assert interconnect(induced(sys.A1), induced(sys.A2), np.zeros((0, sys.n))).equals(d)
+    assert interconnect_structures(induced(sys.A1), induced(sys.A2), np.zeros((0, sys.n))).equals(d)
 
 
 @given(two_systems(regular=True))
@@ -174,7 +174,7 @@ def test_rank_drop_is_reported_and_raises_when_strict():
     with pytest.raises(ValueError, match="combinations of the subsystem constraints"):
         constraint_forms_of_intersection(a, s, strict=True)
     # the theorem (32) still holds pointwise with the reduced forms
-    assert interconnect(induced(a1), induced(a2), s).equals(induced(f.forms))
+    assert interconnect_structures(induced(a1), induced(a2), s).equals(induced(f.forms))
 
 
 def test_dependent_declared_forms_raise_when_strict():
@@ -199,8 +199,8 @@ def test_rank_decision_does_not_depend_on_scale():
     [
         (lambda: constraint_forms_of_intersection(np.eye(3), np.eye(2)), "same tangent space"),
         (lambda: constraint_forms_of_intersection(np.ones(3), np.eye(3)), "2-D array"),
-        (lambda: interconnect(induced(np.eye(2)), induced(np.eye(1)), np.zeros((1, 4))), "3 columns"),
-        (lambda: interconnect(induced(np.eye(2)), np.eye(2), np.zeros((1, 4))), "must be a LinearDirac"),
+        (lambda: interconnect_structures(induced(np.eye(2)), induced(np.eye(1)), np.zeros((1, 4))), "3 columns"),
+        (lambda: interconnect_structures(induced(np.eye(2)), np.eye(2), np.zeros((1, 4))), "must be a LinearDirac"),
         (lambda: induced(np.array([1.0, 2.0])), "2-D array"),
         (lambda: interaction([[np.inf, 0.0]]), "non-finite"),
     ],

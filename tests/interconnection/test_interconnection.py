@@ -50,10 +50,10 @@ from manifold_dirac.analysis import observed_order
 from manifold_dirac.dirac import (
     DiscreteDiracStructure,
     LinearDirac,
-    discrete_interconnect,
+    interconnect_discrete_structures,
     in_discrete_structure,
 )
-from manifold_dirac.dirac import interconnect as dirac_interconnect
+from manifold_dirac.dirac import interconnect_structures as dirac_interconnect
 
 TIGHT = SolverOptions(rtol=1e-14)
 """Newton to round-off (the engine's stopping rule), accepting stagnation only below ``1e-14``."""
@@ -208,7 +208,7 @@ def test_interconnection_theorem_at_points_of_the_worked_systems(name):
         assert lhs.is_dirac() and lhs.equals(LinearDirac.induced(A))
         # discrete (+) and (-), through the same chart
         for sign in "+-":
-            dl = discrete_interconnect(DiscreteDiracStructure.induced(A1, sign),
+            dl = interconnect_discrete_structures(DiscreteDiracStructure.induced(A1, sign),
                                        DiscreteDiracStructure.induced(A2, sign), Sm)
             assert dl.equals(DiscreteDiracStructure.induced(A, sign))
 

@@ -1,0 +1,620 @@
+"""The step computed from the discrete Dirac structures, and a verifier of computed trajectories.
+
+This module is the library's *second route* to a discrete Lagrange--Dirac
+flow. It does not use the integrator's step equations, stacked constraint
+matrix, quadrature code or product retraction. For one step
+``k -> k+1`` of a (possibly interconnected) system it
+
+1. evaluates each elementary subsystem's own discrete Lagrangian
+   ``L_d^i(q_k, q_{k+1}) = h sum_j w_j L_i(R_{q_k}(s_j xi), xi/h)`` with its
+   own retraction, and takes ``D1 L_d``, ``D2 L_d`` and the discrete forces
+   of (24) by automatic differentiation in the charts ``R_q``;
+2. builds the discrete Dirac structure of the whole system with the linear
+   algebra of :mod:`.discrete`: each subsystem's (±) discrete induced
+   structure (46)/(47) from its own one-forms, their direct sum, and the
+   discrete tensor product with the discrete interaction structure of every
+   interconnection level -- the discrete (29)/(32);
+3. solves the membership ``(X_d^k, 𝔇^±L_d) in D^{d±}`` (50)/(51) for the
+   step by a Gauss--Newton iteration on the distance of that point from the
+   subspace.
+
+The symmetric scheme has its own discrete structure: the (+) structure at
+``q_k`` whose velocity condition is taken on the tangent of the retraction
+curve at its midpoint ``c = R_{q_k}(xi/2)``: ``A(c) J_xi(xi/2) xi = 0``,
+reaction in ``row A(q_k)`` (McLachlan & Perlmutter, J. Nonlinear Sci. 2006).
+
+:func:`dirac_route` runs the route; :func:`verify` measures, step by step,
+how far a computed trajectory is from its scheme's discrete structure.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..interconnection import InterconnectedSystem
+from ..mechanics.rules import QuadratureRule, get_rule
+from ..mechanics.system import LagrangeDiracSystem
+from .discrete import DiscreteDiracStructure, discrete_dirac_differential
+from .linear import block_diag_forms
+
+__all__ = ["DiracRouteResult", "StepVerification", "constraint_along_retraction", "dirac_route",
+           "discrete_structure_of", "verify"]
+
+SCHEMES = ("plus", "minus", "symmetric")
+
+
+# ------------------------------------------------------------- the system tree
+def _is_product(system: LagrangeDiracSystem) -> bool:
+    return isinstance(system, InterconnectedSystem)
+
+
+def _blocks(system: InterconnectedSystem, x: Any) -> list[Any]:
+    return [x[o:o + d] for o, d in zip(system.layout.offsets, system.layout.dims)]
+
+
+def _retract(system: LagrangeDiracSystem, q: Any, xi: jax.Array) -> Any:
+    """``R_q(xi)`` subsystem by subsystem (each its own retraction)."""
+    if _is_product(system):
+        return tuple(_retract(s, a, x) for s, a, x in zip(system.subsystems, q, _blocks(system, xi)))
+    return system.Q.retract(q, xi)
+
+
+def _inverse_retract(system: LagrangeDiracSystem, q0: Any, q1: Any) -> jax.Array:
+    """``R_{q0}^{-1}(q1)`` subsystem by subsystem, shape ``(n,)``."""
+    if _is_product(system):
+        return jnp.concatenate([_inverse_retract(s, a, b) for s, a, b in zip(system.subsystems, q0, q1)])
+    return jnp.asarray(system.Q.inverse_retract(q0, q1))
+
+
+def _lagrangian(system: LagrangeDiracSystem, q: Any, v: jax.Array) -> jax.Array:
+    """``sum_i L_i(q_i, v_i)`` over the elementary subsystems (never the product's ``L``)."""
+    if _is_product(system):
+        return sum(_lagrangian(s, a, x) for s, a, x in zip(system.subsystems, q, _blocks(system, v)))
+    return system.lagrangian(q, v)
+
+
+def _discrete_lagrangian(system: LagrangeDiracSystem, nodes: tuple, q0: Any, q1: Any, h: Any) -> jax.Array:
+    """``sum_i h sum_j w_j L_i(R_{q0_i}(s_j xi_i), xi_i/h)``, ``xi_i = R_{q0_i}^{-1}(q1_i)``."""
+    if _is_product(system):
+        return sum(_discrete_lagrangian(s, nodes, a, b, h) for s, a, b in zip(system.subsystems, q0, q1))
+    xi = system.Q.inverse_retract(q0, q1)
+    return h * sum(w * system.lagrangian(system.Q.retract(q0, s * xi), xi / h) for s, w in nodes)
+
+
+def _force(system: LagrangeDiracSystem, t: Any, q: Any, v: jax.Array) -> jax.Array:
+    """Every force of the tree at one point: each subsystem's own and each level's product force (34)."""
+    if _is_product(system):
+        F = jnp.concatenate([_force(s, t, a, x) for s, a, x in zip(system.subsystems, q, _blocks(system, v))])
+        if system.product_force is not None:
+            F = F + jnp.asarray(system.product_force(t, q, v), dtype=F.dtype)
+        return F
+    F = system.force(t, q, v)
+    return jnp.zeros(system.dim) if F is None else jnp.asarray(F, dtype=float)
+
+
+def _forms(system: LagrangeDiracSystem, q: Any) -> list[jax.Array]:
+    """One-forms of the tree in post-order: each subsystem's ``A_i(q_i)``, then each level's ``S(q)``."""
+    if _is_product(system):
+        out = [f for s, a in zip(system.subsystems, q) for f in _forms(s, a)]
+        return out + [jnp.asarray(system.interaction_matrix(q), dtype=float)]
+    return [jnp.asarray(system.constraint_matrix(q), dtype=float).reshape(system.n_constraints, system.dim)]
+
+
+def _midpoint_frames(system: LagrangeDiracSystem, q: Any, xi: jax.Array) -> list[jax.Array]:
+    """``J_xi(xi_i/2)`` of each elementary subsystem: the retraction curve's tangent at its midpoint
+    is ``J_xi(xi/2) xi`` in the frame at ``c = R_q(xi/2)``."""
+    if _is_product(system):
+        return [m for s, a, x in zip(system.subsystems, q, _blocks(system, xi)) for m in _midpoint_frames(s, a, x)]
+    c = system.Q.retract(q, 0.5 * xi)
+    return [jax.jacfwd(lambda x: jnp.asarray(system.Q.inverse_retract(c, system.Q.retract(q, x))))(0.5 * xi)]
+
+
+def _nodes_of(rule: Any) -> tuple:
+    """The quadrature nodes ``((s, w), ...)`` of a rule (a name, a rule, or a per-subsystem rule
+    that uses one rule everywhere)."""
+    inner = getattr(rule, "rules", None)
+    if inner is not None:
+        if len({r.nodes for r in inner}) != 1:
+            raise ValueError("dirac_route/verify: per-subsystem rules with different nodes are not supported")
+        rule = inner[0]
+    r = get_rule(rule)
+    if not isinstance(r, QuadratureRule):
+        raise ValueError(f"dirac_route/verify: {rule!r} is not a quadrature rule")
+    return tuple((float(s), float(w)) for s, w in r.nodes)
+
+
+# ------------------------------------------------------- compiled evaluations
+@functools.lru_cache(maxsize=64)
+def _compiled(system: LagrangeDiracSystem, nodes: tuple) -> dict[str, Callable]:
+    """Jitted pieces of the route for one system and rule (cached per system object)."""
+    n = system.dim
+
+    def pieces(q0, xi, h, t0):
+        q1 = _retract(system, q0, xi)
+        zero = jnp.zeros(n)
+        D1 = jax.grad(lambda e: _discrete_lagrangian(system, nodes, _retract(system, q0, e), q1, h))(zero)
+        D2 = jax.grad(lambda e: _discrete_lagrangian(system, nodes, q0, _retract(system, q1, e), h))(zero)
+        # discrete forces of (24): the virtual work h sum_j w_j <F_j, delta c_j> with F_j held
+        v = xi / h
+        cs = [_retract(system, q0, s * xi) for s, _ in nodes]
+        Fs = [_force(system, t0 + s * h, c, v) for (s, _), c in zip(nodes, cs)]
+
+        def work(a, b):
+            x = _inverse_retract(system, a, b)
+            return sum(h * w * (F @ _inverse_retract(system, c, _retract(system, a, s * x)))
+                       for (s, w), F, c in zip(nodes, Fs, cs))
+
+        fm = jax.grad(lambda e: work(_retract(system, q0, e), q1))(zero)
+        fp = jax.grad(lambda e: work(q0, _retract(system, q1, e)))(zero)
+        eta = _inverse_retract(system, q1, q0)
+        return jnp.concatenate([-(D1 + fm), D2 + fp, eta]), q1
+
+    def with_jacobian(q0, xi, h, t0):
+        val, q1 = pieces(q0, xi, h, t0)
+        jac = jax.jacfwd(lambda x: pieces(q0, x, h, t0)[0])(xi)
+        return val, jac, q1
+
+    def forms_at(q):
+        return _forms(system, q)
+
+    def midpoint(q0, xi):
+        return _forms(system, _retract(system, q0, 0.5 * xi)), _midpoint_frames(system, q0, xi)
+
+    def momentum(q, v):
+        return jax.grad(lambda w: _lagrangian(system, q, w))(v)
+
+    return {"step": jax.jit(with_jacobian), "forms": jax.jit(forms_at), "midpoint": jax.jit(midpoint),
+            "momentum": jax.jit(momentum), "inverse_retract": jax.jit(lambda a, b: _inverse_retract(system, a, b))}
+
+
+def constraint_along_retraction(system: LagrangeDiracSystem, q: Any, xi: Any, s: Any) -> np.ndarray:
+    """``a(s) = A(c(s)) c'(s)``: the one-forms on the retraction curve's own velocity.
+
+    Parameters
+    ----------
+    system : LagrangeDiracSystem
+        Elementary (its ``A``) or interconnected (the subsystems' forms and the
+        interactions', each subsystem on its own retraction).
+    q : point
+    xi : array-like, shape=[n]
+    s : float or array-like, shape=[k]
+        Curve parameters; ``c(s) = R_q(s xi)``, ``c'(s) = J_xi(s xi) xi`` in the frame at ``c(s)``.
+
+    Returns
+    -------
+    ndarray, shape=[k, m]
+
+    Notes
+    -----
+    The three schemes impose the discrete constraint at different points of
+    the same curve: (+) ``a(0) = A(q_k) xi = 0`` (52a), (−) ``a(1) = 0`` (53a)
+    up to the sign of ``R_{q_{k+1}}^{-1}(q_k) = -J_xi(xi) xi + O(|xi|^2)``
+    (exactly ``-xi`` on a Lie group with ``exp`` and on a vector space),
+    symmetric ``a(1/2) = 0``. When ``a`` does not depend on ``s`` for ``xi``
+    in the constraint set, the three equations coincide and so do the flows;
+    then (+) and (−) have the symmetric scheme's order 2. When
+    ``d a / d s (0) = (dA(q) . xi) xi + ...`` is nonzero on ``Delta(q)``,
+    ``a(0)`` and ``a(1/2)`` differ by ``O(h^2)`` per step and (±) are first order.
+    So the criterion is not whether ``A`` varies in frame coordinates: on
+    SO(3) with ``exp`` the Veselova form ``A(R) = (R^T e3)^T`` varies with ``R``,
+    yet ``A(R exp(s xi)) xi = e3^T R exp(s xi) xi = e3^T R xi`` is constant.
+    """
+    ss = jnp.atleast_1d(jnp.asarray(s, dtype=float))
+    x = jnp.asarray(xi, dtype=float)
+    eye = jnp.eye(system.dim)
+
+    def at(si):
+        c = _retract(system, q, si * x)
+        # c'(s) in the frame at c: d/de R_c^{-1}(R_q((s + e) xi)) at e = 0
+        vel = jax.jacfwd(lambda e: _inverse_retract(system, c, _retract(system, q, (si + e) * x)))(0.0)
+        A = jnp.concatenate([f @ eye[sl] for f, sl in _placed(system, _forms(system, c))], axis=0)
+        return A @ vel
+
+    return np.asarray(jax.jit(jax.vmap(at))(ss))
+
+
+# ------------------------------------------------------------- the structures
+def _assemble(system: LagrangeDiracSystem, sign: str, forms: list, constraint: list | None,
+              frames: list | None, pos: list[int], leaf: list[int]) -> DiscreteDiracStructure:
+    """``D^{d±}`` of the tree from its forms (post-order), by direct sums and tensor products."""
+    if _is_product(system):
+        first = leaf[0]
+        subs = [_assemble(s, sign, forms, constraint, frames, pos, leaf) for s in system.subsystems]
+        D = functools.reduce(lambda a, b: a.direct_sum(b), subs)
+        S = np.asarray(forms[pos[0]])
+        Sc = None
+        if constraint is not None:
+            Sc = np.asarray(constraint[pos[0]]) @ block_diag_forms(*frames[first:leaf[0]])
+        pos[0] += 1
+        if S.shape[0]:
+            D = D.tensor(DiscreteDiracStructure.interaction(S, sign, constraint=Sc))
+        return D
+    A = np.asarray(forms[pos[0]])
+    Ac = None if constraint is None else np.asarray(constraint[pos[0]]) @ np.asarray(frames[leaf[0]])
+    pos[0] += 1
+    leaf[0] += 1
+    return DiscreteDiracStructure.induced(A, sign, constraint=Ac)
+
+
+def discrete_structure_of(system: LagrangeDiracSystem, sign: str, q: Any, *, midpoint: Any = None,
+                          xi: Any = None) -> DiscreteDiracStructure:
+    """The discrete Dirac structure of a (possibly interconnected) system at one point.
+
+    Parameters
+    ----------
+    system : LagrangeDiracSystem
+        An elementary or an :class:`~manifold_dirac.interconnection.InterconnectedSystem`.
+    sign : {'+', '-'}
+    q : point
+        The chart centre: ``q_k`` for (+), ``q_{k+1}`` for (−).
+    midpoint, xi : optional
+        For the symmetric scheme's structure: pass ``xi = R_{q_k}^{-1}(q_{k+1})``
+        (subsystem by subsystem) and ``midpoint=True``; the velocity condition
+        is then ``A(c) J_xi(xi/2) xi = 0`` with ``c = R_{q_k}(xi/2)``.
+
+    Returns
+    -------
+    DiscreteDiracStructure
+        ``((D^{d±}_1 (+) ... (+) D^{d±}_k) ⊠ D^{d±}_int)`` level by level, on
+        ``R^{3n} (+) R^{2n}``.
+
+    Notes
+    -----
+    The discrete (32): for induced structures the result equals the induced
+    structure of ``[blockdiag(A_i); S]``, but it is computed here by the direct
+    sum (27) and the tensor product of the subspaces, never from the stacked forms.
+    """
+    fns = _compiled(system, ((0.5, 1.0),))
+    forms = fns["forms"](q)
+    constraint = frames = None
+    if midpoint:
+        if xi is None:
+            raise ValueError("discrete_structure_of: the symmetric structure needs xi")
+        constraint, frames = fns["midpoint"](q, jnp.asarray(xi, dtype=float))
+    return _assemble(system, sign, forms, constraint, frames, [0], [0])
+
+
+def _equations(D: DiscreteDiracStructure) -> np.ndarray:
+    """Orthonormal rows ``E`` with ``D = ker E`` on ``(p_k, chi, p_k1, alpha_q, alpha_p)``."""
+    return D.relation.space.equations()
+
+
+# ------------------------------------------------------------------- the route
+@dataclass(frozen=True)
+class DiracRouteResult:
+    """A trajectory computed by :func:`dirac_route`.
+
+    Attributes
+    ----------
+    q : list of points, length K+1
+    p : ndarray, shape=[K+1, n]
+        Momenta ``p_k`` (for ``minus`` the momentum of (53d)).
+    residual : ndarray, shape=[K]
+        The final distance of each step from its structure (relative).
+    iterations : ndarray of int, shape=[K]
+    meta : dict
+        ``h``, ``scheme``, ``discrete_lagrangian``, ``stride`` (1), ``t0``.
+    """
+
+    q: list
+    p: np.ndarray
+    residual: np.ndarray
+    iterations: np.ndarray
+    meta: dict
+
+    def stacked_q(self) -> Any:
+        """``q`` stacked along a leading axis (a tuple tree on a product)."""
+        return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *self.q)
+
+
+def _solve(step, residual_and_jacobian, xi0, n, tol, max_iter, where):
+    xi = np.array(xi0, dtype=float)
+    for it in range(1, max_iter + 1):
+        r, J, scale = residual_and_jacobian(xi)
+        dx = np.linalg.lstsq(J, -r, rcond=None)[0]
+        xi = xi + dx
+        if np.linalg.norm(dx) <= 1e-15 * max(1.0, np.linalg.norm(xi)):
+            break
+    r, _, scale = residual_and_jacobian(xi)
+    rel = float(np.linalg.norm(r)) / scale
+    if not np.isfinite(rel) or rel > tol:
+        raise RuntimeError(f"dirac_route: the membership solve of step {step} did not converge ({where}): "
+                           f"relative distance {rel:.3e} from the structure after {it} iterations (tol {tol:.1e})")
+    return xi, rel, it
+
+
+def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = None, *, h: float, n_steps: int,
+                scheme: str = "symmetric", discrete_lagrangian: Any = "midpoint", t0: float = 0.0,
+                tol: float = 1e-12, max_iter: int = 60) -> DiracRouteResult:
+    """Integrate by solving, step by step, the membership in the discrete Dirac structure.
+
+    Parameters
+    ----------
+    system : LagrangeDiracSystem
+        Elementary or interconnected (nested interconnections too).
+    q0 : point
+    v0, p0 : array-like, shape=[n]
+        Initial velocity (``p0 = dL/dv(q0, v0)``, the sum of the subsystems')
+        or momentum. One of them.
+    h : float
+    n_steps : int
+    scheme : {"plus", "minus", "symmetric"}
+    discrete_lagrangian : str or QuadratureRule
+        Its nodes define each subsystem's ``L_d^i``.
+    t0 : float
+    tol : float
+        Largest relative distance from the structure accepted at a solution.
+    max_iter : int
+
+    Returns
+    -------
+    DiracRouteResult
+
+    Raises
+    ------
+    ValueError
+        For an unknown scheme or bad initial data.
+    RuntimeError
+        When a step's membership solve does not reach ``tol`` (step and distance in the message).
+
+    Notes
+    -----
+    (+), (50)/(52): ``D = D^{d+}(q_k)``; unknown ``xi``; the point
+    ``((p_k, xi, D2 L_d + f^+), (-D1 L_d - f^-, xi))`` must lie in ``D``.
+
+    (−), (51)/(53): the state carries ``p~_k = D2 L_d(q_{k-1}, q_k) + f^+``
+    (``p0`` at the start); unknown ``xi``, with ``p_k = -D1 L_d - f^-`` (the
+    basepoint of ``𝔇^-L_d``): ``((0, 0, p_k), (-p~_k, 0)) in D^{d-}(q_k)``
+    (the annihilator condition of the step before) and
+    ``((p_k, eta, p~_{k+1}), (-p~_{k+1}, -eta)) in D^{d-}(q_{k+1})`` with
+    ``eta = R_{q_{k+1}}^{-1}(q_k)``.
+
+    symmetric: ``D^{d+}`` at ``q_k`` with the velocity forms ``A(c) J_xi(xi/2)``
+    (module docstring), otherwise as (+).
+
+    The Jacobian of the iteration differentiates the point (automatic
+    differentiation) and holds the subspace fixed; where the subspace moves
+    with ``xi`` ((−), symmetric) the iteration converges linearly at a rate
+    ``O(|xi|)``, to the same solution.
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"dirac_route: scheme must be one of {SCHEMES}; got {scheme!r}")
+    if (v0 is None) == (p0 is None):
+        raise ValueError("dirac_route: give exactly one of v0 and p0")
+    n = system.dim
+    nodes = _nodes_of(discrete_lagrangian)
+    fns = _compiled(system, nodes)
+    q = jax.tree.map(lambda a: jnp.asarray(a, dtype=float), q0)
+    h = float(h)
+    given = np.asarray(v0 if v0 is not None else p0, dtype=float)
+    if given.shape != (n,):
+        raise ValueError(f"dirac_route: {'v0' if v0 is not None else 'p0'} must have shape ({n},) (one trajectory; "
+                         f"the route does not batch); got {given.shape}")
+    if v0 is not None:
+        v = np.asarray(v0, dtype=float).reshape(n)
+        p_in = np.asarray(fns["momentum"](q, jnp.asarray(v)))
+        xi = h * v
+    else:
+        p_in = np.asarray(p0, dtype=float).reshape(n)
+        xi = np.zeros(n)
+    qs, ps, res, its = [q], [], [], []
+    E_prev = _equations(discrete_structure_of(system, "-", q)) if scheme == "minus" else None
+    steps = n_steps + (1 if scheme == "minus" else 0)  # minus: one more solve reports p_K
+    for k in range(steps):
+        tk = t0 + k * h
+        E_here = None if scheme != "plus" else _equations(discrete_structure_of(system, "+", q))
+        q_now, p_now = q, p_in
+
+        def resid(x, q_now=q_now, p_now=p_now, E_here=E_here, tk=tk):
+            val, jac, q1 = fns["step"](q_now, jnp.asarray(x), h, tk)
+            val, jac = np.asarray(val), np.asarray(jac)
+            P0, P1, eta = val[:n], val[n:2 * n], val[2 * n:]
+            dP0, dP1, deta = jac[:n], jac[n:2 * n], jac[2 * n:]
+            I, Z = np.eye(n), np.zeros((n, n))
+            if scheme == "minus":
+                E1 = _equations(discrete_structure_of(system, "-", q1))
+                wa = np.concatenate([np.zeros(2 * n), P0, -p_now, np.zeros(n)])
+                Ja = np.vstack([Z, Z, dP0, Z, Z])
+                wb = np.concatenate([P0, eta, P1, -P1, -eta])
+                Jb = np.vstack([dP0, deta, dP1, -dP1, -deta])
+                r = np.concatenate([E_prev @ wa, E1 @ wb])
+                J = np.vstack([E_prev @ Ja, E1 @ Jb])
+                scale = max(1.0, np.linalg.norm(wa), np.linalg.norm(wb))
+            else:
+                E = E_here
+                if scheme == "symmetric":
+                    E = _equations(discrete_structure_of(system, "+", q_now, midpoint=True, xi=x))
+                w = np.concatenate([p_now, x, P1, P0, x])
+                Jw = np.vstack([Z, I, dP1, dP0, I])
+                r, J = E @ w, E @ Jw
+                scale = max(1.0, np.linalg.norm(w))
+            return r, J, scale
+
+        xi, rel, it = _solve(k, resid, xi, n, tol, max_iter, f"scheme {scheme}")
+        val, _, q1 = fns["step"](q, jnp.asarray(xi), h, tk)
+        val = np.asarray(val)
+        P0, P1 = val[:n], val[n:2 * n]
+        if scheme == "minus":
+            ps.append(P0)  # p_k of (53c)
+            E_prev = _equations(discrete_structure_of(system, "-", q1))
+        else:
+            ps.append(p_in)
+        res.append(rel)
+        its.append(it)
+        if k < n_steps:
+            qs.append(q1)
+        p_in, q = P1, q1
+    if scheme != "minus":
+        ps.append(p_in)
+    meta = {"h": h, "scheme": scheme, "discrete_lagrangian": discrete_lagrangian, "stride": 1, "t0": t0}
+    return DiracRouteResult(qs, np.array(ps), np.array(res[:n_steps]), np.array(its[:n_steps]), meta)
+
+
+# ------------------------------------------------------------------ verifier
+@dataclass(frozen=True)
+class StepVerification:
+    """Step-by-step residuals of a computed trajectory against its scheme's discrete structure.
+
+    Attributes
+    ----------
+    scheme : str
+    membership : ndarray, shape=[K]
+        Distance of ``(X_d^k, 𝔇^±L_d)`` from ``D^{d±}`` (the symmetric
+        scheme: from its own structure), relative to ``max(1, |point|)``.
+    basepoint : ndarray, shape=[K]
+        ``|p_{k+1} - D2 L_d - f^+|`` ((+), symmetric) or ``|p_k + D1 L_d + f^-|``
+        ((−)), relative.
+    constraint : ndarray, shape=[K]
+        The scheme's discrete constraint, ``|B chi|`` with the velocity forms of
+        the structure (the interaction's included), relative to ``max(1, |chi|)``.
+    velocity_constraint : ndarray, shape=[K+1]
+        ``|A(q_k) v_k|`` with the stored velocities (the continuous constraint,
+        satisfied to ``O(h^order)`` only).
+    noether : ndarray, shape=[K+1] or None
+        ``<p_k, xi_Q(q_k)>`` for the given symmetry generator.
+    """
+
+    scheme: str
+    membership: np.ndarray
+    basepoint: np.ndarray
+    constraint: np.ndarray
+    velocity_constraint: np.ndarray
+    noether: np.ndarray | None
+
+    @property
+    def max(self) -> float:
+        """Largest membership, basepoint or discrete-constraint residual."""
+        return float(max(np.max(self.membership, initial=0.0), np.max(self.basepoint, initial=0.0),
+                         np.max(self.constraint, initial=0.0)))
+
+    @property
+    def noether_drift(self) -> float:
+        """``max_k |J_k - J_0|`` (NaN without a symmetry)."""
+        if self.noether is None:
+            return float("nan")
+        return float(np.max(np.abs(self.noether - self.noether[0])))
+
+
+def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[Any], Any] | None = None,
+           scheme: str | None = None, discrete_lagrangian: Any = None) -> StepVerification:
+    """Check a computed trajectory step by step against the discrete Dirac structure of its scheme.
+
+    Parameters
+    ----------
+    system : LagrangeDiracSystem
+        The system (elementary or interconnected) the trajectory claims to solve.
+    trajectory : Trajectory or DiracRouteResult
+        Unbatched, every step stored (``stride = 1``).
+    symmetry : callable ``q -> (n,)``, optional
+        The infinitesimal generator ``xi_Q(q)`` of a symmetry in frame
+        coordinates; the discrete Noether quantity ``J_k = <p_k, xi_Q(q_k)>`` is
+        reported (conserved when ``L_d`` is invariant, ``xi_Q`` lies in the
+        constraint distribution and no force acts).
+    scheme, discrete_lagrangian : optional
+        Taken from ``trajectory.meta`` when not given.
+
+    Returns
+    -------
+    StepVerification
+
+    Raises
+    ------
+    ValueError
+        For a batched or strided trajectory, or an unknown scheme.
+
+    Notes
+    -----
+    With ``D1 L_d``, ``D2 L_d`` and ``f^±`` computed by :func:`dirac_route`'s
+    own code and the structure assembled by direct sums and tensor products
+    (:func:`discrete_structure_of`): (+) checks (50) at ``q_k`` with
+    ``((p_k, xi, p_{k+1}), (-D1 L_d - f^-, xi))``; (−) checks (51) at
+    ``q_{k+1}`` with ``((p_k, eta, p_{k+1}), (-D2 L_d - f^+, -eta))`` and the
+    basepoint ``p_k = -D1 L_d - f^-``; symmetric checks its structure at ``q_k``.
+    """
+    meta = getattr(trajectory, "meta", {}) or {}
+    scheme = scheme or meta.get("scheme")
+    if scheme not in SCHEMES:
+        raise ValueError(f"verify: scheme must be one of {SCHEMES}; got {scheme!r}")
+    if int(meta.get("stride", 1)) != 1:
+        raise ValueError("verify: needs every step (stride = 1)")
+    rule = discrete_lagrangian if discrete_lagrangian is not None else meta.get("discrete_lagrangian", "midpoint")
+    nodes = _nodes_of(rule)
+    fns = _compiled(system, nodes)
+    n = system.dim
+    p = np.asarray(trajectory.p, dtype=float)
+    if p.ndim != 2:
+        raise ValueError(f"verify: needs an unbatched trajectory; p has shape {p.shape}")
+    if not bool(getattr(trajectory, "ok", True)):
+        raise ValueError("verify: the trajectory did not finish (its status is not OK); verify the steps that "
+                         "completed by slicing a finished run, not a failed or interrupted one")
+    K = p.shape[0] - 1
+    qtraj = trajectory.q
+    if isinstance(qtraj, list):
+        points = qtraj
+    else:
+        points = [jax.tree.map(lambda a, k=k: jnp.asarray(a[k], dtype=float), qtraj) for k in range(K + 1)]
+    h = float(meta.get("h", getattr(trajectory, "h", np.nan)))
+    if not np.isfinite(h):
+        raise ValueError("verify: the trajectory's meta has no step size h")
+    t = np.asarray(getattr(trajectory, "t", float(meta.get("t0", 0.0)) + t0_grid(K, h)))
+    mem, base, con = np.zeros(K), np.zeros(K), np.zeros(K)
+    for k in range(K):
+        xi = np.asarray(fns["inverse_retract"](points[k], points[k + 1]))
+        val, _, _ = fns["step"](points[k], jnp.asarray(xi), h, float(t[k]))
+        val = np.asarray(val)
+        P0, P1, eta = val[:n], val[n:2 * n], val[2 * n:]
+        # (48) with the forced partials D1 L_d + f^- = -P0 and D2 L_d + f^+ = P1
+        sign = "-" if scheme == "minus" else "+"
+        chi = eta if scheme == "minus" else xi
+        dd = discrete_dirac_differential(sign, -P0, P1, chi)
+        w = np.concatenate([p[k], chi, p[k + 1], dd.alpha_q, dd.alpha_p])
+        if scheme == "minus":
+            D = discrete_structure_of(system, "-", points[k + 1])
+            base[k] = np.linalg.norm(p[k] - dd.basepoint_momentum) / max(1.0, np.linalg.norm(p[k]))
+        else:
+            D = discrete_structure_of(system, "+", points[k], midpoint=scheme == "symmetric", xi=xi)
+            base[k] = np.linalg.norm(p[k + 1] - dd.basepoint_momentum) / max(1.0, np.linalg.norm(p[k + 1]))
+        E = _equations(D)
+        mem[k] = np.linalg.norm(E @ w) / max(1.0, np.linalg.norm(w))
+        B = D.velocity_constraint().equations()
+        con[k] = np.linalg.norm(B @ chi) / max(1.0, np.linalg.norm(chi))
+    vel = np.full(K + 1, np.nan)
+    v = getattr(trajectory, "v", None)
+    if v is not None:
+        v = np.asarray(v, dtype=float)
+        for k in range(K + 1):
+            A = np.concatenate([np.asarray(a) @ np.eye(n)[sl] for a, sl in _placed(system, fns["forms"](points[k]))])
+            vel[k] = np.linalg.norm(A @ v[k]) if A.shape[0] else 0.0
+    noether = None
+    if symmetry is not None:
+        noether = np.array([float(p[k] @ np.asarray(symmetry(points[k]), dtype=float).reshape(n))
+                            for k in range(K + 1)])
+    return StepVerification(scheme, mem, base, con, vel, noether)
+
+
+def t0_grid(K: int, h: float) -> np.ndarray:
+    """``k h`` for ``k = 0..K`` (times of a trajectory that does not store them)."""
+    return h * np.arange(K + 1)
+
+
+def _placed(system: LagrangeDiracSystem, forms: list) -> list[tuple[Any, slice]]:
+    """Each form of the tree (post-order) with the frame columns it acts on."""
+    out: list[tuple[Any, slice]] = []
+
+    def walk(s, off):
+        if _is_product(s):
+            for sub, o in zip(s.subsystems, s.layout.offsets):
+                walk(sub, off + o)
+            out.append((forms[len(out)], slice(off, off + s.dim)))
+        else:
+            out.append((forms[len(out)], slice(off, off + s.dim)))
+
+    walk(system, 0)
+    return out
