@@ -214,7 +214,7 @@ def _initial_unknowns(sm: StepMap, q0: Any, p0: jax.Array, xi0: jax.Array) -> ja
 
 
 def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrolled_iterations: int,
-           checkpoint: bool) -> Callable:
+           checkpoint: bool, warm_start: bool) -> Callable:
     """The compiled rollout for one step map and one set of static choices."""
     sysm = sm.system
     Q, n = sysm.Q, sysm.dim
@@ -238,7 +238,8 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
         def body(c: _Carry, xs):
             k, u = xs
             t = t0 + k * h
-            z1, info = solve(jax.lax.stop_gradient(c.z), c.q, c.p, t, h, params, u)
+            guess = jax.lax.stop_gradient(c.z) if warm_start else jnp.zeros_like(c.z)
+            z1, info = solve(guess, c.q, c.p, t, h, params, u)
             z1 = checkpoint_name(z1, _Z_NAME)
             _, _, (q1, p1, _) = sm.equations(z1, c.q, c.p, t, h, params, u)
             st = info[0].astype(jnp.int32)
@@ -292,6 +293,7 @@ def rollout(
     differentiation: str = "implicit",
     unrolled_iterations: int = 1,
     checkpoint: bool = True,
+    warm_start: bool = True,
 ) -> Rollout:
     """A differentiable run of ``n_steps`` steps: ``jax.grad``/``jacfwd``/``vmap`` go through it.
 
@@ -336,6 +338,10 @@ def rollout(
         Rematerialize each step in reverse mode from its stored state and
         solution (memory ``O(N)`` states instead of ``O(N)`` steps'
         intermediates); False stores every step's intermediates.
+    warm_start : bool
+        Newton starts each step from the previous step's solution (True) or
+        from ``z = 0`` (False, more iterations): the values and derivatives
+        agree to the solve's accuracy either way.
 
     Returns
     -------
@@ -391,12 +397,12 @@ def rollout(
                          f"got {jnp.shape(controls)}")
     params = system.params if params is None else params
     key = ("rollout", sm.scheme, sm.rule, sm.options, n_steps, v0 is not None, controls is not None,
-           differentiation, int(unrolled_iterations), bool(checkpoint))
+           differentiation, int(unrolled_iterations), bool(checkpoint), bool(warm_start))
     cache = system.__dict__.setdefault("_compiled_functions", {})
     fn = cache.get(key)
     if fn is None:
         fn = cache[key] = _build(sm, n_steps, v0 is not None, controls is not None, differentiation,
-                                 int(unrolled_iterations), bool(checkpoint))
+                                 int(unrolled_iterations), bool(checkpoint), bool(warm_start))
     f64 = lambda x: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), x)  # noqa: E731
     zeros = jnp.zeros(n)
     return fn(f64(q0), zeros if v0 is None else f64(v0), zeros if p0 is None else f64(p0), h, t0, params,
