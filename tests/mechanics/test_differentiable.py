@@ -59,15 +59,17 @@ def top():
         r = rollout(sysm, sysm.Q.retract(q0, eta), v0, h=h, n_steps=N, params=params)
         return jnp.sum(r.q[-1] * WEIGHTS) + 0.1 * jnp.sum(r.p ** 2)
 
+    # one compiled program gives the value (for the differences) and the gradient
+    vg = jax.jit(jax.value_and_grad(J, argnums=(0, 1, 2)))
     x = (params, jnp.zeros(3), v0)
-    grad = jax.grad(J, argnums=(0, 1, 2))(*x)
-    return dict(sysm=sysm, q0=q0, v0=v0, params=params, h=h, N=N, J=J, x=x, grad=grad)
+    grad = vg(*x)[1]
+    return dict(sysm=sysm, q0=q0, v0=v0, params=params, h=h, N=N, J=J, vg=vg, x=x, grad=grad)
 
 
 def test_heavy_top_gradient_matches_finite_differences(top):
     """Parameters (inertia, mgl, chi), q0 in the tangent frame and v0: reverse mode vs central FD."""
-    J = top["J"]
-    fd = central_fd(lambda x: J(*x), top["x"])
+    vg = top["vg"]
+    fd = central_fd(lambda x: vg(*x)[0], top["x"])
     assert rel_err(top["grad"], fd) < RTOL
 
 
@@ -88,7 +90,7 @@ def test_heavy_top_rollout_is_the_map_of_integrate(top):
 
 
 def test_heavy_top_forward_and_reverse_modes_agree(top):
-    fwd = jax.jacfwd(top["J"], argnums=(0, 1, 2))(*top["x"])
+    fwd = jax.jit(jax.jacfwd(top["J"], argnums=(0, 1, 2)))(*top["x"])
     assert rel_err(fwd, top["grad"]) < 1e-12
 
 
@@ -99,7 +101,7 @@ def test_failed_step_poisons_values_and_gradient(top):
     r = rollout(sysm, q0, fast, h=h, n_steps=N)
     assert int(r.status) == Status.DOMAIN and int(r.fail_step) == 0
     assert np.all(np.isnan(np.asarray(r.q[1:]))) and np.all(np.isfinite(np.asarray(r.q[0])))
-    g = jax.grad(top["J"], argnums=(0, 1, 2))(top["params"], jnp.zeros(3), fast)
+    g = top["vg"](top["params"], jnp.zeros(3), fast)[1]
     assert np.all(np.isnan(ravel_pytree(g)[0]))
     with pytest.raises(StepDomainError, match="step 0"):
         r.check()
@@ -120,14 +122,15 @@ def drive():
     def make_J(**kw):
         def J(params, controls, v0):
             r = rollout(sysm, q0, v0, h=h, n_steps=N, params=params, controls=controls, **kw)
-            return jnp.sum(r.q[-1] * WEIGHTS) + jnp.sum(r.q[N // 2] ** 2)
+            return jnp.sum(r.q[-1] * WEIGHTS) + jnp.sum(r.q[N // 2] ** 2), jnp.sum(r.iterations)
         return J
 
     J = make_J()
+    vg = jax.jit(jax.value_and_grad(J, argnums=(0, 1, 2), has_aux=True))
     x = (params, controls, v0)
-    grad = jax.grad(J, argnums=(0, 1, 2))(*x)
-    fd = central_fd(lambda x: J(*x), x)
-    return dict(sysm=sysm, q0=q0, h=h, N=N, x=x, J=J, make_J=make_J, grad=grad, fd=fd)
+    grad = vg(*x)[1]
+    fd = central_fd(lambda x: vg(*x)[0][0], x)
+    return dict(sysm=sysm, q0=q0, h=h, N=N, x=x, J=J, vg=vg, make_J=make_J, grad=grad, fd=fd)
 
 
 def test_differential_drive_gradient_matches_finite_differences(drive):
@@ -137,20 +140,20 @@ def test_differential_drive_gradient_matches_finite_differences(drive):
 
 def test_gradient_does_not_depend_on_newton_iterations(drive):
     """Newton from z = 0 each step (more iterations) gives the same gradient: it is not taken through them."""
-    sysm, q0, h, N = drive["sysm"], drive["q0"], drive["h"], drive["N"]
-    params, controls, v0 = drive["x"]
-    warm = rollout(sysm, q0, v0, h=h, n_steps=N, params=params, controls=controls)
-    cold = rollout(sysm, q0, v0, h=h, n_steps=N, params=params, controls=controls, warm_start=False)
-    assert int(np.sum(cold.iterations)) > int(np.sum(warm.iterations))
-    g_cold = jax.grad(drive["make_J"](warm_start=False), argnums=(0, 1, 2))(*drive["x"])
+    (_, warm_iterations), _ = drive["vg"](*drive["x"])
+    cold = jax.jit(jax.value_and_grad(drive["make_J"](warm_start=False), argnums=(0, 1, 2), has_aux=True))
+    (_, cold_iterations), g_cold = cold(*drive["x"])
+    assert int(cold_iterations) > int(warm_iterations)
     assert rel_err(g_cold, drive["grad"]) < 1e-11
 
 
 def test_dropping_the_implicit_term_breaks_agreement(drive):
     """Sensitivity: the solution treated as constant, or one Newton update differentiated, is far from FD."""
-    for kw in (dict(differentiation="detached"), dict(differentiation="unrolled", unrolled_iterations=1)):
-        g = jax.grad(drive["make_J"](**kw), argnums=(0, 1, 2))(*drive["x"])
-        assert rel_err(g, drive["fd"]) > 1e-4, kw
+    detached, unrolled = (drive["make_J"](differentiation="detached"),
+                          drive["make_J"](differentiation="unrolled", unrolled_iterations=1))
+    both = jax.jit(lambda x: tuple(jax.grad(f, argnums=(0, 1, 2), has_aux=True)(*x)[0] for f in (detached, unrolled)))
+    for g in both(drive["x"]):
+        assert rel_err(g, drive["fd"]) > 1e-4
 
 
 def test_batched_gradients_with_vmap(drive):
@@ -158,9 +161,10 @@ def test_batched_gradients_with_vmap(drive):
     J = drive["J"]
     params, controls, _ = drive["x"]
     v0s = jnp.array([[0.2, 0.5, 0.0], [-0.3, 1.0, 0.0], [0.0, 0.1, 0.0]])
-    batched = jax.vmap(jax.grad(J, argnums=(1, 2)), in_axes=(None, None, 0))(params, controls, v0s)
+    batched = jax.jit(jax.vmap(jax.grad(J, argnums=(1, 2), has_aux=True), in_axes=(None, None, 0)))(
+        params, controls, v0s)[0]
     for i in range(len(v0s)):
-        one = jax.grad(J, argnums=(1, 2))(params, controls, v0s[i])
+        one = drive["vg"](params, controls, v0s[i])[1][1:]
         assert rel_err(jax.tree.map(lambda a: a[i], batched), one) < 1e-12
 
 
@@ -185,8 +189,9 @@ def test_interconnected_rolling_disk_gradient_matches_finite_differences():
     r = rollout(disk, q0, v0, h=h, n_steps=N)
     tr = integrate(disk, q0, v0, h=h, n_steps=N)
     assert np.max(np.abs(np.asarray(r.q[0]) - tr.q[0])) < 1e-13
-    grad = jax.grad(J, argnums=(0, 1, 2))(*x)
-    fd = central_fd(lambda x: J(*x), x)
+    vg = jax.jit(jax.value_and_grad(J, argnums=(0, 1, 2)))
+    grad = vg(*x)[1]
+    fd = central_fd(lambda x: vg(*x)[0], x)
     assert rel_err(grad, fd) < RTOL
 
 
