@@ -7,7 +7,7 @@ gradient with respect to all parameters the task has:
   ``mgl``, ``chi`` (3), the initial attitude in the tangent frame (3) and the
   initial angular velocity (3): 13 numbers;
 * differential drive (SE(2), no slip), ``h = 0.05`` (200 steps), ``theta`` =
-  the controls (200 x 2 = 400 numbers) and mass, inertia, damping.
+  the controls (200 x 3 = 600 numbers, the sideways component included) and mass, inertia, damping.
 
 Timed, each as the median of interleaved repeats (wall time), every program
 compiled first (compile times reported separately):

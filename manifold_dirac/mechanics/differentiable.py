@@ -125,7 +125,9 @@ def _newton_solve(sm: StepMap, z0, q, p, t, h, params, u):
     res = newton(lambda z: sm.equations(z, q, p, t, h, params, u), z0, sm.options, unroll=_UNROLL,
                  floor=lambda z: sm.roundoff_floor(z, q, p, t, h, params, u))
     info = jnp.stack([res.status.astype(z0.dtype), res.iterations.astype(z0.dtype), res.error])
-    return res.z, info
+    # named, so that a checkpointed step saves them and its reverse pass does not run Newton again
+    # (the status is needed there too: it decides the NaN poisoning of the step's derivative)
+    return checkpoint_name(res.z, _Z_NAME), checkpoint_name(info, _Z_NAME)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
@@ -244,7 +246,6 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             t = t0 + k * h
             guess = jax.lax.stop_gradient(c.z) if warm_start else jnp.zeros_like(c.z)
             z1, info = solve(guess, c.q, c.p, t, h, params, u)
-            z1 = checkpoint_name(z1, _Z_NAME)
             _, _, (q1, p1, _) = sm.equations(z1, c.q, c.p, t, h, params, u)
             st = info[0].astype(jnp.int32)
             converged = st == Status.OK
