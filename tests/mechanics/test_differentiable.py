@@ -228,3 +228,10 @@ def test_bad_arguments_are_refused(top):
         rollout(sysm, jnp.stack([q0, q0]), v0, h=0.1, n_steps=3)
     with pytest.raises(ValueError, match="differentiation"):
         rollout(sysm, q0, v0, h=0.1, n_steps=3, differentiation="finite")
+
+
+def test_integrate_under_a_transformation_points_to_rollout(top):
+    """integrate's host loop cannot be traced: the error says so and names rollout (not a shape complaint)."""
+    sysm, q0 = top["sysm"], top["q0"]
+    with pytest.raises(TypeError, match="rollout"):
+        jax.grad(lambda w: integrate(sysm, q0, w, h=0.1, n_steps=3).q[-1].sum())(top["v0"])
