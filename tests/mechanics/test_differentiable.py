@@ -89,7 +89,6 @@ def test_heavy_top_rollout_is_the_map_of_integrate(top):
     assert rel_err(top["grad"][1:], fd) < RTOL
 
 
-@pytest.mark.slow  # a third compiled program for the heavy top (~5 s of compile)
 def test_heavy_top_forward_and_reverse_modes_agree(top):
     fwd = jax.jit(jax.jacfwd(top["J"], argnums=(0, 1, 2)))(*top["x"])
     assert rel_err(fwd, top["grad"]) < 1e-12
