@@ -19,8 +19,13 @@ compiled first (compile times reported separately):
 * ``central FD``: ``2 P`` forward runs over the same ``P`` parameters (timed as
   ``2 P`` times the forward run: the runs are identical in cost).
 
-Run: ``python benchmarks/gradient_cost.py [--repeats 7] [--quick]``. The
-machine's load is printed: on shared cores the numbers are noisy.
+With ``--memory``: the peak resident memory of one reverse-mode gradient of
+the heavy top over ``N`` steps (each in a fresh process), with the steps
+rematerialized from their saved solutions (``checkpoint=True``, the default)
+and with every step's intermediates stored (``checkpoint=False``).
+
+Run: ``python benchmarks/gradient_cost.py [--repeats 7] [--quick] [--memory]``.
+The machine's load is printed: on shared cores the numbers are noisy.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -88,12 +95,50 @@ def cases(T: float):
                                                                  False)]
 
 
+def memory_child(n_steps: int, checkpoint: bool) -> None:
+    """One reverse-mode gradient of the heavy top over ``n_steps``; prints the peak RSS in MB."""
+    top = heavy_top()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    def J(params):
+        r = rollout(top, jnp.eye(3), jnp.array([0.5, 1.0, 2.0]), h=0.01, n_steps=n_steps, params=params,
+                    checkpoint=checkpoint)
+        return jnp.sum(r.q[-1]) + jnp.mean(r.p ** 2)
+
+    jax.block_until_ready(jax.jit(jax.grad(J))(jax.tree.map(jnp.asarray, top.params)))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"n_steps": n_steps, "checkpoint": checkpoint, "peak_mb": peak, "import_mb": before}))
+
+
+def memory(steps=(1_000, 10_000, 100_000)) -> list[dict]:
+    rows = []
+    print("\n## memory of one reverse-mode gradient, heavy top (peak RSS of a fresh process)")
+    print(f"{'steps':>8s} {'checkpoint':>10s} {'peak MB':>8s} {'above import MB':>16s}")
+    for n in steps:
+        for ck in (True, False):
+            out = subprocess.run([sys.executable, __file__, "--memory-child", str(n), str(int(ck))],
+                                 capture_output=True, text=True, check=True).stdout
+            row = json.loads(out.strip().splitlines()[-1])
+            rows.append(row)
+            print(f"{n:8d} {str(ck):>10s} {row['peak_mb']:8.0f} {row['peak_mb'] - row['import_mb']:16.0f}")
+    return rows
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--memory-child":
+        memory_child(int(sys.argv[2]), bool(int(sys.argv[3])))
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="T = 1 s and 3 repeats (a smoke run)")
     ap.add_argument("--json", default=None, help="write the results to this JSON file")
+    ap.add_argument("--memory", action="store_true", help="only the memory of gradients over 1e3..1e5 steps")
     args = ap.parse_args()
+    if args.memory:
+        rows = memory()
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2))
+        return
     T = 1.0 if args.quick else 10.0
     repeats = 3 if args.quick else args.repeats
     print(f"# gradient cost, T = {T:g} s, {repeats} interleaved repeats, jax {jax.__version__}, "
