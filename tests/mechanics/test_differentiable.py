@@ -150,6 +150,23 @@ def test_differential_drive_gradient_matches_finite_differences(drive):
     assert rel_err(drive["grad"], drive["fd"]) < RTOL
 
 
+@pytest.mark.slow  # integrate with controls compiles its own chunk
+def test_differential_drive_rollout_is_the_map_of_integrate(drive):
+    """With controls: the same trajectory as integrate, and the gradient in the controls is that of integrate."""
+    sysm, q0, h, N = drive["sysm"], drive["q0"], drive["h"], drive["N"]
+    params, controls, v0 = drive["x"]
+    r = rollout(sysm, q0, v0, h=h, n_steps=N, controls=controls)
+    tr = integrate(sysm, q0, v0, h=h, n_steps=N, controls=np.asarray(controls))
+    assert np.max(np.abs(np.asarray(r.q) - tr.q)) < 1e-13
+
+    def J_integrate(u):
+        tr = integrate(sysm, q0, v0, h=h, n_steps=N, controls=np.asarray(u))
+        return np.sum(tr.q[-1] * np.asarray(WEIGHTS)) + np.sum(tr.q[N // 2] ** 2)
+
+    fd = central_fd(J_integrate, controls)
+    assert rel_err(drive["grad"][1], fd) < RTOL
+
+
 @pytest.mark.slow  # another compiled gradient program
 def test_gradient_does_not_depend_on_newton_iterations(drive):
     """Newton from z = 0 each step (more iterations) gives the same gradient: it is not taken through them."""
