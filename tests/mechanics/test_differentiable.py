@@ -18,10 +18,10 @@ from jax.flatten_util import ravel_pytree
 from manifold_dirac import integrate, rollout
 from manifold_dirac.errors import StepDomainError
 from manifold_dirac.interconnection import interconnect, rolling_without_slipping
-from manifold_dirac.manifolds import Euclidean
+from manifold_dirac.manifolds import SE2, Euclidean
 from manifold_dirac.mechanics.status import Status
 from manifold_dirac.mechanics.system import LagrangeDiracSystem
-from manifold_dirac.systems import differential_drive, heavy_top, knife_edge
+from manifold_dirac.systems import differential_drive, heavy_top
 
 RTOL = 1e-7  # gradient vs central differences, relative to the gradient's size
 
@@ -219,16 +219,26 @@ def test_batched_gradients_with_vmap(drive):
 
 # --------------------------------------------------------- interconnected
 def test_interconnected_rolling_disk_gradient_matches_finite_differences():
-    """A rolling disk assembled by interconnection (body on SE(2) with parameters, wheel on R)."""
-    body = knife_edge(mass=1.0, inertia=0.0625)
-    body.name = "body"
+    """A rolling disk assembled by interconnection: a body on SE(2) whose blade is turned by a parameter
+    angle (a constraint parameter) with mass and inertia parameters, and a wheel on R; d/d(parameters of
+    the Lagrangians and the constraint, q0 in the tangent frame, v0) against central differences."""
+
+    def L_body(q, v, p):
+        return 0.5 * p["mass"] * (v[1] ** 2 + v[2] ** 2) + 0.5 * p["inertia"] * v[0] ** 2
+
+    def A_body(q, p):  # no slip across a blade turned by the angle p["blade"] in the body frame
+        return jnp.stack([jnp.zeros(()), -jnp.sin(p["blade"]), jnp.cos(p["blade"])])[None, :]
+
+    body = LagrangeDiracSystem(SE2(), L_body, A_body, name="body",
+                               params={"mass": np.float64(1.0), "inertia": np.float64(0.0625),
+                                       "blade": np.float64(0.1)})
     wheel = LagrangeDiracSystem(Euclidean(1, names=("phi",)), lambda q, v, p: 0.5 * p["roll"] * v[0] ** 2,
                                 name="wheel", params={"roll": np.float64(0.125)})
     disk = interconnect(body, wheel, interaction=rolling_without_slipping("body", "wheel", 0.5), name="disk")
     q0 = (jnp.eye(3), jnp.zeros(1))
     h, N = 0.05, 12
     params = jax.tree.map(jnp.asarray, disk.params)
-    v0 = jnp.array([0.4, 0.5, 0.0, 1.0])  # v_x = R phi'
+    v0 = jnp.array([0.4, 0.5, 0.5 * np.tan(0.1), 1.0])  # v_x = R phi', v_y = tan(blade) v_x
 
     def J(params, eta, v0):
         r = rollout(disk, disk.Q.retract(q0, eta), v0, h=h, n_steps=N, params=params)
