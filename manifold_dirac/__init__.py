@@ -45,6 +45,8 @@ from .mechanics import (  # noqa: E402
     Trajectory,
     integrate,
     register_rule,
+    Rollout,
+    rollout,
     register_scheme,
 )
 from .interconnection import (  # noqa: E402
@@ -63,7 +65,7 @@ __all__ = [
     "Manifold", "Chart", "Retraction", "GroupRetraction", "register_retraction", "MatrixLieGroup", "Euclidean",
     "SO3", "SE2", "ProductManifold", "GeomstatsManifold", "Sphere2",
     "LagrangeDiracSystem", "QuadratureRule", "register_rule", "Scheme", "register_scheme", "SolverOptions",
-    "Integrator", "RunState", "State", "StepRecord", "Status", "integrate", "Trajectory",
+    "Integrator", "RunState", "State", "StepRecord", "Status", "integrate", "Trajectory", "rollout", "Rollout",
     "interconnect", "Interaction", "InterconnectedSystem", "equal_velocities", "linear_interaction",
     "rolling_without_slipping", "rolling_ball_on_plane",
     "RetractionDomainError", "StepError", "ConvergenceError", "IllPosedStepError", "NonFiniteError",

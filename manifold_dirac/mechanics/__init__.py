@@ -7,9 +7,11 @@
 * :mod:`.newton` -- the generic compiled Newton solve;
 * :mod:`.integrate` -- :class:`Integrator` and :func:`integrate` (compiled chunks of ``lax.scan``);
 * :mod:`.trajectory` -- the :class:`Trajectory` result;
-* :mod:`.status` -- :class:`Status`, failures as values.
+* :mod:`.status` -- :class:`Status`, failures as values;
+* :mod:`.differentiable` -- :func:`rollout`, a run that ``jax.grad``/``jacfwd``/``vmap`` go through.
 """
 
+from .differentiable import Rollout, rollout
 from .integrate import Integrator, RunState, integrate
 from .newton import SolverOptions
 from .rules import RULES, QuadratureRule, get_rule, register_rule
@@ -23,4 +25,5 @@ __all__ = [
     "RULES", "SCHEMES", "Integrator", "LagrangeDiracSystem", "Minus", "Plus", "QuadratureRule", "RunState",
     "Scheme", "SolverOptions", "State", "Status", "StepMap", "StepRecord", "Symmetric", "Trajectory",
     "get_rule", "get_scheme", "integrate", "register_rule", "register_scheme",
+    "Rollout", "rollout",
 ]

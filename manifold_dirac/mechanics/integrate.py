@@ -981,6 +981,11 @@ def integrate(
     Each step solves the scheme's equations (``docs/schemes.md``) by Newton's
     method in the chart centred at ``q_k``; see :class:`StepMap`.
     """
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((q0, v0, p0, h, t0, controls, system.params))):
+        raise TypeError(
+            "integrate runs its loop on the host (chunks, progress, failures raised) and cannot be traced by "
+            "jax.grad/jacfwd/jit/vmap; for derivatives of a run use manifold_dirac.rollout, the same discrete "
+            "map as one differentiable JAX function (docs/differentiable.md)")
     integ = Integrator(system, h, scheme, discrete_lagrangian, solver, on_failure)
     state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0)
     if v0 is None and not integ.scheme.carries_pre_momentum:

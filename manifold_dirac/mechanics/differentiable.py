@@ -1,0 +1,414 @@
+"""Differentiable simulation: exact gradients of the discrete map through whole trajectories.
+
+:func:`rollout` runs the same step map as :func:`~manifold_dirac.mechanics.integrate.integrate`
+(:class:`~manifold_dirac.mechanics.step.StepMap`: the same scheme, discrete
+Lagrangian and Newton solve) as one pure JAX function of the initial data,
+the parameters, the step ``h`` and a control sequence, so that ``jax.grad``,
+``jax.jacfwd``, ``jax.jacrev`` and ``jax.vmap`` go through it:
+
+* each step's unknowns ``z`` solve ``r(z; q_k, p_k, t_k, h, theta, u_k) = 0``
+  (the residual :meth:`StepMap.equations`, whatever its unknowns are); the
+  derivative of the solution is taken by **implicit differentiation**
+  (:func:`solve_step`), ``dz = -(dr/dz)^{-1} (dr/dx) dx``, never through
+  Newton's iterations: it is exact to the solve's accuracy, costs one linear
+  solve per step and does not depend on how many iterations Newton took;
+* the steps are one fixed-length ``lax.scan``; in reverse mode each step is
+  rematerialized (``jax.checkpoint``) from its stored state and its stored
+  solution ``z`` (saved by name, so Newton is *not* run again on the way
+  back): memory is the trajectory itself, ``O(N (size of q + n + size of z))``,
+  not ``O(N x`` a step's intermediates ``)``.
+
+A failed step is never silent: the run's ``status`` and ``fail_step`` say
+what failed and where (the codes of :class:`~manifold_dirac.mechanics.status.Status`),
+every value from the failed step on is NaN, and so is every derivative of
+the run (the NaN is multiplied in, so it also reaches the gradient with
+respect to anything upstream: a gradient of a failed run is NaN, never a
+finite number of a different map).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.ad_checkpoint import checkpoint_name
+
+from .newton import SolverOptions, newton
+from .rules import QuadratureRule, get_rule
+from .schemes import Scheme, get_scheme
+from .status import Status
+from .step import StepMap
+from .system import LagrangeDiracSystem
+
+__all__ = ["DIFFERENTIATION_MODES", "Rollout", "rollout", "solve_step"]
+
+DIFFERENTIATION_MODES = ("implicit", "unrolled", "detached")
+"""How :func:`rollout` differentiates each step's solve.
+
+``"implicit"`` (the default and the only correct one for a converged solve):
+implicit differentiation of the step equations. ``"unrolled"``: through a
+fixed number of Newton iterations (autodiff of the iterates; exact only in
+the limit of many iterations, and then at a higher cost). ``"detached"``:
+the solution is treated as a constant (its derivative dropped). The last
+two are wrong on purpose, for tests and for showing what the implicit term
+carries (``docs/differentiable.md``).
+"""
+
+_UNROLL = 0
+"""Newton iterations unrolled before the while loop in a rollout (0: the loop body is traced once,
+which keeps the compile of a gradient program short; see :func:`~manifold_dirac.mechanics.newton.newton`)."""
+
+_Z_NAME = "manifold_dirac_step_solution"
+"""Name under which a step's solution is saved for the reverse pass (``jax.checkpoint`` policy)."""
+
+
+class Rollout(NamedTuple):
+    """The result of :func:`rollout` (a pytree of arrays; differentiable where floating).
+
+    Attributes
+    ----------
+    t : array, shape=[N + 1]
+        ``t_k = t0 + k h``.
+    q : point, shape=[N + 1, *point_shape]
+        ``q_0 ... q_N``; NaN from the failed step on.
+    p : array, shape=[N + 1, n]
+        The scheme's momentum ``p_k`` (for the ``minus`` scheme the
+        pre-momentum ``p~_k``); NaN from the failed step on.
+    z : array, shape=[N, N_z]
+        Each step's solved unknowns (``z = (xi, mu)`` for the schemes of
+        :mod:`.schemes`); ``xi = z[:, :n]``.
+    iterations : int32 array, shape=[N]
+        Newton iterations of each step (a diagnostic; the gradient does not
+        depend on them).
+    status : int32 array, shape=[]
+        ``Status.OK``, or the status of the first failed step.
+    fail_step : int32 array, shape=[]
+        The step ``k -> k+1`` that failed, ``-1`` while healthy.
+    """
+
+    t: jax.Array
+    q: Any
+    p: jax.Array
+    z: jax.Array
+    iterations: jax.Array
+    status: jax.Array
+    fail_step: jax.Array
+
+    @property
+    def ok(self) -> bool:
+        """Whether every step converged (concrete values only)."""
+        return int(self.status) == Status.OK
+
+    def check(self) -> Rollout:
+        """Raise the :class:`~manifold_dirac.errors.StepError` subclass of a failed run; else return self.
+
+        Only on concrete values (outside ``jit``/``grad``): inside a traced
+        function return ``status`` and check it after.
+        """
+        code = Status(int(self.status))
+        if code == Status.OK:
+            return self
+        k = int(self.fail_step)
+        t = float(np.asarray(self.t)[k])
+        h = float(np.asarray(self.t)[1] - np.asarray(self.t)[0]) if len(self.t) > 1 else float("nan")
+        msg = "rollout: " + code.describe(step=k, time=t, h=h)
+        raise (code.exception or RuntimeError)(msg, step=k, time=t, residual=float("nan"), trajectory=None)
+
+
+# ------------------------------------------------------------- one solve
+def _newton_solve(sm: StepMap, z0, q, p, t, h, params, u):
+    """Newton's solve of one step (the primal; no derivative is taken through it)."""
+    res = newton(lambda z: sm.equations(z, q, p, t, h, params, u), z0, sm.options, unroll=_UNROLL,
+                 floor=lambda z: sm.roundoff_floor(z, q, p, t, h, params, u))
+    info = jnp.stack([res.status.astype(z0.dtype), res.iterations.astype(z0.dtype), res.error])
+    # named, so that a checkpointed step saves them and its reverse pass does not run Newton again
+    # (the status is needed there too: it decides the NaN poisoning of the step's derivative)
+    return checkpoint_name(res.z, _Z_NAME), checkpoint_name(info, _Z_NAME)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def solve_step(sm: StepMap, z0: jax.Array, q: Any, p: jax.Array, t: Any, h: Any, params: Any, u: Any = None):
+    """The solution ``z`` of one step's equations, differentiated implicitly.
+
+    Parameters
+    ----------
+    sm : StepMap
+    z0 : array, shape=[N_z]
+        Newton's starting guess (its derivative is ignored: the solution does
+        not depend on it).
+    q, p, t, h, params, u
+        The step's data, as for :meth:`StepMap.equations`.
+
+    Returns
+    -------
+    z : array, shape=[N_z]
+        The solution of ``r(z; q, p, t, h, params, u) = 0``.
+    info : array, shape=[3]
+        ``(status, iterations, scaled error)`` of the solve, as floats
+        (derivative zero).
+
+    Notes
+    -----
+    With ``r`` the residual of (52)/(53) (Parks & Leok 2017) and ``x`` the
+    step's data, the solution ``z(x)`` of ``r(z(x), x) = 0`` has, by the
+    implicit function theorem where ``dr/dz`` is regular,
+    ``dz = -(dr/dz)^{-1} (dr/dx) dx``. The JVP below is that formula, linear
+    in ``dx``; reverse mode transposes it (one solve with ``(dr/dz)^T``). It
+    is the derivative of the exact discrete map, to the accuracy of the
+    solve, and independent of Newton's iteration count and starting guess.
+    """
+    return _newton_solve(sm, z0, q, p, t, h, params, u)
+
+
+@solve_step.defjvp
+def _solve_step_jvp(sm, primals, tangents):
+    z0, q, p, t, h, params, u = primals
+    _, dq, dp, dt, dh, dparams, du = tangents
+    z, info = _newton_solve(sm, z0, q, p, t, h, params, u)
+
+    def r(q, p, t, h, params, u):
+        return sm.equations(z, q, p, t, h, params, u)[0]
+
+    _, dr = jax.jvp(r, (q, p, t, h, params, u), (dq, dp, dt, dh, dparams, du))
+    J = jax.jacfwd(lambda zz: sm.equations(zz, q, p, t, h, params, u)[0])(z)
+    dz = -jnp.linalg.solve(J, dr)
+    return (z, info), (dz, jnp.zeros_like(info))
+
+
+def _solve_unrolled(sm: StepMap, iterations: int, z0, q, p, t, h, params, u):
+    """``iterations`` plain Newton updates from ``z0``, differentiated through (the wrong way, for tests)."""
+    z = jax.lax.stop_gradient(z0)
+
+    def r(zz):
+        return sm.equations(zz, q, p, t, h, params, u)[0]
+
+    for _ in range(iterations):
+        z = z - jnp.linalg.solve(jax.jacfwd(r)(z), r(z))
+    # the status of the forward solve is Newton's own (the values agree once converged)
+    _, info = _newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u)))
+    return z, info
+
+
+def _solve_detached(sm: StepMap, z0, q, p, t, h, params, u):
+    """Newton's solution with its derivative dropped (the wrong way, for tests)."""
+    return jax.lax.stop_gradient(_newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u))))
+
+
+# ------------------------------------------------------------------ rollout
+class _Carry(NamedTuple):
+    q: Any
+    p: jax.Array
+    z: jax.Array
+    status: jax.Array
+    fail_step: jax.Array
+
+
+def _initial_unknowns(sm: StepMap, q0: Any, p0: jax.Array, xi0: jax.Array) -> jax.Array:
+    """Newton's first guess ``z`` of the first step: ``xi = h v0``, the other unknowns 0.
+
+    Built from the step map's own initial state (its ``fail_z`` has the
+    shape of the unknowns), so it follows the step map's unknowns.
+    """
+    st = sm.initial(q0, p0, xi0)
+    n = sm.n
+    z = jnp.zeros_like(st.fail_z)
+    return z.at[:n].set(xi0)
+
+
+def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrolled_iterations: int,
+           checkpoint: bool, warm_start: bool) -> Callable:
+    """The compiled rollout for one step map and one set of static choices."""
+    sysm = sm.system
+    Q, n = sysm.Q, sysm.dim
+    if mode == "implicit":
+        solve = functools.partial(solve_step, sm)
+    elif mode == "unrolled":
+        solve = functools.partial(_solve_unrolled, sm, unrolled_iterations)
+    else:
+        solve = functools.partial(_solve_detached, sm)
+
+    def run(q0, v0, p0, h, t0, params, controls):
+        h = jnp.asarray(h, jnp.float64)
+        t0 = jnp.asarray(t0, jnp.float64)
+        if has_v:
+            p0 = sysm.momentum(q0, v0, params)
+            xi0 = h * v0
+        else:
+            xi0 = jnp.zeros(n, jnp.float64)  # a first guess only: the solution does not depend on it
+        z0 = _initial_unknowns(sm, q0, p0, jax.lax.stop_gradient(xi0))
+
+        def body(c: _Carry, xs):
+            k, u = xs
+            t = t0 + k * h
+            guess = jax.lax.stop_gradient(c.z) if warm_start else jnp.zeros_like(c.z)
+            z1, info = solve(guess, c.q, c.p, t, h, params, u)
+            _, _, (q1, p1, _) = sm.equations(z1, c.q, c.p, t, h, params, u)
+            st = info[0].astype(jnp.int32)
+            converged = st == Status.OK
+            finite_out = jnp.all(jnp.isfinite(p1)) & jnp.all(jnp.stack([jnp.all(jnp.isfinite(x))
+                                                                         for x in jax.tree.leaves(q1)]))
+            st = jnp.where(converged & ~finite_out, Status.NONFINITE, st)
+            xi = z1[:n]
+            outside = ~Q.in_domain(xi) & jnp.all(jnp.isfinite(xi))
+            st = jnp.where(outside & ((st == Status.OK) | (st == Status.NO_CONVERGENCE)), Status.DOMAIN, st)
+            healthy = c.status == Status.OK
+            status = jnp.where(healthy, st, c.status).astype(jnp.int32)
+            ok = status == Status.OK
+            # NaN multiplied in (not selected): it reaches every derivative, forward and reverse
+            poison = jnp.where(ok, 1.0, jnp.nan)
+            q1 = jax.tree.map(lambda x: x * poison, q1)
+            p1 = p1 * poison
+            fail_step = jnp.where(healthy & ~ok, k, c.fail_step).astype(jnp.int32)
+            z_next = jnp.where(ok, z1, c.z)
+            out = (q1, p1, z1 * poison, info[1].astype(jnp.int32))
+            return _Carry(q1, p1, z_next, status, fail_step), out
+
+        if checkpoint:
+            body = jax.checkpoint(body, policy=jax.checkpoint_policies.save_only_these_names(_Z_NAME))
+        ks = jnp.arange(n_steps, dtype=jnp.int32)
+        us = controls if has_u else None
+        c0 = _Carry(q0, p0, z0, jnp.int32(Status.OK), jnp.int32(-1))
+        cN, (qs, ps, zs, its) = jax.lax.scan(body, c0, (ks, us), length=n_steps)
+        q_all = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), q0, qs)
+        p_all = jnp.concatenate([p0[None], ps])
+        t = t0 + h * jnp.arange(n_steps + 1, dtype=jnp.float64)
+        return Rollout(t, q_all, p_all, zs, its, cN.status, cN.fail_step)
+
+    return jax.jit(run)
+
+
+def rollout(
+    system: LagrangeDiracSystem,
+    q0: Any,
+    v0: Any = None,
+    p0: Any = None,
+    *,
+    h: Any,
+    n_steps: int,
+    params: Any = None,
+    controls: Any = None,
+    t0: Any = 0.0,
+    scheme: str | Scheme = "symmetric",
+    discrete_lagrangian: str | QuadratureRule = "midpoint",
+    solver: SolverOptions | None = None,
+    differentiation: str = "implicit",
+    unrolled_iterations: int = 1,
+    checkpoint: bool = True,
+    warm_start: bool = True,
+) -> Rollout:
+    """A differentiable run of ``n_steps`` steps: ``jax.grad``/``jacfwd``/``vmap`` go through it.
+
+    The same discrete map as :func:`~manifold_dirac.mechanics.integrate.integrate`
+    (same scheme, discrete Lagrangian, Newton solve and failure statuses),
+    written as one pure JAX function of its array arguments.
+
+    Parameters
+    ----------
+    system : LagrangeDiracSystem
+    q0 : point, shape=[*point_shape]
+        Initial configuration (one member; batch with ``jax.vmap``). For the
+        derivative with respect to ``q0`` as a group element, differentiate
+        ``eta -> f(rollout(system, system.Q.retract(q0, eta), ...))`` at
+        ``eta = 0`` (the tangent frame of ``docs/differentiable.md``).
+    v0 : array, shape=[n], optional
+        Initial velocity (``p0 = dL/dv(q0, v0)``, differentiable); it should
+        lie in ``Delta(q0)`` (:func:`integrate` checks this; here it is not
+        checked when traced).
+    p0 : array, shape=[n], optional
+        Initial momentum, when ``v0`` is not given (for the ``minus`` scheme,
+        the pre-momentum).
+    h : float or array, shape=[]
+        Time step (traced: differentiable, no recompile).
+    n_steps : int
+        Number of steps (static: the length of the ``lax.scan``; another
+        value compiles another program).
+    params : pytree, optional
+        The system's parameters (default ``system.params``); differentiable.
+    controls : array, shape=[n_steps, n], optional
+        A control covector per step, added to the force and held over the
+        step (as in :meth:`Integrator.run`); differentiable.
+    t0 : float
+    scheme, discrete_lagrangian, solver
+        As in :func:`integrate`.
+    differentiation : {"implicit", "unrolled", "detached"}
+        See :data:`DIFFERENTIATION_MODES`; anything but ``"implicit"`` gives
+        wrong derivatives on purpose (for tests and demonstrations).
+    unrolled_iterations : int
+        Newton updates differentiated through with ``"unrolled"``.
+    checkpoint : bool
+        Rematerialize each step in reverse mode from its stored state and
+        solution (memory ``O(N)`` states instead of ``O(N)`` steps'
+        intermediates); False stores every step's intermediates.
+    warm_start : bool
+        Newton starts each step from the previous step's solution (True) or
+        from ``z = 0`` (False, more iterations): the values and derivatives
+        agree to the solve's accuracy either way.
+
+    Returns
+    -------
+    Rollout
+        ``t (N+1,)``, ``q (N+1, ...)``, ``p (N+1, n)``, ``z (N, N_z)``,
+        ``iterations (N,)``, ``status ()``, ``fail_step ()``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Wrong shapes or options (checked at trace time). A failed *step* does
+        not raise (the run may be traced): it sets ``status``/``fail_step``
+        and NaN-poisons the values and derivatives from that step on;
+        :meth:`Rollout.check` raises its error on concrete values.
+
+    Notes
+    -----
+    Each step solves (52)/(53) of Parks & Leok (2017) for ``z`` with
+    ``r(z; q_k, p_k, t_k, h, theta, u_k) = 0`` and sets
+    ``q_{k+1} = R_{q_k}(xi)``, ``p_{k+1} = D2 L_d + f^+`` (see
+    :class:`StepMap`). The derivative of the run is the derivative of this
+    discrete map (the discrete adjoint in reverse mode), with each solve
+    differentiated implicitly (:func:`solve_step`).
+    """
+    if not isinstance(system, LagrangeDiracSystem):
+        raise TypeError(f"rollout: system must be a LagrangeDiracSystem, got {type(system).__name__}")
+    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
+        raise ValueError(f"rollout: n_steps must be an integer >= 1 (the length of the scan), got {n_steps!r}")
+    n_steps = int(n_steps)
+    if differentiation not in DIFFERENTIATION_MODES:
+        raise ValueError(f"rollout: differentiation must be one of {DIFFERENTIATION_MODES}, got {differentiation!r}")
+    if isinstance(unrolled_iterations, bool) or not isinstance(unrolled_iterations, (int, np.integer)) \
+            or unrolled_iterations < 1:
+        raise ValueError(f"rollout: unrolled_iterations must be a positive integer, got {unrolled_iterations!r}")
+    if (v0 is None) == (p0 is None):
+        raise ValueError("rollout: give exactly one of the initial velocity v0 or the initial momentum p0")
+    solver = SolverOptions() if solver is None else solver
+    if not isinstance(solver, SolverOptions):
+        raise TypeError(f"rollout: solver must be a SolverOptions instance, got {type(solver).__name__}")
+    sm = StepMap(system, get_scheme(scheme), get_rule(discrete_lagrangian), solver)
+    n = system.dim
+    point_shape = jax.tree.map(jnp.shape, system.Q.default_point())
+    given_shape = jax.tree.map(jnp.shape, q0)
+    if given_shape != point_shape:
+        raise ValueError(f"rollout: q0 must be one point of shape {point_shape} (batch with jax.vmap), "
+                         f"got {given_shape}")
+    x0 = v0 if v0 is not None else p0
+    if jnp.shape(x0) != (n,):
+        raise ValueError(f"rollout: {'v0' if v0 is not None else 'p0'} must have shape ({n},) "
+                         f"(one member; batch with jax.vmap), got {jnp.shape(x0)}")
+    if controls is not None and jnp.shape(controls) != (n_steps, n):
+        raise ValueError(f"rollout: controls must have shape (n_steps, n) = ({n_steps}, {n}), "
+                         f"got {jnp.shape(controls)}")
+    params = system.params if params is None else params
+    key = ("rollout", sm.scheme, sm.rule, sm.options, n_steps, v0 is not None, controls is not None,
+           differentiation, int(unrolled_iterations), bool(checkpoint), bool(warm_start))
+    cache = system.__dict__.setdefault("_compiled_functions", {})
+    fn = cache.get(key)
+    if fn is None:
+        fn = cache[key] = _build(sm, n_steps, v0 is not None, controls is not None, differentiation,
+                                 int(unrolled_iterations), bool(checkpoint), bool(warm_start))
+    f64 = lambda x: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), x)  # noqa: E731
+    zeros = jnp.zeros(n)
+    return fn(f64(q0), zeros if v0 is None else f64(v0), zeros if p0 is None else f64(p0), h, t0, params,
+              None if controls is None else f64(controls))
