@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 RUN = (
     "getting-started.md", "schemes.md", "derivatives.md", "interconnection.md",
-    "tutorials/rigid-body.md", "tutorials/vehicle.md", "tutorials/retraction-study.md", "sweeps.md",
+    "tutorials/rigid-body.md", "tutorials/vehicle.md", "tutorials/retraction-study.md", "sweeps.md", "differentiable.md",
 )
 
 _FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
