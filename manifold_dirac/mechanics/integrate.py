@@ -141,9 +141,13 @@ def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_
     )
     status = jnp.where(closing, state.status, rec.status)
     failed = status != Status.OK
+    p = rec.p_start
+    if sm.system.n_holonomic:  # the RATTLE projection of the reported velocity and momentum onto dg(q_k) v = 0
+        v, p = sm.system.holonomic_projection(state.q, v, p, params)
+        p = jnp.where(failed, rec.p_start, p)
     v = jnp.where(failed, jnp.nan, v)
-    energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, rec.p_start, params))
-    return Point(state.q, rec.p_start, v, energy, status)
+    energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, p, params))
+    return Point(state.q, p, v, energy, status)
 
 
 def _energy_failure(st: State, k: Any, v: jax.Array, error: jax.Array) -> State:
@@ -348,7 +352,7 @@ class Integrator:
     @property
     def order(self) -> int:
         """Declared order of this scheme and rule on this retraction (constrained or not)."""
-        return self.scheme.order_with(self.rule, self.system.Q, constrained=self.system.n_constraints > 0)
+        return self.scheme.order_with(self.rule, self.system.Q, constrained=self.system.n_one_forms > 0)
 
     def __repr__(self) -> str:
         return (f"Integrator({self.system!r}, h={self.h:g}, scheme={self.scheme.name!r}, "
@@ -390,6 +394,7 @@ class Integrator:
         members = out.pop("members")
         out = jax.device_get(out)  # the values checked on the host
         m = sysm.n_constraints
+        sysm.check_position(q0)  # g(q0) = 0 (holonomic constraints; nothing without)
         if m:
             A = out["A"]
             _check_finite_constraint(sysm, A, B)
@@ -402,7 +407,9 @@ class Integrator:
                     i = np.unravel_index(np.argmax(viol - tol), viol.shape) if viol.ndim else ()
                     raise ValueError(
                         f"v0 is not in the constraint distribution: |A(q0) v0| = {np.max(viol):.3e} "
-                        f"(batch index {list(i)}); the initial velocity must satisfy A(q0) v0 = 0"
+                        f"(batch index {list(i)}), above the tolerance 1e-9 (1 + |v0|); the initial velocity "
+                        "must satisfy A(q0) v0 = 0 (and dg(q0) v0 = 0 for holonomic constraints): "
+                        "system.project_velocity(q0, v0) projects a nearly consistent v0 onto it"
                     )
             pv = out["p"]
             if not np.all(np.isfinite(pv)):
@@ -838,7 +845,9 @@ class Integrator:
         messages = tuple(self._message(final, i) for i in np.flatnonzero(np.atleast_1d(status).ravel() != Status.OK))
         if interrupted:
             status = np.where(status == Status.OK, int(Status.INTERRUPTED), status)
+        slip, g_violation = sysm.constraint_violations(q, unflat(a["v"][keep]))
         return Trajectory(
+            slip=slip, holonomic_violation=g_violation,
             t=t[keep], q=q, p=unflat(a["p"][keep]), v=unflat(a["v"][keep]), energy=unflat(a["energy"][keep]),
             xi=unflat(a["xi"][steps]), mu=unflat(a["mu"][steps]),
             constraint_residual=unflat(a["constraint_residual"][steps]), residual=unflat(a["error"][steps]),
