@@ -944,7 +944,8 @@ def integrate(
     p0: Any = None,
     *,
     h: float,
-    n_steps: int,
+    n_steps: int | None = None,
+    t_final: float | None = None,
     scheme: str | Scheme = "symmetric",
     discrete_lagrangian: str | QuadratureRule = "midpoint",
     t0: float = 0.0,
@@ -966,7 +967,15 @@ def integrate(
         Initial velocity and/or momentum (see :meth:`Integrator.initial_state`).
     h : float
         Time step.
-    n_steps : int
+    n_steps : int, optional
+        Number of steps. Give it or ``t_final``.
+    t_final : float, optional
+        The final time: ``n_steps = (t_final - t0) / h``, which must be a
+        whole number to within ``1e-9`` relative (``abs(x - round(x)) <=
+        1e-9 * max(1, x)`` for ``x = (t_final - t0) / h``: the round-off of
+        ``10 / 0.1 = 99.99999999999999``, not a step of another length),
+        else a ``ValueError`` says the nearest ``t_final`` and ``h`` that fit.
+        The last stored time is ``t0 + n_steps h``.
     scheme : {"symmetric", "plus", "minus"} or Scheme
         ``plus`` is (52), ``minus`` (53), ``symmetric`` the second-order
         scheme with the constraint at the retraction midpoint (default).
@@ -991,10 +1000,38 @@ def integrate(
     method in the chart centred at ``q_k``; see :class:`StepMap`.
     """
     integ = Integrator(system, h, scheme, discrete_lagrangian, solver, on_failure)
+    n_steps = _steps_to(n_steps, t_final, _finite_float(t0, "t0"), integ.h)
     state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0)
     if v0 is None and not integ.scheme.carries_pre_momentum:
         state.v_init = state.v_legendre
     return integ.run(state, n_steps, stride=stride, controls=controls, progress=progress, callback=callback)
+
+
+_T_FINAL_RTOL = 1e-9
+"""Relative tolerance of ``(t_final - t0) / h`` being a whole number of steps (:func:`integrate`)."""
+
+
+def _steps_to(n_steps: Any, t_final: Any, t0: float, h: float) -> int:
+    """``n_steps`` given directly or from ``t_final`` (a whole number of steps of ``h`` after ``t0``)."""
+    if t_final is None:
+        if n_steps is None:
+            raise ValueError("integrate: give n_steps (a number of steps) or t_final (the final time)")
+        return n_steps
+    if n_steps is not None:
+        raise ValueError(f"integrate: give n_steps or t_final, not both (n_steps={n_steps!r}, t_final={t_final!r})")
+    T = _finite_float(t_final, "t_final")
+    if T < t0:
+        raise ValueError(f"integrate: t_final = {T!r} is before t0 = {t0!r}")
+    x = (T - t0) / h
+    n = int(round(x))
+    if abs(x - n) > _T_FINAL_RTOL * max(1.0, x):
+        lo, hi = int(np.floor(x)), int(np.ceil(x))
+        raise ValueError(
+            f"integrate: t_final - t0 = {T - t0!r} is not a whole number of steps h = {h!r} ({x:.6g} steps): "
+            f"use t_final = {t0 + lo * h:.12g} or {t0 + hi * h:.12g}, n_steps, or h = {(T - t0) / max(hi, 1):.12g} "
+            f"({max(hi, 1)} steps)"
+        )
+    return n
 
 
 def legendre_inverse(system: LagrangeDiracSystem, state: RunState, max_iter: int = 30) -> jax.Array | None:

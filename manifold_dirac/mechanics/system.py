@@ -360,6 +360,11 @@ class LagrangeDiracSystem:
         return self._r
 
     @property
+    def has_constant_one_forms(self) -> bool:
+        """Whether the one-forms ``A`` (:meth:`one_form_matrix`) do not depend on ``q``."""
+        return self._A_const is not None
+
+    @property
     def has_constant_constraint(self) -> bool:
         """Whether :meth:`constraint_matrix` does not depend on ``q`` in frame coordinates."""
         return self._A_const is not None and not self._r

@@ -49,8 +49,8 @@ class Trajectory:
         ``|C(q_k) v_k|_inf``, the *continuous* velocity constraint at the
         reported point (``C = [A; dg]``, the one-forms and the differentials
         of the holonomic constraints): the physical slip of the discrete
-        motion, ``O(h^2)`` for the symmetric scheme (``O(h)`` for plus and
-        minus) on a nonholonomic system. Not to be confused with
+        motion, at most ``O(h^2)`` for the symmetric scheme (``O(h)`` for
+        plus and minus) on a nonholonomic system. Not to be confused with
         ``constraint_residual``, the scheme's *discrete* constraint, which
         Newton holds to round-off. Zeros without constraints; None in a file
         written before this field existed.

@@ -17,7 +17,7 @@ import numpy as np
 from ..manifolds import Euclidean
 from ..mechanics.system import LagrangeDiracSystem
 
-__all__ = ["FOUR_BAR", "four_bar", "four_bar_initial"]
+__all__ = ["FOUR_BAR", "four_bar", "four_bar_initial", "rigid_double_pendulum", "rigid_double_pendulum_initial"]
 
 FOUR_BAR = {"crank": 1.0, "coupler": 3.0, "rocker": 2.5, "ground": 3.0,
             "masses": (1.0, 1.0, 1.0), "gravity": 9.81}
@@ -120,3 +120,69 @@ def four_bar_initial(theta1: float = 0.5, rate: float = 2.0, crank: float = FOUR
     M = np.stack([l2 * perp(th2), -l3 * perp(th3)], axis=1)
     w2, w3 = np.linalg.solve(M, -l1 * rate * perp(theta1))
     return np.array([theta1, th2, th3]), np.array([rate, w2, w3])
+
+
+def _rigid_body(mass: float, inertia, gravity: float, name: str) -> LagrangeDiracSystem:
+    """A free rigid body in gravity on ``SO(3) x R^3``: ``q = (R, x)``, ``v = (Omega, xdot)``."""
+    from ..manifolds import SO3, ProductManifold
+
+    J = np.asarray(inertia, dtype=float)
+
+    def L(q, v):
+        Om, xd = v[:3], v[3:]
+        return 0.5 * mass * jnp.sum(xd * xd) + 0.5 * jnp.sum(J * Om * Om) - mass * gravity * q[1][2]
+
+    return LagrangeDiracSystem(ProductManifold(SO3(), Euclidean(3)), L, name=name)
+
+
+def rigid_double_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81):
+    """Two slender rods in space joined by spherical joints: interconnected through :func:`pin_joint`.
+
+    Each rod (mass ``m``, length ``l``, axis the body ``e3``, principal
+    moments ``m l^2/12`` about ``e1, e2`` and a small ``m l^2/120`` about
+    ``e3`` so that the Lagrangian is regular) is a subsystem on
+    ``SO(3) x R^3`` (attitude and centre of mass). The upper rod's top end
+    ``(0, 0, l/2)`` is pinned at the origin, the lower rod's top end to the
+    upper rod's bottom end ``(0, 0, -l/2)``: six holonomic constraints
+    ``g(q) = 0`` of the interaction, six degrees of freedom left.
+
+    Returns
+    -------
+    InterconnectedSystem
+        Subsystems ``"upper"`` and ``"lower"``; energy is conserved.
+    """
+    from ..interconnection import interconnect, pin_joint
+
+    inertia = mass * length**2 * np.array([1 / 12, 1 / 12, 1 / 120])
+    up = _rigid_body(mass, inertia, gravity, "upper")
+    low = _rigid_body(mass, inertia, gravity, "lower")
+    top, bottom = np.array([0.0, 0.0, length / 2]), np.array([0.0, 0.0, -length / 2])
+    pin_up = pin_joint("upper", None, top, np.zeros(3))
+    pin_low = pin_joint("upper", "lower", bottom, top)
+
+    def build(layout):
+        g1, g2 = pin_up(layout), pin_low(layout)
+        return lambda q: jnp.concatenate([g1(q), g2(q)])
+
+    build.needs_layout = True
+    return interconnect(up, low, holonomic=build, name="rigid_double_pendulum")
+
+
+def rigid_double_pendulum_initial(angle1: float = 0.8, angle2: float = -0.4, spin: float = 1.0,
+                                  length: float = 1.0):
+    """A consistent ``(q0, v0)`` of :func:`rigid_double_pendulum`: rods tilted about ``e_x``, the upper turning.
+
+    The upper rod turns about the vertical through the pivot at rate ``spin``
+    (its joint at the origin at rest), the lower one rigidly with it, so
+    every joint velocity matches.
+    """
+    def rot_x(a):
+        return np.array([[1.0, 0.0, 0.0], [0.0, np.cos(a), -np.sin(a)], [0.0, np.sin(a), np.cos(a)]])
+
+    R1, R2 = rot_x(np.pi + angle1), rot_x(np.pi + angle2)
+    top, bottom = np.array([0.0, 0.0, length / 2]), np.array([0.0, 0.0, -length / 2])
+    x1 = -R1 @ top
+    x2 = x1 + R1 @ bottom - R2 @ top
+    w = np.array([0.0, 0.0, spin])  # spatial angular velocity of both (a rigid rotation about e_z)
+    v1, v2 = np.cross(w, x1), np.cross(w, x2)
+    return ((R1, x1), (R2, x2)), np.concatenate([R1.T @ w, v1, R2.T @ w, v2])
