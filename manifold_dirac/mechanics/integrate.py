@@ -51,6 +51,8 @@ class Point(NamedTuple):
     v: jax.Array
     energy: jax.Array
     status: jax.Array
+    slip: jax.Array
+    holonomic_violation: jax.Array
 
 
 @dataclass
@@ -147,7 +149,8 @@ def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_
         p = jnp.where(failed, rec.p_start, p)
     v = jnp.where(failed, jnp.nan, v)
     energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, p, params))
-    return Point(state.q, p, v, energy, status)
+    slip, g_violation = sm.system.constraint_violation(state.q, v, params)
+    return Point(state.q, p, v, energy, status, slip, g_violation)
 
 
 def _energy_failure(st: State, k: Any, v: jax.Array, error: jax.Array) -> State:
@@ -208,7 +211,8 @@ class _Store:
             return
         pts, recs = _unpack(np.asarray(packed[:m]), self.spec[0])
         parts = {"t": info[:m, 0], "is_step": info[:m, 1] > 0, "q": pts.q, "p": pts.p, "v": pts.v,
-                 "energy": pts.energy, "xi": recs.xi, "mu": recs.mu,
+                 "energy": pts.energy, "slip": pts.slip, "holonomic_violation": pts.holonomic_violation,
+                 "xi": recs.xi, "mu": recs.mu,
                  "constraint_residual": recs.constraint_residual, "error": recs.error,
                  "iterations": recs.iterations}
         if self.arrays is None:
@@ -250,7 +254,8 @@ def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
 
         def empty(st):
             return (
-                Point(st.q, st.p, jnp.full_like(st.p, jnp.nan), jnp.full_like(st.fail_error, jnp.nan), st.status),
+                Point(st.q, st.p, jnp.full_like(st.p, jnp.nan), jnp.full_like(st.fail_error, jnp.nan), st.status,
+                      jnp.full_like(st.fail_error, jnp.nan), jnp.full_like(st.fail_error, jnp.nan)),
                 StepRecord(st.p, st.xi, st.mu, jnp.zeros_like(st.fail_error), jnp.zeros_like(st.status),
                            jnp.zeros_like(st.fail_error), st.status),
             )
@@ -845,9 +850,8 @@ class Integrator:
         messages = tuple(self._message(final, i) for i in np.flatnonzero(np.atleast_1d(status).ravel() != Status.OK))
         if interrupted:
             status = np.where(status == Status.OK, int(Status.INTERRUPTED), status)
-        slip, g_violation = sysm.constraint_violations(q, unflat(a["v"][keep]))
         return Trajectory(
-            slip=slip, holonomic_violation=g_violation,
+            slip=unflat(a["slip"][keep]), holonomic_violation=unflat(a["holonomic_violation"][keep]),
             t=t[keep], q=q, p=unflat(a["p"][keep]), v=unflat(a["v"][keep]), energy=unflat(a["energy"][keep]),
             xi=unflat(a["xi"][steps]), mu=unflat(a["mu"][steps]),
             constraint_residual=unflat(a["constraint_residual"][steps]), residual=unflat(a["error"][steps]),

@@ -451,24 +451,21 @@ class LagrangeDiracSystem:
                 "constraint, or start away from a singular configuration of the mechanism"
             )
 
-    def constraint_violations(self, q: Any, v: Any) -> tuple[np.ndarray, np.ndarray]:
-        """``(|C(q) v|_inf, |g(q)|_inf)`` at points with leading axes (eager): slip and position violation.
+    def constraint_violation(self, q: Any, v: jax.Array, params: Any = None) -> tuple[jax.Array, jax.Array]:
+        """``(|C(q) v|_inf, |g(q)|_inf)`` at one point: the slip and the position violation (scalars).
 
         ``C = constraint_matrix`` (one-forms and ``dg``): the *continuous*
-        constraint evaluated at the reported ``(q_k, v_k)``, i.e. the physical
+        constraint evaluated at a reported ``(q_k, v_k)``, i.e. the physical
         slip of the discrete motion, distinct from the scheme's discrete
-        constraint ``c(xi)``, which Newton holds to round-off. Zeros (shape
-        ``q``'s batch) without constraints.
+        constraint ``c(xi)``, which Newton holds to round-off. Zeros without
+        constraints. For points with batch axes use ``evaluate``.
         """
-        B = self.Q.batch_shape(q)
-        v = np.asarray(v, dtype=float)
+        zero = jnp.zeros((), dtype=jnp.result_type(v))
         if not self.n_constraints:
-            z = np.zeros(B)
-            return z, z
-        fn = over_batch(lambda qq, vv: (jnp.max(jnp.abs(self.constraint_matrix(qq, self.params) @ vv)),
-                                        jnp.max(jnp.abs(self.holonomic(qq, self.params)), initial=0.0)), len(B))
-        slip, gv = fn(q, v)  # eager: a jit would compile once per trajectory length
-        return np.asarray(slip), np.asarray(gv)
+            return zero, zero
+        slip = jnp.max(jnp.abs(self.constraint_matrix(q, params) @ v))
+        gv = jnp.max(jnp.abs(self.holonomic(q, params))) if self._r else zero
+        return slip, gv
 
     def project_position(self, q: Any, tol: float = 1e-13, max_iter: int = 50) -> Any:
         """A point with ``g = 0`` near ``q``: Gauss--Newton in the retraction chart (batched, eager).
