@@ -135,6 +135,18 @@ def _rattle(x0, p0, h, n, m=1.0, grav=9.81, ell=1.0):
     return np.array(xs), np.array(ps), np.array(pre)
 
 
+def test_start_from_a_momentum_with_a_normal_component(cart, start_s2):
+    """p0 = m v0 + dg(q0)^T c (a reaction impulse added) starts the same motion as v0: the constrained
+    Legendre transform drops the normal part (it is absorbed by the first multiplier)."""
+    q0, _, v0 = start_s2
+    a = integrate(cart, q0, v0=v0, h=0.01, n_steps=50)
+    b = integrate(cart, q0, p0=v0 + 3.0 * q0, h=0.01, n_steps=50)
+    np.testing.assert_allclose(np.asarray(b.q), np.asarray(a.q), atol=1e-13)
+    np.testing.assert_allclose(b.p, a.p, atol=1e-12)
+    c = integrate(cart, q0, p0=1.01 * v0, h=0.01, n_steps=50)  # sensitivity: a tangential change is seen
+    assert np.max(np.abs(np.asarray(c.q) - np.asarray(a.q))) > 1e-3
+
+
 def test_trapezoid_plus_scheme_is_rattle(cart, start_s2):
     """With the trapezoid L_d (Stormer--Verlet) the constrained step is RATTLE: the same positions and,
     after the reported-momentum projection, the same momenta as the textbook method, to round-off."""
