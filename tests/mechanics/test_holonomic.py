@@ -72,7 +72,7 @@ def assert_on_constraint(system, tr):
 
 
 # ------------------------------------------------ Cartesian spherical pendulum
-@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("scheme", ["symmetric", "plus", pytest.param("minus", marks=pytest.mark.slow)])
 def test_cartesian_pendulum_holds_the_constraint_for_every_scheme(cart, start_s2, scheme):
     q0, _, v0 = start_s2
     tr = integrate(cart, q0, v0=v0, h=0.01, n_steps=300, scheme=scheme)
