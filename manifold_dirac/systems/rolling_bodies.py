@@ -95,10 +95,11 @@ def rolling_disk_3d(radius: float = 0.5, mass: float = 1.0, gravity: float = 9.8
 def rolling_disk_3d_initial(tilt: float = 0.3, spin: float = 5.0, turn: float = 0.5, radius: float = 0.5):
     """A consistent ``(q0, v0)`` of :func:`rolling_disk_3d`: tilted by ``tilt`` from upright, rolling.
 
-    The disk's normal is ``n = (0, cos tilt, -sin tilt)`` rotated ... about
-    ``e_x`` (the disk leans), the body angular velocity ``(0, turn, spin)``
-    (spin about the normal, a turning rate about the body ``e2``), the centre
-    at the contact height and ``xdot = -(R Omega) x rho`` (contact point at rest).
+    ``R0`` is the rotation about ``e_x`` by ``pi/2 + tilt``, so the normal
+    ``n = R0 e3 = (0, -cos tilt, -sin tilt)`` leans by ``tilt`` from the
+    horizontal; the body angular velocity is ``(0, turn, spin)`` (spin about
+    the normal, a turning rate about the body ``e2``), the centre at the
+    contact height and ``xdot = -(R0 Omega) x rho`` (the contact point at rest).
 
     Returns
     -------
@@ -108,7 +109,6 @@ def rolling_disk_3d_initial(tilt: float = 0.3, spin: float = 5.0, turn: float = 
     a = np.pi / 2 + tilt
     R0 = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(a), -np.sin(a)], [0.0, np.sin(a), np.cos(a)]])
     rho = np.asarray(rolling_disk_3d_contact(jnp.asarray(R0), radius))
-    x0 = -rho * np.array([0.0, 0.0, 1.0]) + np.array([0.0, 0.0, 0.0])
     x0 = np.array([0.0, 0.0, -rho[2]])
     Om = np.array([0.0, turn, spin])
     xd = -np.cross(R0 @ Om, rho)
