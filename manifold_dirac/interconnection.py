@@ -52,6 +52,7 @@ __all__ = [
     "SubsystemTrajectory",
     "equal_velocities",
     "interconnect",
+    "pin_joint",
     "linear_interaction",
     "rolling_ball_on_plane",
     "rolling_without_slipping",
@@ -351,11 +352,19 @@ class InterconnectedSystem(LagrangeDiracSystem):
     interaction : Interaction or None
     product_force : callable ``F(t, q, v) -> (N,)`` or None
         The force on the product given to :func:`interconnect`.
+
+    Holonomic constraints: the subsystems' ``g_i(q_i)`` and an interaction's
+    ``g_int(q)`` on the product (two bodies pinned at a point,
+    :func:`pin_joint`) are stacked into the product's ``g(q) = (g_1, ...,
+    g_k, g_int)``; the one-forms above are then ``[blockdiag(A_i); S]``
+    only, and :meth:`~manifold_dirac.mechanics.system.LagrangeDiracSystem.constraint_matrix`
+    appends ``dg`` below them (:meth:`constraint_rows` says where).
     """
 
     def __init__(self, subsystems: Sequence[LagrangeDiracSystem], names: Sequence[str],
                  interaction: Interaction | None = None, name: str | None = None,
-                 force: Callable[[Any, Any, jax.Array], jax.Array] | None = None):
+                 force: Callable[[Any, Any, jax.Array], jax.Array] | None = None,
+                 holonomic: Any = None):
         self.subsystems = tuple(subsystems)
         self.names = tuple(str(n) for n in names)
         Q = ProductManifold(*(s.Q for s in self.subsystems))
@@ -363,6 +372,10 @@ class InterconnectedSystem(LagrangeDiracSystem):
         self.interaction = interaction
         self.product_force = force
         self._S = interaction.resolve(self.layout) if interaction is not None else None
+        if holonomic is not None and getattr(holonomic, "needs_layout", False):
+            holonomic = holonomic(self.layout)
+        self._g_int = holonomic
+        has_g = holonomic is not None or any(s.n_holonomic for s in self.subsystems)
         k, N = len(self.subsystems), Q.dim
         has_params = any(s.params is not None for s in self.subsystems)
         params = tuple(s.params for s in self.subsystems) if has_params else None
@@ -370,10 +383,10 @@ class InterconnectedSystem(LagrangeDiracSystem):
 
         # constant one-forms stay a constant matrix (the engine then skips A(q))
         constraint: Any = self._constraint
-        if all(s.has_constant_constraint for s in self.subsystems):
+        if all(s.has_constant_one_forms for s in self.subsystems):
             S_const = interaction.constant_forms(self.layout) if interaction is not None else np.zeros((0, N))
             if S_const is not None:
-                own = [np.asarray(s.constraint_matrix(s.Q.default_point()), dtype=float)
+                own = [np.asarray(s.one_form_matrix(s.Q.default_point()), dtype=float)
                        for s in self.subsystems]
                 rows = [self._widen(A, i, np) for i, A in enumerate(own)] + [S_const]
                 constraint = np.concatenate(rows, axis=0)
@@ -389,6 +402,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
             partials=self._partials if analytic else None,
             name=name or "+".join(self.names),
             params=params,
+            holonomic=self._holonomic if has_g else None,
         )
 
     # ---------------------------------------------------- the composed pieces
@@ -421,15 +435,23 @@ class InterconnectedSystem(LagrangeDiracSystem):
         """``[blockdiag(A_i(q_i)); S(q)]`` (31), shape ``(m, N)``, one point."""
         pars = self._sub_params(p)
         rows = [
-            self._widen(s.constraint_matrix(qi, pi), i)
+            self._widen(s.one_form_matrix(qi, pi), i)
             for i, (s, qi, pi) in enumerate(zip(self.subsystems, q, pars))
-            if s.n_constraints
+            if s.n_one_forms
         ]
         if self._S is not None:
             rows.append(self._S(q))
         if not rows:
             return jnp.zeros((0, self.layout.dim))
         return jnp.concatenate(rows, axis=0)
+
+    def _holonomic(self, q: Any, *p: Any) -> jax.Array:
+        """``(g_1(q_1), ..., g_k(q_k), g_int(q))``, shape ``(r,)``, one point."""
+        pars = self._sub_params(p)
+        parts = [s.holonomic(qi, pi) for s, qi, pi in zip(self.subsystems, q, pars) if s.n_holonomic]
+        if self._g_int is not None:
+            parts.append(jnp.reshape(jnp.asarray(self._g_int(q)), (-1,)))
+        return jnp.concatenate(parts)
 
     def _force(self, t: Any, q: Any, v: jax.Array, *p: Any) -> jax.Array:
         """The subsystems' forces, factor by factor (34), plus the product-level force."""
@@ -448,12 +470,23 @@ class InterconnectedSystem(LagrangeDiracSystem):
         """Which rows of ``A(q)`` belong to which subsystem (``"interaction"`` last).
 
         ``q`` is accepted for compatibility and ignored: row counts are static.
+        With holonomic constraints, the rows of their differentials follow
+        the one-forms: ``"<name>.holonomic"`` for a subsystem's and
+        ``"interaction.holonomic"`` for the interaction's (present only when
+        there are some).
         """
         rows, r = {}, 0
         for name, s in zip(self.names, self.subsystems):
-            rows[name] = slice(r, r + s.n_constraints)
-            r += s.n_constraints
-        rows["interaction"] = slice(r, self.n_constraints)
+            rows[name] = slice(r, r + s.n_one_forms)
+            r += s.n_one_forms
+        rows["interaction"] = slice(r, self.n_one_forms)
+        r = self.n_one_forms
+        for name, s in zip(self.names, self.subsystems):
+            if s.n_holonomic:
+                rows[f"{name}.holonomic"] = slice(r, r + s.n_holonomic)
+                r += s.n_holonomic
+        if r < self.n_constraints:
+            rows["interaction.holonomic"] = slice(r, self.n_constraints)
         return rows
 
     def interaction_matrix(self, q: Any, params: Any = None) -> jax.Array:
@@ -519,9 +552,15 @@ class InterconnectedSystem(LagrangeDiracSystem):
         out = {}
         for i, (name, off, d) in enumerate(zip(self.names, self.layout.offsets, self.layout.dims)):
             sl = slice(off, off + d)
-            r_int, r_own = rows["interaction"], rows[name]
-            f_int = np.einsum("...ri,...r->...i", A[..., r_int, sl], force_mu[..., r_int])
-            f_own = np.einsum("...ri,...r->...i", A[..., r_own, sl], force_mu[..., r_own])
+            f_int = f_own = 0.0
+            for key in ("interaction", "interaction.holonomic"):
+                if key in rows:
+                    r_ = rows[key]
+                    f_int = f_int + np.einsum("...ri,...r->...i", A[..., r_, sl], force_mu[..., r_])
+            for key in (name, f"{name}.holonomic"):
+                if key in rows:
+                    r_ = rows[key]
+                    f_own = f_own + np.einsum("...ri,...r->...i", A[..., r_, sl], force_mu[..., r_])
             out[name] = SubsystemTrajectory(
                 name=name, t=np.asarray(trajectory.t), q=trajectory.q[i], v=np.asarray(trajectory.v)[..., sl],
                 p=np.asarray(trajectory.p)[..., sl], interaction_force=f_int, constraint_force=f_own,
@@ -534,7 +573,8 @@ class InterconnectedSystem(LagrangeDiracSystem):
 
 def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None = None,
                  names: Sequence[str] | None = None, name: str | None = None,
-                 force: Callable[[Any, Any, jax.Array], jax.Array] | None = None) -> InterconnectedSystem:
+                 force: Callable[[Any, Any, jax.Array], jax.Array] | None = None,
+                 holonomic: Any = None) -> InterconnectedSystem:
     """Interconnect subsystems through an interaction distribution (29)--(34).
 
     Parameters
@@ -553,6 +593,11 @@ def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None 
         An external force on the product for one point (``q`` the tuple of
         the subsystems' points, ``v`` ``(N,)``), written with ``jax.numpy``;
         added to the subsystems' own.
+    holonomic : callable ``g(q) -> (r,)``, or :func:`pin_joint`, optional
+        Holonomic interaction constraints ``g(q) = 0`` on the product point
+        (two bodies joined at a point), held on positions by the schemes like
+        a system's own (``docs/schemes.md``, "Holonomic constraints");
+        the subsystems' own holonomic constraints are kept as well.
 
     Returns
     -------
@@ -596,9 +641,53 @@ def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None 
         )
     if force is not None and not callable(force):
         raise ValueError(f"interconnect: force must be a callable F(t, q, v), got {type(force).__name__}")
+    if holonomic is not None and not callable(holonomic):
+        raise ValueError(f"interconnect: holonomic must be a callable g(q) on the product point (or pin_joint(...)), "
+                         f"got {type(holonomic).__name__}")
     # the constructor traces L, the stacked one-forms (S included) and the
     # force once at an abstract point, so a wrong shape fails here
-    return InterconnectedSystem(systems, names, interaction, name, force)
+    return InterconnectedSystem(systems, names, interaction, name, force, holonomic)
+
+
+def pin_joint(a: str, b: str | None, anchor_a: Any, anchor_b: Any) -> Callable:
+    """Two rigid bodies joined at a point (a spherical joint), as holonomic constraints for :func:`interconnect`.
+
+    Each body is a subsystem on ``SO(3) x R^3`` (point ``(R, x)``: attitude
+    and centre of mass); ``anchor_a``, ``anchor_b`` are the joint's position
+    in each body's frame. Three constraints::
+
+        g(q) = x_a + R_a anchor_a - x_b - R_b anchor_b = 0
+
+    With ``b=None`` the body ``a`` is pinned to the fixed point ``anchor_b``
+    (a spherical pendulum of a rigid body). Names may be dotted.
+
+    Returns
+    -------
+    callable
+        A factory ``layout -> g`` for :func:`interconnect`'s ``holonomic=``.
+    """
+    pa = np.asarray(anchor_a, dtype=float)
+    pb = np.asarray(anchor_b, dtype=float)
+    if pa.shape != (3,) or pb.shape != (3,):
+        raise ValueError(f"pin_joint: anchors are points of R^3, got shapes {pa.shape} and {pb.shape}")
+
+    def build(layout: Layout) -> Callable:
+        for nm in (a, b):
+            if nm is not None and layout.locate(nm)[1] != 6:
+                raise ValueError(f"pin_joint: {nm!r} must be a rigid body on SO(3) x R^3 (6 frame components)")
+
+        def g(q):
+            Ra, xa = layout.point(q, a)
+            joint_a = xa + Ra @ pa
+            if b is None:
+                return joint_a - pb
+            Rb, xb = layout.point(q, b)
+            return joint_a - (xb + Rb @ pb)
+
+        return g
+
+    build.needs_layout = True  # type: ignore[attr-defined]
+    return build
 
 
 # ---------------------------------------------- discretize, then interconnect

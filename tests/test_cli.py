@@ -26,7 +26,7 @@ def run_cli(*args, cwd=None):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["run", "nosuch"], "unknown system 'nosuch'; valid: chaplygin_sled"),
+        (["run", "nosuch"], "unknown system 'nosuch'; valid: cartesian_pendulum, chaplygin_sled"),
         (["run", "heavy_top", "--retraction", "so2xr2"], "unknown retraction 'so2xr2'; valid: 'exp', 'cayley'"),
         (["run", "heavy_top", "--h", "-1"], "argument --h: expected positive numbers, got '-1'"),
         (["run", "heavy_top", "--steps", "zero"], "argument --steps: expected a positive integer, got 'zero'"),

@@ -38,3 +38,6 @@ def test_readme_code_runs():
     for block in re.findall(r"```python\n(.*?)```", README, re.DOTALL):
         exec(compile(block, "README.md", "exec"), ns)  # noqa: S102
     assert ns["tr"].ok
+    # the constrained example shows the physical slip (quoted 1.3e-3), not only the round-off residual
+    assert 1.2e-3 < ns["tr"].slip.max() < 1.4e-3
+    assert ns["tr"].constraint_residual.max() < 1e-15

@@ -51,6 +51,8 @@ class Point(NamedTuple):
     v: jax.Array
     energy: jax.Array
     status: jax.Array
+    slip: jax.Array
+    holonomic_violation: jax.Array
 
 
 @dataclass
@@ -141,9 +143,14 @@ def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_
     )
     status = jnp.where(closing, state.status, rec.status)
     failed = status != Status.OK
+    p = rec.p_start
+    if sm.system.n_holonomic:  # the RATTLE projection of the reported velocity and momentum onto dg(q_k) v = 0
+        v, p = sm.system.holonomic_projection(state.q, v, p, params)
+        p = jnp.where(failed, rec.p_start, p)
     v = jnp.where(failed, jnp.nan, v)
-    energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, rec.p_start, params))
-    return Point(state.q, rec.p_start, v, energy, status)
+    energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, p, params))
+    slip, g_violation = sm.system.constraint_violation(state.q, v, params)
+    return Point(state.q, p, v, energy, status, slip, g_violation)
 
 
 def _energy_failure(st: State, k: Any, v: jax.Array, error: jax.Array) -> State:
@@ -204,7 +211,8 @@ class _Store:
             return
         pts, recs = _unpack(np.asarray(packed[:m]), self.spec[0])
         parts = {"t": info[:m, 0], "is_step": info[:m, 1] > 0, "q": pts.q, "p": pts.p, "v": pts.v,
-                 "energy": pts.energy, "xi": recs.xi, "mu": recs.mu,
+                 "energy": pts.energy, "slip": pts.slip, "holonomic_violation": pts.holonomic_violation,
+                 "xi": recs.xi, "mu": recs.mu,
                  "constraint_residual": recs.constraint_residual, "error": recs.error,
                  "iterations": recs.iterations}
         if self.arrays is None:
@@ -246,7 +254,8 @@ def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
 
         def empty(st):
             return (
-                Point(st.q, st.p, jnp.full_like(st.p, jnp.nan), jnp.full_like(st.fail_error, jnp.nan), st.status),
+                Point(st.q, st.p, jnp.full_like(st.p, jnp.nan), jnp.full_like(st.fail_error, jnp.nan), st.status,
+                      jnp.full_like(st.fail_error, jnp.nan), jnp.full_like(st.fail_error, jnp.nan)),
                 StepRecord(st.p, st.xi, st.mu, jnp.zeros_like(st.fail_error), jnp.zeros_like(st.status),
                            jnp.zeros_like(st.fail_error), st.status),
             )
@@ -348,7 +357,7 @@ class Integrator:
     @property
     def order(self) -> int:
         """Declared order of this scheme and rule on this retraction (constrained or not)."""
-        return self.scheme.order_with(self.rule, self.system.Q, constrained=self.system.n_constraints > 0)
+        return self.scheme.order_with(self.rule, self.system.Q, constrained=self.system.n_one_forms > 0)
 
     def __repr__(self) -> str:
         return (f"Integrator({self.system!r}, h={self.h:g}, scheme={self.scheme.name!r}, "
@@ -390,6 +399,7 @@ class Integrator:
         members = out.pop("members")
         out = jax.device_get(out)  # the values checked on the host
         m = sysm.n_constraints
+        sysm.check_position(q0)  # g(q0) = 0 (holonomic constraints; nothing without)
         if m:
             A = out["A"]
             _check_finite_constraint(sysm, A, B)
@@ -402,7 +412,9 @@ class Integrator:
                     i = np.unravel_index(np.argmax(viol - tol), viol.shape) if viol.ndim else ()
                     raise ValueError(
                         f"v0 is not in the constraint distribution: |A(q0) v0| = {np.max(viol):.3e} "
-                        f"(batch index {list(i)}); the initial velocity must satisfy A(q0) v0 = 0"
+                        f"(batch index {list(i)}), above the tolerance 1e-9 (1 + |v0|); the initial velocity "
+                        "must satisfy A(q0) v0 = 0 (and dg(q0) v0 = 0 for holonomic constraints): "
+                        "system.project_velocity(q0, v0) projects a nearly consistent v0 onto it"
                     )
             pv = out["p"]
             if not np.all(np.isfinite(pv)):
@@ -839,6 +851,7 @@ class Integrator:
         if interrupted:
             status = np.where(status == Status.OK, int(Status.INTERRUPTED), status)
         return Trajectory(
+            slip=unflat(a["slip"][keep]), holonomic_violation=unflat(a["holonomic_violation"][keep]),
             t=t[keep], q=q, p=unflat(a["p"][keep]), v=unflat(a["v"][keep]), energy=unflat(a["energy"][keep]),
             xi=unflat(a["xi"][steps]), mu=unflat(a["mu"][steps]),
             constraint_residual=unflat(a["constraint_residual"][steps]), residual=unflat(a["error"][steps]),
@@ -935,7 +948,8 @@ def integrate(
     p0: Any = None,
     *,
     h: float,
-    n_steps: int,
+    n_steps: int | None = None,
+    t_final: float | None = None,
     scheme: str | Scheme = "symmetric",
     discrete_lagrangian: str | QuadratureRule = "midpoint",
     t0: float = 0.0,
@@ -957,7 +971,15 @@ def integrate(
         Initial velocity and/or momentum (see :meth:`Integrator.initial_state`).
     h : float
         Time step.
-    n_steps : int
+    n_steps : int, optional
+        Number of steps. Give it or ``t_final``.
+    t_final : float, optional
+        The final time: ``n_steps = (t_final - t0) / h``, which must be a
+        whole number to within ``1e-9`` relative (``abs(x - round(x)) <=
+        1e-9 * max(1, x)`` for ``x = (t_final - t0) / h``: the round-off of
+        ``10 / 0.1 = 99.99999999999999``, not a step of another length),
+        else a ``ValueError`` says the nearest ``t_final`` and ``h`` that fit.
+        The last stored time is ``t0 + n_steps h``.
     scheme : {"symmetric", "plus", "minus"} or Scheme
         ``plus`` is (52), ``minus`` (53), ``symmetric`` the second-order
         scheme with the constraint at the retraction midpoint (default).
@@ -987,10 +1009,38 @@ def integrate(
             "jax.grad/jacfwd/jit/vmap; for derivatives of a run use manifold_dirac.rollout, the same discrete "
             "map as one differentiable JAX function (docs/differentiable.md)")
     integ = Integrator(system, h, scheme, discrete_lagrangian, solver, on_failure)
+    n_steps = _steps_to(n_steps, t_final, _finite_float(t0, "t0"), integ.h)
     state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0)
     if v0 is None and not integ.scheme.carries_pre_momentum:
         state.v_init = state.v_legendre
     return integ.run(state, n_steps, stride=stride, controls=controls, progress=progress, callback=callback)
+
+
+_T_FINAL_RTOL = 1e-9
+"""Relative tolerance of ``(t_final - t0) / h`` being a whole number of steps (:func:`integrate`)."""
+
+
+def _steps_to(n_steps: Any, t_final: Any, t0: float, h: float) -> int:
+    """``n_steps`` given directly or from ``t_final`` (a whole number of steps of ``h`` after ``t0``)."""
+    if t_final is None:
+        if n_steps is None:
+            raise ValueError("integrate: give n_steps (a number of steps) or t_final (the final time)")
+        return n_steps
+    if n_steps is not None:
+        raise ValueError(f"integrate: give n_steps or t_final, not both (n_steps={n_steps!r}, t_final={t_final!r})")
+    T = _finite_float(t_final, "t_final")
+    if T < t0:
+        raise ValueError(f"integrate: t_final = {T!r} is before t0 = {t0!r}")
+    x = (T - t0) / h
+    n = int(round(x))
+    if abs(x - n) > _T_FINAL_RTOL * max(1.0, x):
+        lo, hi = int(np.floor(x)), int(np.ceil(x))
+        raise ValueError(
+            f"integrate: t_final - t0 = {T - t0!r} is not a whole number of steps h = {h!r} ({x:.6g} steps): "
+            f"use t_final = {t0 + lo * h:.12g} or {t0 + hi * h:.12g}, n_steps, or h = {(T - t0) / max(hi, 1):.12g} "
+            f"({max(hi, 1)} steps)"
+        )
+    return n
 
 
 def legendre_inverse(system: LagrangeDiracSystem, state: RunState, max_iter: int = 30) -> jax.Array | None:

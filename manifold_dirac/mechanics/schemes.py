@@ -32,6 +32,23 @@ A scheme is one small class: its discrete constraint, the sign of its
 reaction, and whether it carries the pre-momentum; :func:`register_scheme`
 makes a new one available by name. Without constraints all three reduce to
 the variational integrator of ``L_d``.
+
+**Holonomic constraints** ``g(q) = 0`` (``LagrangeDiracSystem(...,
+holonomic=g)``, ``r`` of them) are the same for every scheme: ``r`` more
+multipliers ``lam`` in ``mu = (mu_A, lam)``, the reaction ``dg(q_k)^T lam``
+(with the scheme's sign) and the equations on positions::
+
+    g(R_{q_k}(xi)) / |dg_i(q_k)| = 0                        (r)
+
+(each row scaled by the norm of its differential at ``q_k``, a constant of
+the step, so that it is a length in frame coordinates like ``c(xi)``). With
+the momentum eliminated this is the constrained discrete Euler--Lagrange
+equation ``D2 L_d(q_{k-1}, q_k) + D1 L_d(q_k, q_{k+1}) = dg(q_k)^T lam_k``,
+``g(q_{k+1}) = 0`` (Marsden & West, Acta Numerica 2001, §3.5), i.e. SHAKE in
+the retraction chart; its positions are those of RATTLE (Andersen 1983;
+Leimkuhler & Skeel 1994), whose momentum projection is applied to the
+reported points (:meth:`~manifold_dirac.mechanics.system.LagrangeDiracSystem.holonomic_projection`).
+See ``docs/schemes.md``, "Holonomic constraints".
 """
 
 from __future__ import annotations
@@ -40,6 +57,7 @@ import abc
 from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
 
 from ..manifolds.base import Manifold
 from .rules import QuadratureRule, RuleValue
@@ -79,7 +97,23 @@ class Scheme(abc.ABC):
     def discrete_constraint(
         self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, ld: RuleValue, params: Any
     ) -> jax.Array:
-        """``c(xi)``, shape ``(m,)``, at one point."""
+        """``c(xi)`` of the one-forms ``A`` (``system.one_form_matrix``), shape ``(m,)``, at one point."""
+
+    def constraint_residual(
+        self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, ld: RuleValue, params: Any
+    ) -> jax.Array:
+        """All ``m + r`` constraint equations of the step: ``c(xi)`` and the scaled ``g(q_{k+1})``.
+
+        ``g(q_{k+1}) / |dg_i(q_k)|`` row by row (the module docstring); just
+        :meth:`discrete_constraint` without holonomic constraints.
+        """
+        c = self.discrete_constraint(system, q0, xi, ld, params) if system.n_one_forms else jnp.zeros(0)
+        if not system.n_holonomic:
+            return c
+        G = system.holonomic_differential(q0, params)
+        norm = jnp.sqrt(jnp.sum(G * G, axis=1))
+        g = system.holonomic(ld.q1, params) / jnp.where(norm > 0, norm, 1.0)
+        return jnp.concatenate([c.astype(g.dtype), g]) if system.n_one_forms else g
 
     def reaction(self, system: LagrangeDiracSystem, q0: Any, params: Any) -> jax.Array:
         """``G``, shape ``(n, m)``: ``r1 = ... - G mu``."""
@@ -92,7 +126,12 @@ class Scheme(abc.ABC):
         return p_in
 
     def order_with(self, rule: QuadratureRule, Q: Manifold, constrained: bool = True) -> int:
-        """Declared order with ``rule`` on ``Q``'s retraction (constrained or not)."""
+        """Declared order with ``rule`` on ``Q``'s retraction (constrained by one-forms or not).
+
+        Holonomic constraints alone do not lower the order: every scheme is
+        then the constrained variational integrator of ``L_d`` (SHAKE/RATTLE),
+        of the rule's order.
+        """
         o = rule.order_on(Q)
         return o if (not constrained or self.symmetric) else min(o, self.order)
 
@@ -114,7 +153,7 @@ class Plus(Scheme):
     symmetric = False
 
     def discrete_constraint(self, system, q0, xi, ld, params):
-        return system.constraint_matrix(q0, params) @ xi
+        return system.one_form_matrix(q0, params) @ xi
 
 
 class Minus(Scheme):
@@ -127,7 +166,7 @@ class Minus(Scheme):
     carries_pre_momentum = True
 
     def discrete_constraint(self, system, q0, xi, ld, params):
-        return -system.constraint_matrix(ld.q1, params) @ system.Q.inverse_retract(ld.q1, q0)
+        return -system.one_form_matrix(ld.q1, params) @ system.Q.inverse_retract(ld.q1, q0)
 
 
 class Symmetric(Scheme):
@@ -140,7 +179,7 @@ class Symmetric(Scheme):
 
     def discrete_constraint(self, system, q0, xi, ld, params):
         mid = ld.nodes[0.5]
-        return system.constraint_matrix(mid.point, params) @ (mid.Jxi @ xi)
+        return system.one_form_matrix(mid.point, params) @ (mid.Jxi @ xi)
 
 
 SCHEMES: dict[str, type[Scheme]] = {cls.name: cls for cls in (Plus, Minus, Symmetric)}

@@ -112,6 +112,7 @@ class StepMap:
 
         r1 = p_in + D1 L_d(q_k, q_{k+1}) + f^- - G(q_k) mu     (52d) / (53c)
         r2 = c(xi)                                             (52a) / (53a) / symmetric
+             g(q_{k+1}) / |dg(q_k)|                            holonomic (SHAKE/RATTLE)
         p_out = D2 L_d(q_k, q_{k+1}) + f^+                     (52c) / (53d)
 
     with ``G`` and ``c`` from the scheme and ``D1, D2, f^-, f^+`` from the rule.
@@ -149,7 +150,7 @@ class StepMap:
             reaction = self.scheme.reaction(sysm, q0, params) @ mu
             r1 = r1 - reaction
             s1 = jnp.maximum(s1, jnp.max(jnp.abs(reaction)))
-            c = self.scheme.discrete_constraint(sysm, q0, xi, ld, params)
+            c = self.scheme.constraint_residual(sysm, q0, xi, ld, params)
         else:
             c = jnp.zeros(0)
         r = jnp.concatenate([r1, c])

@@ -171,14 +171,26 @@ class LagrangeDiracSystem:
     params : pytree, optional
         Parameters passed to every user function as the last argument; they
         are traced (changing them does not recompile) and differentiable.
+    holonomic : callable ``g(q) -> (r,)``, optional
+        Holonomic constraints ``g(q) = 0`` on positions (``g(q, params)``
+        with ``params``), written with ``jax.numpy`` for one point. Their
+        differential ``dg(q)`` (``(r, dim)``, frame coordinates) is taken by
+        automatic differentiation along the retraction. The schemes hold
+        ``g(q_{k+1}) = 0`` at every step with the reaction ``dg(q_k)^T lam``
+        and report velocities and momenta with ``dg(q_k) v_k = 0``
+        (``docs/schemes.md``, "Holonomic constraints"). ``g`` must be
+        defined (and smooth) on the manifold's ambient representation near
+        the manifold: its derivative is taken along ``q + T_q(eta)``.
 
     Raises
     ------
     ValueError
         A user function returns the wrong shape (``L`` not a scalar, ``F``
-        not ``(dim,)``, ``A`` not ``(m, dim)``, a partial not ``(dim,)``), or a
-        constant constraint has non-finite entries: the message names the
-        function, the shape expected and the shape returned.
+        not ``(dim,)``, ``A`` not ``(m, dim)``, ``g`` not ``(r,)``, a partial
+        not ``(dim,)``), a constant constraint has non-finite entries, or
+        there are more constraints (one-forms and holonomic) than
+        dimensions: the message names the function, the shape expected and
+        the shape returned.
     TypeError
         A user function returns something that is not an array (None, a
         dict), complex values ("must return real values"), integer or
@@ -195,7 +207,14 @@ class LagrangeDiracSystem:
     ``dL/dq_j`` is the derivative of ``e -> L(q + e T_q(e_j), v)`` at 0 with
     ``T_q(eta) = Q.ambient_tangent(q, eta)``: the straight line agrees with
     the retraction curve to first order, so autodiff never passes through
-    ``exp`` or ``log``.
+    ``exp`` or ``log``. The same holds for ``dg``.
+
+    With holonomic constraints the velocity constraint is
+    ``[A(q); dg(q)] v = 0``: :meth:`constraint_matrix` returns the stacked
+    ``(m + r, dim)`` matrix (``Delta_Q(q)`` is its kernel, and every check of
+    ``v0`` uses it), :meth:`one_form_matrix` the one-forms ``A(q)`` alone;
+    :attr:`n_constraints` is ``m + r``, :attr:`n_one_forms` is ``m``,
+    :attr:`n_holonomic` is ``r``.
     """
 
     def __init__(
@@ -208,10 +227,12 @@ class LagrangeDiracSystem:
         partials: Callable[..., Any] | None = None,
         name: str | None = None,
         params: Any = None,
+        holonomic: Callable[..., Any] | None = None,
     ):
         if not isinstance(Q, Manifold):
             raise TypeError(f"LagrangeDiracSystem: Q must be a Manifold, got {type(Q).__name__}")
-        for label, f in (("lagrangian", lagrangian), ("force", force), ("partials", partials)):
+        for label, f in (("lagrangian", lagrangian), ("force", force), ("partials", partials),
+                         ("holonomic", holonomic)):
             if f is not None and not callable(f):
                 raise TypeError(f"LagrangeDiracSystem: {label} must be callable, got {type(f).__name__}")
         if lagrangian is None:
@@ -222,6 +243,7 @@ class LagrangeDiracSystem:
         self._user_L = lagrangian
         self._user_F = force
         self._user_partials = partials
+        self._user_g = holonomic
         n = Q.dim
         if constraint is None:
             self._A_const: np.ndarray | None = np.zeros((0, n))
@@ -243,11 +265,69 @@ class LagrangeDiracSystem:
         """``L(q, v)`` at one point (scalar)."""
         return jnp.asarray(self._user_L(q, v, *self._args(params)))
 
-    def constraint_matrix(self, q: Any, params: Any = None) -> jax.Array:
-        """``A(q)``, ``(m, dim)``."""
+    def one_form_matrix(self, q: Any, params: Any = None) -> jax.Array:
+        """The constraint one-forms ``A(q)`` alone, ``(m, dim)`` (no holonomic rows)."""
         if self._A_const is not None:
             return jnp.asarray(self._A_const)
-        return jnp.asarray(self._A_fun(q, *self._args(params)))  # type: ignore[misc]
+        if self._A_fun is None:
+            return jnp.zeros((0, self.dim))
+        return jnp.asarray(self._A_fun(q, *self._args(params)))
+
+    def constraint_matrix(self, q: Any, params: Any = None) -> jax.Array:
+        """The velocity constraint ``[A(q); dg(q)]``, ``(m + r, dim)``: ``Delta_Q(q)`` is its kernel.
+
+        Without holonomic constraints this is ``A(q)``.
+        """
+        if not self._r:
+            return self.one_form_matrix(q, params)
+        A = self.one_form_matrix(q, params)
+        dg = self.holonomic_differential(q, params)
+        return jnp.concatenate([A.astype(dg.dtype), dg], axis=0) if self._m else dg
+
+    def holonomic(self, q: Any, params: Any = None) -> jax.Array:
+        """``g(q)``, ``(r,)`` (``(0,)`` without holonomic constraints)."""
+        if self._user_g is None:
+            return jnp.zeros(0)
+        return jnp.reshape(jnp.asarray(self._user_g(q, *self._args(params))), (-1,))
+
+    def holonomic_differential(self, q: Any, params: Any = None) -> jax.Array:
+        """``dg(q)``, ``(r, dim)`` in frame coordinates: ``d/de g(R_q(e eta)) = dg(q) eta`` at ``e = 0``.
+
+        Forward-mode autodiff of ``eta -> g(q + T_q(eta))`` at 0 (the straight
+        line agrees with the retraction curve to first order; see the class Notes).
+        """
+        if self._user_g is None:
+            return jnp.zeros((0, self.dim))
+        zero = jnp.zeros(self.dim)
+        return jax.jacfwd(lambda eta: self.holonomic(self.Q.first_order_curve(q, eta), params))(zero)
+
+    def holonomic_projection(self, q: Any, v: jax.Array, p: jax.Array, params: Any = None
+                             ) -> tuple[jax.Array, jax.Array]:
+        """The reported ``(v, p)`` at ``q`` made tangent to ``g = 0``: the RATTLE projection.
+
+        ``v`` is projected onto ``ker dg(q)`` orthogonally in the kinetic-energy
+        metric ``M = d2L/dv2(q, v)``, and ``p`` by the dual projection, which
+        changes it by a reaction ``dg(q)^T nu`` only::
+
+            [M  dg^T] [v']   [M v]        [M  dg^T] [w ]   [p]
+            [dg    0] [nu] = [ 0 ],       [dg    0] [nu'] = [0],   p' = p - dg^T nu'
+
+        For ``L = v^T M v / 2 - V(q)`` the second is RATTLE's momentum
+        projection (``dg M^{-1} p' = 0``, Andersen 1983; Leimkuhler & Skeel
+        1994) and ``M^{-1} p' = `` the projection of ``M^{-1} p``. The bordered
+        matrix is regular where ``M`` is positive definite on ``ker dg(q)``
+        (a degenerate ``L`` need only be regular there). Identity without
+        holonomic constraints. One point; ``v, p`` shape ``(dim,)``.
+        """
+        if not self._r:
+            return v, p
+        G = self.holonomic_differential(q, params)
+        M = jax.jacfwd(lambda w: self.momentum(q, w, params))(v)
+        r = self._r
+        K = jnp.block([[M, G.T], [G, jnp.zeros((r, r))]])
+        rhs = jnp.stack([jnp.concatenate([M @ v, jnp.zeros(r)]), jnp.concatenate([p, jnp.zeros(r)])], axis=1)
+        sol = jnp.linalg.solve(K, rhs)
+        return sol[: self.dim, 0], p - G.T @ sol[self.dim:, 1]
 
     def force(self, t: Any, q: Any, v: jax.Array, params: Any = None) -> jax.Array | None:
         """``F(t, q, v)``, ``(dim,)``, or None without a force."""
@@ -266,13 +346,162 @@ class LagrangeDiracSystem:
 
     @property
     def n_constraints(self) -> int:
-        """Number ``m`` of constraint one-forms."""
+        """Number of rows of :meth:`constraint_matrix`: ``m`` one-forms plus ``r`` holonomic constraints."""
+        return self._m + self._r
+
+    @property
+    def n_one_forms(self) -> int:
+        """Number ``m`` of constraint one-forms (nonholonomic, or holonomic given by their differential)."""
         return self._m
 
     @property
-    def has_constant_constraint(self) -> bool:
-        """Whether ``A`` does not depend on ``q`` in frame coordinates."""
+    def n_holonomic(self) -> int:
+        """Number ``r`` of holonomic constraints ``g(q) = 0``."""
+        return self._r
+
+    @property
+    def has_constant_one_forms(self) -> bool:
+        """Whether the one-forms ``A`` (:meth:`one_form_matrix`) do not depend on ``q``."""
         return self._A_const is not None
+
+    @property
+    def has_constant_constraint(self) -> bool:
+        """Whether :meth:`constraint_matrix` does not depend on ``q`` in frame coordinates."""
+        return self._A_const is not None and not self._r
+
+    # -------------------------------------------------- initial data helpers
+    def project_velocity(self, q: Any, v: Any) -> jax.Array:
+        """The velocity of ``Delta_Q(q)`` closest to ``v`` in the kinetic-energy metric (batched, eager).
+
+        For a nearly consistent initial velocity (``A(q0) v0`` small but above
+        the tolerance of :meth:`~manifold_dirac.mechanics.integrate.Integrator.initial_state`):
+        ``v' = argmin (v' - v)^T M (v' - v)`` subject to ``[A; dg](q) v' = 0``,
+        ``M = d2L/dv2(q, v)``, i.e.::
+
+            [M  C^T] [v']   [M v]
+            [C    0] [nu] = [ 0 ]      (C = constraint_matrix(q))
+
+        The kinetic-energy metric is the one in which the constraint forces
+        act (d'Alembert): ``p' - p = -C^T nu`` (for a quadratic ``L``), so the
+        projection removes exactly what an impulsive constraint force would,
+        and it does not depend on the frame's scaling (metres against
+        radians), unlike the Euclidean projection in frame coordinates.
+
+        Parameters
+        ----------
+        q : point, shape=[*B, *point_shape]
+        v : array-like, shape=[*B, dim]
+
+        Returns
+        -------
+        jax.Array, shape=[*B, dim]
+        """
+        n = self.dim
+        v = jnp.asarray(v, dtype=float)
+        if not self.n_constraints:
+            return v
+
+        def one(qq, vv, params):
+            C = self.constraint_matrix(qq, params)
+            M = jax.jacfwd(lambda w: self.momentum(qq, w, params))(vv)
+            c = C.shape[0]
+            K = jnp.block([[M, C.T], [C, jnp.zeros((c, c))]])
+            return jnp.linalg.solve(K, jnp.concatenate([M @ vv, jnp.zeros(c)]))[:n]
+
+        B = self.Q.batch_shape(q)
+        v = jnp.broadcast_to(v, (*B, n))
+        return over_batch(lambda qq, vv: one(qq, vv, self.params), len(B))(q, v)
+
+    def check_position(self, q: Any, name: str = "q0") -> None:
+        """Refuse a point off ``g = 0`` (eager, batched): ``|g(q)|_inf > 1e-9 (1 + |dg(q)|_inf)``.
+
+        The tolerance is relative to the size of ``dg`` (so a constraint
+        written in other units, ``|x|^2 - l^2`` against ``|x| - l``, is held
+        to the same distance); :meth:`project_position` moves a nearly
+        consistent point onto ``g = 0``.
+
+        Raises
+        ------
+        ValueError
+            Naming the largest violation and the batch index.
+        """
+        if not self._r:
+            return
+        B = self.Q.batch_shape(q)
+        g = np.asarray(over_batch(lambda qq: self.holonomic(qq, self.params), len(B))(q))
+        G = np.asarray(over_batch(lambda qq: self.holonomic_differential(qq, self.params), len(B))(q))
+        if not (np.all(np.isfinite(g)) and np.all(np.isfinite(G))):
+            raise ValueError(f"the holonomic constraint g(q) of {self.name or 'this system'} or its differential is "
+                             f"not finite at {name}: g must be defined and smooth at the initial configuration")
+        viol = np.max(np.abs(g), axis=-1)
+        tol = 1e-9 * (1.0 + np.max(np.abs(G), axis=(-2, -1)))
+        if np.any(viol > tol):
+            i = [int(x) for x in np.unravel_index(int(np.argmax(viol - tol)), B)] if B else []
+            where = f" (batch index {i})" if B else ""
+            raise ValueError(
+                f"{name} violates the holonomic constraint g(q) = 0 of {self.name or 'this system'}: |g({name})| = "
+                f"{float(np.max(viol)):.3e}{where}, above the tolerance 1e-9 (1 + |dg|) = {float(np.max(tol)):.1e}; "
+                f"system.project_position({name}) moves a nearly consistent configuration onto g = 0"
+            )
+        s = np.linalg.svd(G, compute_uv=False)
+        if np.any(s[..., -1] <= 1e-10 * np.maximum(s[..., 0], 1e-300)):
+            raise ValueError(
+                f"the holonomic constraints of {self.name or 'this system'} are dependent at {name} (dg has rank "
+                f"< {self._r}; smallest singular value {float(np.min(s[..., -1])):.2e}): drop a redundant "
+                "constraint, or start away from a singular configuration of the mechanism"
+            )
+
+    def constraint_violation(self, q: Any, v: jax.Array, params: Any = None) -> tuple[jax.Array, jax.Array]:
+        """``(|C(q) v|_inf, |g(q)|_inf)`` at one point: the slip and the position violation (scalars).
+
+        ``C = constraint_matrix`` (one-forms and ``dg``): the *continuous*
+        constraint evaluated at a reported ``(q_k, v_k)``, i.e. the physical
+        slip of the discrete motion, distinct from the scheme's discrete
+        constraint ``c(xi)``, which Newton holds to round-off. Zeros without
+        constraints. For points with batch axes use ``evaluate``.
+        """
+        zero = jnp.zeros((), dtype=jnp.result_type(v))
+        if not self.n_constraints:
+            return zero, zero
+        slip = jnp.max(jnp.abs(self.constraint_matrix(q, params) @ v))
+        gv = jnp.max(jnp.abs(self.holonomic(q, params))) if self._r else zero
+        return slip, gv
+
+    def project_position(self, q: Any, tol: float = 1e-13, max_iter: int = 50) -> Any:
+        """A point with ``g = 0`` near ``q``: Gauss--Newton in the retraction chart (batched, eager).
+
+        ``q <- R_q(-dg(q)^+ g(q))`` (the minimum-norm correction in frame
+        coordinates) until ``|g|_inf <= tol (1 + |dg|_inf)``: for initial
+        configurations of closed chains (a four-bar's angles) given to a few
+        digits. Identity without holonomic constraints.
+
+        Raises
+        ------
+        ValueError
+            When the iteration does not reach the tolerance (no point of
+            ``g = 0`` nearby, or ``dg`` rank deficient there).
+        """
+        if not self._r:
+            return q
+        B = self.Q.batch_shape(q)
+        params = self.params
+
+        def update(qq):
+            g = self.holonomic(qq, params)
+            G = self.holonomic_differential(qq, params)
+            return self.Q.retract(qq, -jnp.linalg.pinv(G) @ g), jnp.max(jnp.abs(g)), jnp.max(jnp.abs(G))
+
+        step = jax.jit(over_batch(update, len(B)))
+        for _ in range(max_iter):
+            q_new, err, size = step(q)
+            if bool(np.all(np.asarray(err) <= tol * (1.0 + np.asarray(size)))):
+                return q
+            q = q_new
+        raise ValueError(
+            f"project_position: g(q) = 0 not reached after {max_iter} Gauss--Newton steps (|g| = "
+            f"{float(np.max(np.asarray(err))):.3e}): no configuration of the holonomic constraints of "
+            f"{self.name or 'this system'} near q, or dg(q) is rank deficient there"
+        )
 
     @property
     def uses_automatic_partials(self) -> bool:
@@ -395,6 +624,30 @@ class LagrangeDiracSystem:
             self._m = int(A.shape[0])
         else:
             self._m = int(self._A_const.shape[0])  # type: ignore[union-attr]
+        self._r = 0
+        if self._user_g is not None:
+            what = "the holonomic constraint g(q)"
+            G = _probe(what, lambda qq, *a: self._user_g(qq, *a), q, *args, at=at_q)
+            if isinstance(G, str):
+                raise TypeError(f"{what} must return an array of shape (r,) for one point (r constraints "
+                                f"g(q) = 0), got {G}")
+            if len(G.shape) > 1:
+                raise ValueError(
+                    f"{what} must return an array of shape (r,) for one point (r constraints g(q) = 0), got "
+                    f"shape {tuple(G.shape)}: write g for a single point and let the library batch it"
+                )
+            _require_real(what, G.dtype)
+            self._r = int(np.prod(G.shape, dtype=int))
+            if self._r == 0:
+                raise ValueError(f"{what} returned no constraints (shape {tuple(G.shape)}): pass holonomic=None")
+            # the differential along the retraction is traced too (g must be differentiable there)
+            _probe(what + " (its differential dg(q))", lambda qq, *a: self.holonomic_differential(qq, *a),
+                   q, *args, at=at_q)
+            if self._m + self._r > n:
+                raise ValueError(
+                    f"{self._m} constraint one-forms and {self._r} holonomic constraints on a {n}-dimensional "
+                    f"manifold cannot be independent: at most {n} constraints in all"
+                )
         if self._user_F is not None:
             what = "the force F(t, q, v)"
             F = _probe(what, lambda t, qq, vv, *a: self._user_F(t, qq, vv, *a), 0.0, q, v, *args,
@@ -422,4 +675,5 @@ class LagrangeDiracSystem:
                 _require_real(what, x.dtype, f" for {label}")
 
     def __repr__(self) -> str:
-        return f"LagrangeDiracSystem({self.name or 'unnamed'}, Q={self.Q!r}, constraints={self._m})"
+        hol = f", holonomic={self._r}" if self._r else ""
+        return f"LagrangeDiracSystem({self.name or 'unnamed'}, Q={self.Q!r}, constraints={self._m}{hol})"

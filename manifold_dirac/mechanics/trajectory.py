@@ -45,6 +45,17 @@ class Trajectory:
         failed on (its ``status`` says why; its ``q`` and ``p`` stay frozen).
     energy : ndarray, shape=[K+1, *B]
         ``<p, v> - L(q, v)`` (NaN where ``v`` is).
+    slip : ndarray, shape=[K+1, *B]
+        ``|C(q_k) v_k|_inf``, the *continuous* velocity constraint at the
+        reported point (``C = [A; dg]``, the one-forms and the differentials
+        of the holonomic constraints): the physical slip of the discrete
+        motion, at most ``O(h^2)`` for the symmetric scheme (``O(h)`` for
+        plus and minus) on a nonholonomic system. Not to be confused with
+        ``constraint_residual``, the scheme's *discrete* constraint, which
+        Newton holds to round-off. Zeros without constraints; None in a file
+        written before this field existed.
+    holonomic_violation : ndarray, shape=[K+1, *B]
+        ``|g(q_k)|_inf`` for holonomic constraints ``g(q) = 0`` (zeros without).
 
     Per stored step (the step that starts at each stored point but the
     last; ``K`` of them -- ``K + 1`` in the partial trajectory of a failed
@@ -56,7 +67,8 @@ class Trajectory:
     xi : ndarray, shape=[K, *B, n]
         ``R_{q_k}^{-1}(q_{k+1})``.
     mu : ndarray, shape=[K, *B, m]
-        Multipliers of the step.
+        Multipliers of the step: ``m`` for the one-forms, then ``r`` for
+        the holonomic constraints.
     constraint_residual : ndarray, shape=[K, *B]
         ``|c(xi)|_inf``, the scheme's discrete constraint at the solution.
     residual : ndarray, shape=[K, *B]
@@ -92,6 +104,8 @@ class Trajectory:
     status: np.ndarray
     messages: tuple[str, ...] = ()
     meta: dict = field(default_factory=dict)
+    slip: Any = None
+    holonomic_violation: Any = None
 
     @property
     def n_points(self) -> int:
@@ -134,7 +148,8 @@ class Trajectory:
             The file written.
         """
         path = Path(path)
-        arrays = {k: np.asarray(getattr(self, k)) for k in _ARRAY_FIELDS}
+        arrays = {k: np.asarray(getattr(self, k)) for k in _ARRAY_FIELDS + _OPTIONAL_FIELDS
+                  if getattr(self, k) is not None}
         if isinstance(self.q, tuple):
             flat = _flatten(self.q)
             for i, a in enumerate(flat):
@@ -212,6 +227,10 @@ class Trajectory:
             if f.name in ("meta", "messages"):
                 continue
             a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name in _OPTIONAL_FIELDS and (a is None or b is None):
+                if (a is None) != (b is None):
+                    return False
+                continue
             if isinstance(a, tuple) != isinstance(b, tuple):
                 return False
             fa, fb = _flatten(a), _flatten(b)
@@ -234,6 +253,8 @@ recorded (by the numpy engine, and by the compiled engine before this field);
 :meth:`Trajectory.load` reads both."""
 
 _FLOAT_FIELDS = ("t", "p", "v", "energy", "xi", "mu", "constraint_residual", "residual")
+_OPTIONAL_FIELDS = ("slip", "holonomic_violation")
+"""Per-point diagnostics added in format version 2 without a version change (read when present)."""
 _INT_FIELDS = ("iterations", "status")
 
 
@@ -384,6 +405,12 @@ def _validated_fields(data: dict[str, np.ndarray], header: dict) -> dict[str, An
     if bad:
         raise _Problem(f"is damaged: its status holds the unknown codes {bad} (known: {sorted(codes)})")
     kw: dict[str, Any] = {k: data[k] for k in _ARRAY_FIELDS}
+    for k in _OPTIONAL_FIELDS:
+        if k in data:
+            if data[k].dtype != np.float64 or data[k].shape != (n_pts, *B):
+                raise _Problem(f"is damaged: {k!r} has dtype {data[k].dtype} and shape {data[k].shape}, expected "
+                               f"float64 of shape {(n_pts, *B)}")
+            kw[k] = data[k]
     kw["q"] = q_leaves[0] if structure is None else _unflatten(structure, iter(q_leaves))
     return kw
 

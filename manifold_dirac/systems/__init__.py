@@ -10,6 +10,8 @@ Every Lagrangian, constraint and force is written for one point with
 * :mod:`.circuits` -- the LC loop (degenerate, Kirchhoff constraint);
 * :mod:`.degenerate` -- the Lotka--Volterra Lagrangian, linear in the velocities;
 * :mod:`.interconnected` -- the worked interconnected systems;
+* :mod:`.linkages`, :mod:`.rolling_bodies` -- holonomic constraints ``g(q) = 0``: the four-bar
+  linkage, rods pinned by spherical joints, a disk rolling on a plane in space;
 * :mod:`.catalog` -- the named examples (imported on its own: ``from .catalog import get_example``).
 """
 
@@ -86,4 +88,19 @@ __all__ += [
     "rolling_disk_exact",
     "two_wheel_cart",
     "two_wheel_cart_flat",
+]
+
+# holonomic constraints g(q) = 0: closed chains, Cartesian pendulums, a disk rolling in space
+from .linkages import four_bar, four_bar_initial, rigid_double_pendulum, rigid_double_pendulum_initial
+from .pendulums import cartesian_spherical_pendulum
+from .rolling_bodies import rolling_disk_3d, rolling_disk_3d_initial
+
+__all__ += [
+    "cartesian_spherical_pendulum",
+    "four_bar",
+    "four_bar_initial",
+    "rigid_double_pendulum",
+    "rigid_double_pendulum_initial",
+    "rolling_disk_3d",
+    "rolling_disk_3d_initial",
 ]

@@ -242,3 +242,46 @@ def get_example(name: str) -> Example:
         return EXAMPLES[name]
     except KeyError:
         raise ValueError(f"unknown system {name!r}; valid: " + ", ".join(sorted(EXAMPLES))) from None
+
+
+# ------------------------------------------------ holonomic constraints g(q) = 0
+def _linkages():
+    from . import linkages
+
+    return linkages
+
+
+def _cartesian_pendulum_initial():
+    """The ``spherical_pendulum`` example's start in Cartesian coordinates: ``x = q``, ``v = E(q) v_S2``."""
+    from ..manifolds.geomstats_adapter import Sphere2
+
+    S2 = Sphere2()
+    q = np.asarray(S2.from_coordinates([2.5, 0.3]))
+    return q, np.asarray(S2.frame(q)) @ np.array([0.5, 1.0])
+
+
+def _rolling_bodies():
+    from . import rolling_bodies
+
+    return rolling_bodies
+
+
+_add(Example(
+    "cartesian_pendulum", "spherical pendulum in Cartesian R^3 with |x| = l held as g(q) = 0 (holonomic)",
+    lambda r: pendulums.cartesian_spherical_pendulum(),
+    lambda s: _cartesian_pendulum_initial(), h=0.01, T=5.0,
+))
+_add(Example(
+    "four_bar", "planar four-bar linkage: 3 joint angles, 2 loop-closure constraints g(q) = 0",
+    lambda r: _linkages().four_bar(), lambda s: _linkages().four_bar_initial(), h=0.01, T=5.0, angles=(0, 1, 2),
+))
+_add(Example(
+    "rolling_disk_3d", "disk rolling on a plane: SO(3) x R^3, contact height g(q) = 0 and 2 one-forms",
+    lambda r: _rolling_bodies().rolling_disk_3d(retraction=r), lambda s: _rolling_bodies().rolling_disk_3d_initial(),
+    h=0.01, T=5.0, retractions=("exp", "cayley"),
+))
+_add(Example(
+    "rigid_double_pendulum", "two rods in space joined by spherical joints (interconnection, pin_joint)",
+    lambda r: _linkages().rigid_double_pendulum(), lambda s: _linkages().rigid_double_pendulum_initial(),
+    h=0.005, T=2.0,
+))

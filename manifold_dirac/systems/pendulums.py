@@ -24,6 +24,7 @@ __all__ = [
     "harmonic_oscillator",
     "harmonic_oscillator_exact",
     "pendulum",
+    "cartesian_spherical_pendulum",
     "spherical_pendulum",
     "spherical_pendulum_vertical_momentum",
 ]
@@ -277,3 +278,50 @@ def spherical_pendulum_vertical_momentum(Q, q, p):
     q = np.asarray(q)
     Ep = np.einsum("...ij,...j->...i", np.asarray(Q.frame(q)), np.asarray(p))
     return np.cross(q, Ep)[..., 2]
+
+
+def cartesian_spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81
+                                 ) -> LagrangeDiracSystem:
+    """The spherical pendulum in Cartesian coordinates: ``R^3`` with the holonomic constraint ``|x| = l``.
+
+    ``x`` is the bob's position from the pivot (``z`` up), ``L = m/2 |v|^2 -
+    m g x_z``, ``g(x) = (|x|^2 - l^2) / (2 l) = 0`` (a length: ``dg = x^T / l``
+    has unit norm on the sphere). The same motion as
+    :func:`spherical_pendulum` with ``x = l q``, ``v_R3 = l E(q) v_S2``;
+    invariants the energy and the vertical angular momentum
+    ``m (x_1 v_2 - x_2 v_1)``.
+
+    Parameters
+    ----------
+    length, mass, gravity : float
+        ``l``, ``m``, ``g``.
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(3)`` with analytic partials and ``holonomic=g``;
+        ``params = {"length", "mass", "gravity"}``.
+
+    Notes
+    -----
+    The schemes hold ``|x_k| = l`` to round-off with the reaction
+    ``dg(x_k)^T lam = lam x_k / l`` (the rod's tension times ``h``): SHAKE in
+    positions, RATTLE's projection on the reported momenta
+    (``docs/schemes.md``, "Holonomic constraints").
+    """
+    P = {"length": np.float64(length), "mass": np.float64(mass), "gravity": np.float64(gravity)}
+
+    def L(q, v, p=None):
+        p = P if p is None else p
+        return 0.5 * p["mass"] * jnp.sum(v * v) - p["mass"] * p["gravity"] * q[2]
+
+    def partials(q, v, p=None):
+        p = P if p is None else p
+        return jnp.array([0.0, 0.0, -1.0]) * (p["mass"] * p["gravity"]), p["mass"] * v
+
+    def g(q, p=None):
+        p = P if p is None else p
+        return jnp.array([(jnp.sum(q * q) - p["length"] ** 2) / (2.0 * p["length"])])
+
+    return LagrangeDiracSystem(Euclidean(3), L, partials=partials, holonomic=g,
+                               name="cartesian_spherical_pendulum", params=P)

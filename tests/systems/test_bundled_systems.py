@@ -112,7 +112,9 @@ def test_a_wrong_analytic_partial_is_seen_by_the_autodiff_check():
 
 # --------------------------------------------------------------- the port
 def test_the_port_has_every_public_name_of_the_numpy_systems():
-    assert sorted(NEW.__all__) == sorted(numpy_engine_reference()["all"].tolist())
+    added = {"cartesian_spherical_pendulum", "four_bar", "four_bar_initial", "rigid_double_pendulum",
+             "rigid_double_pendulum_initial", "rolling_disk_3d", "rolling_disk_3d_initial"}  # holonomic (issue 11)
+    assert sorted(NEW.__all__) == sorted(numpy_engine_reference()["all"].tolist() + sorted(added))
     for name in NEW.__all__:
         assert hasattr(NEW, name), name
 
@@ -161,9 +163,11 @@ def test_invariant_helpers_work_on_recorded_arrays():
 
 
 # ---------------------------------------------------------------- catalog
+HOLONOMIC_EXAMPLES = {"cartesian_pendulum", "four_bar", "rolling_disk_3d", "rigid_double_pendulum"}
+"""Added after the numpy engine (not in its recording); tested in tests/mechanics/test_holonomic.py."""
 LOCAL_EXAMPLES = sorted(n for n, ex in EXAMPLES.items()
                         if n not in {"mass_spring_torn", "lc_from_elements", "rolling_disk", "rolling_ball",
-                                     "two_wheel_cart"})
+                                     "two_wheel_cart"} and n not in HOLONOMIC_EXAMPLES)
 
 
 @pytest.mark.parametrize("name", LOCAL_EXAMPLES)
