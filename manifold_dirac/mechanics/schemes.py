@@ -94,6 +94,8 @@ class Scheme(abc.ABC):
     def order_with(self, rule: QuadratureRule, Q: Manifold, constrained: bool = True) -> int:
         """Declared order with ``rule`` on ``Q``'s retraction (constrained or not)."""
         o = rule.order_on(Q)
+        if constrained and getattr(rule, "constrained_order", None) is not None:
+            o = min(o, rule.constrained_order)  # measured with constraints (docs/schemes.md)
         return o if (not constrained or self.symmetric) else min(o, self.order)
 
     def __repr__(self) -> str:
