@@ -280,9 +280,7 @@ class GalerkinRule(DiscreteLagrangian):
         def res(z):
             return jax.grad(lambda y: self.action(system, q0, xi, y, h, params))(z)
 
-        for _ in range(iterations):
-            st = st - jnp.linalg.solve(jax.jacfwd(res)(st), res(st))
-        return st
+        return jax.lax.fori_loop(0, iterations, lambda _, z: z - jnp.linalg.solve(jax.jacfwd(res)(z), res(z)), st)
 
     def value(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, h: Any, params: Any = None,
               stages: jax.Array | None = None) -> jax.Array:

@@ -65,7 +65,7 @@ R0 = np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0])))
 W0 = np.array([0.5, -0.2, 2.0])
 H_TOP = {1: [0.01, 0.005, 0.0025], 2: [0.04, 0.02, 0.01], 4: [0.1, 0.05, 0.025], 6: [0.2, 0.1, 0.05]}
 H_SE2 = {1: [0.02, 0.01, 0.005], 2: [0.1, 0.05, 0.025], 4: [0.2, 0.1, 0.05], 6: [0.4, 0.2, 0.1]}
-H_EUC = {1: [0.01, 0.005, 0.0025], 2: [0.02, 0.01, 0.005], 4: [0.05, 0.025, 0.0125], 6: [0.1, 0.05, 0.025]}
+H_EUC = {1: [0.01, 0.005, 0.0025], 2: [0.02, 0.01, 0.005], 4: [0.05, 0.025, 0.0125], 6: [0.025, 0.0125, 0.00625]}
 
 
 def _top(retraction):
@@ -77,7 +77,7 @@ SYSTEMS = {
     "heavy_top_exp": lambda: _top("exp"),
     "heavy_top_cayley": lambda: _top("cayley"),
     "double_pendulum": lambda: dict(system=new("double_pendulum"), q0=np.array([0.8, -0.4]),
-                                    v0=np.array([0.0, 0.5]), T=1.0, hs=H_EUC),
+                                    v0=np.array([0.0, 0.5]), T=1.5, hs=H_EUC),
     **{f"planar_body_{r}": (lambda r=r: dict(system=planar_body(r), q0=SE2(r).from_coordinates(
         np.array([0.5, 0.2, 0.3])), v0=np.array([0.7, 0.4, -0.3]), T=2.0, hs=H_SE2))
        for r in ("exp", "cayley", "so2xr2")},
@@ -120,7 +120,7 @@ def observed(key, rule):
     return order, observed_order(hs, errs), errs
 
 
-CI = {("heavy_top_exp", "gauss4"), ("double_pendulum", "gauss6"), ("double_pendulum", "gauss4")}
+CI = {("heavy_top_exp", "gauss4"), ("double_pendulum", "gauss6")}
 MATRIX = [(k, r) for k in SYSTEMS for r in BUILTIN]
 
 
@@ -149,6 +149,8 @@ def _fd_D(rule, sysm, q0, xi, h, which, eps=1e-5):
     """``D1 L_d`` or ``D2 L_d`` by central differences of the extremized ``L_d`` along the frame."""
     Q = sysm.Q
     q1 = Q.retract(q0, xi)
+    value = _value(rule, sysm)
+    rule = type("R", (), {"value": staticmethod(lambda s_, a, x, h_: value(a, x, h_))})
     out = []
     for e in np.eye(Q.dim):
         vals = []
@@ -163,7 +165,7 @@ def _fd_D(rule, sysm, q0, xi, h, which, eps=1e-5):
     return np.array(out)
 
 
-@pytest.mark.parametrize("rule", ["gauss4", "gauss6"])
+@pytest.mark.parametrize("rule", ["gauss4", pytest.param("gauss6", marks=slow)])
 def test_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
     """With the stages at their solution, D1/D2 L_d equal finite differences of L_d (stages re-solved).
 
@@ -187,7 +189,7 @@ def test_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
 
 
 # ----------------------------------------------------------------- symmetry
-SYM_MANIFOLDS = {
+SYM_MANIFOLDS_BUILD = {
     "euclidean": lambda: (new("double_pendulum"), jnp.array([0.8, -0.4]), jnp.array([0.05, 0.03])),
     "so3_exp": lambda: (new("heavy_top"), jnp.asarray(R0), jnp.array([0.05, -0.02, 0.2])),
     "so3_cayley": lambda: (new("heavy_top", retraction="cayley"), jnp.asarray(R0), jnp.array([0.05, -0.02, 0.2])),
@@ -200,14 +202,29 @@ SYM_MANIFOLDS = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _value(rule, sysm):
+    return jax.jit(lambda q0, xi, h: rule.value(sysm, q0, xi, h))
+
+
+@functools.lru_cache(maxsize=None)
+def _sym_case(key):
+    return SYM_MANIFOLDS_BUILD[key]()
+
+
+SYM_MANIFOLDS = {k: functools.partial(_sym_case, k) for k in SYM_MANIFOLDS_BUILD}
+
+
 def adjoint_defect(rule, sysm, q0, xi, h):
-    """``L_d(q0, q1; h) + L_d(q1, q0; -h)``."""
+    """``L_d(q0, q1; h) + L_d(q1, q0; -h)`` (one compiled ``L_d`` per rule and system)."""
     Q = sysm.Q
     q1 = Q.retract(q0, xi)
-    return float(rule.value(sysm, q0, xi, h) + rule.value(sysm, q1, Q.inverse_retract(q1, q0), -h))
+    value = _value(rule, sysm)
+    return float(value(q0, xi, h) + value(q1, Q.inverse_retract(q1, q0), -h))
 
 
-@pytest.mark.parametrize("key", list(SYM_MANIFOLDS))
+@pytest.mark.parametrize("key", [k if k in ("euclidean", "so3_cayley") else pytest.param(k, marks=slow)
+                                 for k in SYM_MANIFOLDS])
 def test_declared_symmetric_pairs_are_self_adjoint(key):
     """``L_d(q0, q1; h) = -L_d(q1, q0; -h)`` to round-off for every pair ``symmetric_on`` declares.
 
@@ -229,13 +246,16 @@ def test_declared_symmetric_pairs_are_self_adjoint(key):
         assert abs(adjoint_defect(mid, sysm, q0, xi, h)) > 1e-8
 
 
+@slow
 def test_galerkin_adjoint_defect_is_high_order_on_a_group():
-    """On SO(3) the Galerkin L_d is not exactly self-adjoint, but its defect is O(h^(2s+1)): no effect on order."""
+    """On SO(3) the Galerkin L_d is not exactly self-adjoint, but its defect is of higher order than its
+    local error (measured: O(h^6) for gauss4, O(h^8) for gauss6 on the heavy top): no effect on the order."""
     sysm, q0, _ = SYM_MANIFOLDS["so3_exp"]()
     v = jnp.array([0.5, -0.2, 2.0])
-    for name, s in (("gauss4", 2),):
-        d = [abs(adjoint_defect(get_rule(name), sysm, q0, h * v, h)) for h in (0.2, 0.1)]
-        assert np.log2(d[0] / d[1]) == pytest.approx(2 * s + 1, abs=0.5)
+    for name, s in (("gauss4", 2), ("gauss6", 3)):
+        d = [abs(adjoint_defect(get_rule(name), sysm, q0, h * v, h)) for h in (0.4, 0.2)]
+        assert d[1] > 1e-12  # not zero: the chart centred at q0 is not the one centred at q1
+        assert np.log2(d[0] / d[1]) > 2 * s + 1 - 0.2
 
 
 # ---------------------------------------------------------- declared orders
@@ -248,7 +268,7 @@ def test_quadrature_rule_cannot_declare_more_than_its_nodes_reach():
         r = QuadratureRule("left-test", ((0.0, 1.0),), order=2, symmetric=False)
     assert r.order == 1
     with pytest.warns(RuleOrderWarning, match="not symmetric"):
-        r = QuadratureRule("skew-test", ((0.2, 0.5), (0.8, 0.5)), order=2, symmetric=True)
+        r = QuadratureRule("skew-test", ((0.2, 0.4), (0.75, 0.6)), order=2, symmetric=True)
     assert not r.symmetric
     with warnings.catch_warnings():
         warnings.simplefilter("error")
