@@ -311,3 +311,11 @@ def test_free_rigid_body_spatial_momentum_gauss6():
     assert drift < 1e-12 * np.linalg.norm(pi[0]), drift
     assert np.max(np.abs(np.einsum("kji,kjl->kil", tr.q, tr.q) - np.eye(3))) < 1e-13
     assert np.linalg.norm(pi[0] - R0 @ (I * W0)) < 1e-13
+
+
+def test_galerkin_rule_is_refused_per_subsystem():
+    from manifold_dirac.interconnection import SubsystemDiscreteLagrangian
+    from manifold_dirac.systems.interconnected import mass_spring_torn
+
+    with pytest.raises(ValueError, match="internal stages"):
+        SubsystemDiscreteLagrangian(mass_spring_torn(), "gauss4")
