@@ -65,7 +65,7 @@ R0 = np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0])))
 W0 = np.array([0.5, -0.2, 2.0])
 H_TOP = {1: [0.01, 0.005, 0.0025], 2: [0.04, 0.02, 0.01], 4: [0.1, 0.05, 0.025], 6: [0.2, 0.1, 0.05]}
 H_SE2 = {1: [0.02, 0.01, 0.005], 2: [0.1, 0.05, 0.025], 4: [0.2, 0.1, 0.05], 6: [0.4, 0.2, 0.1]}
-H_EUC = {1: [0.01, 0.005, 0.0025], 2: [0.02, 0.01, 0.005], 4: [0.05, 0.025, 0.0125], 6: [0.025, 0.0125, 0.00625]}
+H_EUC = {1: [0.01, 0.005, 0.0025], 2: [0.02, 0.01, 0.005], 4: [0.025, 0.0125, 0.00625], 6: [0.025, 0.0125, 0.00625]}
 
 
 def _top(retraction):
@@ -94,8 +94,8 @@ def case(key):
 
 def end_point(key, rule, h):
     c = case(key)
-    return integrate(c["system"], c["q0"], v0=c["v0"], h=h, n_steps=int(round(c["T"] / h)),
-                     discrete_lagrangian=rule).q[-1]
+    tr = integrate(c["system"], c["q0"], v0=c["v0"], h=h, n_steps=int(round(c["T"] / h)), discrete_lagrangian=rule)
+    return jax.tree.map(lambda x: x[-1], tr.q)  # the last point (a tuple on a product)
 
 
 @functools.lru_cache(maxsize=None)
@@ -229,7 +229,10 @@ def test_declared_symmetric_pairs_are_self_adjoint(key):
     """``L_d(q0, q1; h) = -L_d(q1, q0; -h)`` to round-off for every pair ``symmetric_on`` declares.
 
     Sensitivity: the pairs declared not symmetric show a defect far above round-off (the midpoint rule
-    with Cayley: 9e-7 at h = 0.1 on the heavy top; the Galerkin rules on a group: O(h^(2s+1))).
+    with Cayley: 9e-7 at h = 0.1 on the heavy top; the Galerkin rules on a group: O(h^(2s+2))). One
+    exception, conservative: with SE(2)'s so2xr2 (a rotation angle and a translation, both additive)
+    the chart transition is affine and the Galerkin rules are self-adjoint to round-off, though only
+    vector spaces are declared so.
     """
     sysm, q0, xi = SYM_MANIFOLDS[key]()
     h = 0.1
@@ -238,8 +241,8 @@ def test_declared_symmetric_pairs_are_self_adjoint(key):
         d = abs(adjoint_defect(rule, sysm, q0, xi, h))
         if rule.symmetric_on(sysm.Q):
             assert d < 1e-14, (name, d)
-        elif name in ("midpoint", "gauss4", "gauss6") and key != "euclidean":
-            assert d > 1e-12, (name, d)
+        elif name in ("midpoint", "gauss4", "gauss6") and not (key == "se2_so2xr2" and name != "midpoint"):
+            assert d > 1e-15, (name, d)  # round-off is ~1e-17 here; gauss6 on SO(3): 1.5e-13 at h = 0.1
     if key == "so3_cayley":
         mid = get_rule("midpoint")
         assert not mid.symmetric_on(sysm.Q) and get_rule("trapezoid").symmetric_on(sysm.Q)
