@@ -745,6 +745,13 @@ class SubsystemDiscreteLagrangian(QuadratureRule):
         if isinstance(rules, (str, QuadratureRule)):
             rules = [rules] * len(system.subsystems)
         rules = tuple(get_rule(r) for r in rules)
+        staged = [r.name for r in rules if r.n_stages(1)]
+        if staged:
+            raise ValueError(
+                f"SubsystemDiscreteLagrangian: {staged[0]!r} has internal stages (a Galerkin rule), which are "
+                "solved with the step of the whole system, not per subsystem; integrate the interconnected "
+                f"system itself with discrete_lagrangian={staged[0]!r}"
+            )
         if len(rules) != len(system.subsystems):
             raise ValueError(
                 f"SubsystemDiscreteLagrangian: {len(rules)} rules for {len(system.subsystems)} subsystems"

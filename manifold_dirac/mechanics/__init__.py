@@ -2,6 +2,7 @@
 
 * :mod:`.system` -- :class:`LagrangeDiracSystem`, exact partials by autodiff;
 * :mod:`.rules` -- discrete Lagrangians: quadrature rules along the retraction;
+* :mod:`.galerkin` -- the Galerkin rules ``gauss4``, ``gauss6`` (orders 4 and 6);
 * :mod:`.schemes` -- the (+) (52), (-) (53) and symmetric schemes, one class each;
 * :mod:`.step` -- :class:`StepMap`: ``(system, scheme, rule)`` bound into one step;
 * :mod:`.newton` -- the generic compiled Newton solve;
@@ -14,7 +15,8 @@
 from .differentiable import Rollout, rollout
 from .integrate import Integrator, RunState, integrate
 from .newton import SolverOptions
-from .rules import RULES, QuadratureRule, get_rule, register_rule
+from .galerkin import GalerkinRule
+from .rules import RULES, DiscreteLagrangian, QuadratureRule, get_rule, register_rule
 from .schemes import SCHEMES, Minus, Plus, Scheme, Symmetric, get_scheme, register_scheme
 from .status import Status
 from .step import State, StepMap, StepRecord
@@ -22,7 +24,7 @@ from .system import LagrangeDiracSystem
 from .trajectory import Trajectory
 
 __all__ = [
-    "RULES", "SCHEMES", "Integrator", "LagrangeDiracSystem", "Minus", "Plus", "QuadratureRule", "RunState",
+    "RULES", "SCHEMES", "DiscreteLagrangian", "GalerkinRule", "Integrator", "LagrangeDiracSystem", "Minus", "Plus", "QuadratureRule", "RunState",
     "Scheme", "SolverOptions", "State", "Status", "StepMap", "StepRecord", "Symmetric", "Trajectory",
     "get_rule", "get_scheme", "integrate", "register_rule", "register_scheme",
     "Rollout", "rollout",

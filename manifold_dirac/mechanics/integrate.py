@@ -720,7 +720,7 @@ class Integrator:
                     f"at Newton's iterate with |xi| = {np.linalg.norm(fz[:n]):.3g}")
                 return code, f"in the step equations: {found} ({at})"
         if code in (Status.NONFINITE, Status.NO_CONVERGENCE):
-            z = jnp.concatenate([mem.xi, mem.mu])
+            z = sm.warm_start(mem)
             found = self._locate_nonfinite(mem.q, np.asarray(z), t)
             if found:
                 return Status.NONFINITE, f"in the step equations: {found} (at the step's start, its warm start)"

@@ -19,22 +19,44 @@ trapezoid     (0, 1/2), (1, 1/2) 2      yes
 
 The order and symmetry hold for a *symmetric* retraction
 (``Retraction.symmetric``); with a non-symmetric one (SE(2)'s ``so2xr2``)
-the symmetric rules drop to first order. A new rule is a
+the symmetric rules drop to first order. A rule with a node inside the
+step (the midpoint rule) is moreover self-adjoint only when the retraction
+is a flow, ``R_{R_q(a xi)}(b xi) = R_q((a + b) xi)`` (``exp`` on a group,
+translation): with SO(3)'s Cayley map ``L_d(q0, q1; h) + L_d(q1, q0; -h)``
+is ``9e-7`` at ``h = 0.1``, so :meth:`QuadratureRule.symmetric_on` does not
+declare that combination symmetric (it stays second order). A new rule is a
 :class:`QuadratureRule` with other nodes plus :func:`register_rule`.
+
+Higher orders need more than nodes on the retraction curve: the velocity
+``xi/h`` at every node caps a :class:`QuadratureRule` at order 2 (a rule
+declaring more is downgraded with a :class:`RuleOrderWarning`). The
+Galerkin rules ``"gauss4"`` and ``"gauss6"``
+(:class:`~manifold_dirac.mechanics.galerkin.GalerkinRule`) reach orders 4
+and 6 with internal stages solved with the step. Every rule is a
+:class:`DiscreteLagrangian`; :func:`get_rule` and :func:`register_rule`
+accept any.
 """
 
 from __future__ import annotations
 
+import functools
+import warnings
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..manifolds.base import Manifold
 from .system import LagrangeDiracSystem
 
-__all__ = ["RULES", "NodeGeometry", "QuadratureRule", "RuleValue", "get_rule", "node_geometry", "register_rule"]
+__all__ = ["RULES", "DiscreteLagrangian", "NodeGeometry", "QuadratureRule", "RuleOrderWarning", "RuleValue",
+           "exactness_degree", "get_rule", "is_flow", "node_geometry", "register_rule"]
+
+
+class RuleOrderWarning(UserWarning):
+    """A rule declared an order (or symmetry) its construction cannot reach; it was downgraded."""
 
 
 class NodeGeometry(NamedTuple):
@@ -89,6 +111,9 @@ class RuleValue(NamedTuple):
         ``d/dx log(x) = 1/x`` at ``x < 0``; such a step is a failure).
     nodes : dict of float to NodeGeometry
         The rule's nodes and any the scheme asked for.
+    stage_residual : array, shape=[n_stages], optional
+        The stationarity conditions of the action in the rule's internal
+        stages (Galerkin rules); None for a rule without stages.
     """
 
     q1: Any
@@ -101,10 +126,91 @@ class RuleValue(NamedTuple):
     scale: jax.Array
     finite: jax.Array
     nodes: dict
+    stage_residual: Any = None
+
+
+def exactness_degree(nodes: Any, max_degree: int = 40) -> int:
+    """The largest ``d`` with ``sum_i w_i s_i^k = 1/(k+1)`` for ``k <= d`` (-1 if none)."""
+    s = np.array([x for x, _ in nodes], float)
+    w = np.array([y for _, y in nodes], float)
+    d = -1
+    for k in range(max_degree + 1):
+        if abs(np.sum(w * s**k) - 1.0 / (k + 1)) > 1e-12:
+            break
+        d = k
+    return d
+
+
+def nodes_are_symmetric(nodes: Any) -> bool:
+    """Whether the nodes are invariant under ``s -> 1 - s`` with equal weights."""
+    a = sorted((round(float(s), 12), round(float(w), 12)) for s, w in nodes)
+    b = sorted((round(1.0 - float(s), 12), round(float(w), 12)) for s, w in nodes)
+    return a == b
+
+
+@functools.lru_cache(maxsize=64)
+def is_flow(Q: Manifold) -> bool:
+    """Whether ``Q``'s retraction is a flow: ``R_{R_q(a xi)}(b xi) = R_q((a + b) xi)`` (checked numerically).
+
+    True for ``exp`` on a Lie group and for translation; false for the
+    Cayley map and for retractions whose frames move (the sphere). Checked
+    once per manifold at a fixed point and ``xi``.
+    """
+    q = Q.default_point()
+    xi = 0.4 * jnp.sin(1.0 + jnp.arange(Q.dim, dtype=jnp.float64))
+    a = Q.retract(Q.retract(q, 0.3 * xi), 0.7 * xi)
+    b = Q.retract(q, xi)
+    d = max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+    return d < 1e-12
+
+
+class DiscreteLagrangian:
+    """What every discrete Lagrangian offers a scheme (a rule is one small class + :func:`register_rule`).
+
+    Attributes
+    ----------
+    name : str
+    order : int
+        Declared order of the variational integrator (verified where the
+        rule is built: see :class:`QuadratureRule` and
+        :class:`~manifold_dirac.mechanics.galerkin.GalerkinRule`).
+    symmetric : bool
+    degenerate_safe : bool
+    constrained_order : int or None
+        The order measured with the symmetric nonholonomic scheme, when it is
+        lower than ``order`` (``docs/schemes.md``); None: no cap.
+
+    Notes
+    -----
+    A rule without internal stages has ``n_stages = 0`` and its
+    :meth:`evaluate` takes no ``stages``; a rule with stages (Galerkin)
+    receives them as extra unknowns of the step's Newton solve and returns
+    their equations in ``RuleValue.stage_residual``.
+    """
+
+    constrained_order: int | None = None
+
+    def n_stages(self, n: int) -> int:
+        """Number of extra unknowns per step for a manifold of dimension ``n``."""
+        return 0
+
+    def warm_stages(self, xi: jax.Array, stored: jax.Array) -> jax.Array:
+        """The stages' warm start from the step's warm start ``xi`` and the stored ``stored``."""
+        return stored
+
+    def stored_stages(self, xi: jax.Array, stages: jax.Array) -> jax.Array:
+        """What the state keeps of a solved step's stages (for the next warm start)."""
+        return stages
+
+    def order_on(self, Q: Manifold) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def symmetric_on(self, Q: Manifold) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class QuadratureRule:
+class QuadratureRule(DiscreteLagrangian):
     """A discrete Lagrangian by quadrature along the retraction curve.
 
     Parameters
@@ -114,8 +220,15 @@ class QuadratureRule:
         Node parameters ``s`` in [0, 1] and weights ``w`` summing to 1.
     order : int
         Order of the variational integrator with a symmetric retraction.
+        Verified: at most 2 (the velocity ``xi/h`` at every node is the mean
+        velocity of the step, which caps the order at 2) and at most one more
+        than the exactness degree of the nodes (:func:`exactness_degree`); a
+        higher declaration is downgraded with a :class:`RuleOrderWarning`
+        that says why.
     symmetric : bool
-        Whether ``L_d(q0, q1; h) = -L_d(q1, q0; -h)`` with a symmetric retraction.
+        Whether ``L_d(q0, q1; h) = -L_d(q1, q0; -h)`` with a symmetric
+        retraction (verified: the nodes must be symmetric under
+        ``s -> 1 - s``, else downgraded with a warning).
     degenerate_safe : bool
         Whether the rule is known to be stable for Lagrangians linear in some
         velocities (the midpoint rule among the built-ins).
@@ -152,10 +265,40 @@ class QuadratureRule:
         wsum = sum(w for _, w in self.nodes)
         if abs(wsum - 1.0) > 1e-12:
             raise ValueError(f"QuadratureRule {self.name!r}: weights sum to {wsum}, not 1")
+        if isinstance(self.order, bool) or not isinstance(self.order, (int, np.integer)) or self.order < 1:
+            raise ValueError(f"QuadratureRule {self.name!r}: order must be a positive integer, got {self.order!r}")
+        deg = exactness_degree(self.nodes)
+        cap = min(2, deg + 1)
+        if self.order > cap:
+            why = ("the velocity xi/h at every node is the step's mean velocity, exact only to first order "
+                   "along the curve, which caps a QuadratureRule at order 2 (use a GalerkinRule, "
+                   "discrete_lagrangian='gauss4' or 'gauss6', for higher orders)") if deg + 1 >= 2 else (
+                f"its nodes integrate polynomials exactly only up to degree {deg}, so L_d is only "
+                f"order-{deg + 1} accurate")
+            warnings.warn(f"QuadratureRule {self.name!r}: declared order {self.order} is downgraded to {cap}: "
+                          f"{why}", RuleOrderWarning, stacklevel=3)
+            object.__setattr__(self, "order", cap)
+        if self.symmetric and not nodes_are_symmetric(self.nodes):
+            warnings.warn(f"QuadratureRule {self.name!r}: declared symmetric, but its nodes are not symmetric "
+                          "under s -> 1 - s with equal weights, so L_d(q0, q1; h) != -L_d(q1, q0; -h); "
+                          "declared not symmetric", RuleOrderWarning, stacklevel=3)
+            object.__setattr__(self, "symmetric", False)
 
     def order_on(self, Q: Manifold) -> int:
         """The order this rule attains with ``Q``'s retraction."""
         return self.order if Q.retraction.symmetric else min(self.order, 1)
+
+    def symmetric_on(self, Q: Manifold) -> bool:
+        """Whether ``L_d(q0, q1; h) = -L_d(q1, q0; -h)`` with ``Q``'s retraction.
+
+        A symmetric rule and retraction, and, when a node lies inside the
+        step, a retraction that is a flow (:func:`is_flow`): the node
+        ``R_{q0}(s xi)`` seen from ``q1`` is ``R_{q1}(-(1 - s) xi)`` only then.
+        """
+        if not (self.symmetric and Q.retraction.symmetric):
+            return False
+        inner = any(0.0 < s < 1.0 for s, _ in self.nodes)
+        return (not inner) or is_flow(Q)
 
     def value(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, h: Any, params: Any = None) -> jax.Array:
         """``L_d(q0, R_{q0}(xi))`` at one point (scalar)."""
@@ -208,19 +351,19 @@ TRAPEZOID = QuadratureRule("trapezoid", ((0.0, 0.5), (1.0, 0.5)), order=2, symme
 RULES: dict[str, QuadratureRule] = {r.name: r for r in (RECTANGLE_PLUS, RECTANGLE_MINUS, MIDPOINT, TRAPEZOID)}
 
 
-def register_rule(rule: QuadratureRule, *, overwrite: bool = False) -> QuadratureRule:
+def register_rule(rule: DiscreteLagrangian, *, overwrite: bool = False) -> DiscreteLagrangian:
     """Make ``rule`` available by its name (``discrete_lagrangian=rule.name``)."""
-    if not isinstance(rule, QuadratureRule):
-        raise TypeError(f"register_rule: give a QuadratureRule instance, got {type(rule).__name__}")
+    if not isinstance(rule, DiscreteLagrangian):
+        raise TypeError(f"register_rule: give a QuadratureRule or GalerkinRule instance, got {type(rule).__name__}")
     if rule.name in RULES and not overwrite:
         raise ValueError(f"a discrete Lagrangian named {rule.name!r} exists; pass overwrite=True")
     RULES[rule.name] = rule
     return rule
 
 
-def get_rule(rule: str | QuadratureRule) -> QuadratureRule:
+def get_rule(rule: str | DiscreteLagrangian) -> DiscreteLagrangian:
     """Look a rule up by name (or pass an instance through)."""
-    if isinstance(rule, QuadratureRule):
+    if isinstance(rule, DiscreteLagrangian):
         return rule
     try:
         return RULES[rule]
@@ -229,3 +372,10 @@ def get_rule(rule: str | QuadratureRule) -> QuadratureRule:
             f"unknown discrete Lagrangian {rule!r}; valid: " + ", ".join(repr(k) for k in RULES)
             + " (add one with register_rule)"
         ) from None
+
+
+# the Galerkin rules live in their own module (which imports this one): registered here so that
+# get_rule("gauss4") works wherever rules are looked up by name (Integrator, study, CLI)
+from .galerkin import GAUSS4, GAUSS6  # noqa: E402
+
+RULES.update({GAUSS4.name: GAUSS4, GAUSS6.name: GAUSS6})

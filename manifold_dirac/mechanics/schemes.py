@@ -133,6 +133,8 @@ class Scheme(abc.ABC):
         of the rule's order.
         """
         o = rule.order_on(Q)
+        if constrained and getattr(rule, "constrained_order", None) is not None:
+            o = min(o, rule.constrained_order)  # measured with constraints (docs/schemes.md)
         return o if (not constrained or self.symmetric) else min(o, self.order)
 
     def __repr__(self) -> str:

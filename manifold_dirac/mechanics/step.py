@@ -17,7 +17,7 @@ import numpy as np
 
 from ..manifolds.base import tree_where
 from .newton import SolverOptions, newton
-from .rules import QuadratureRule
+from .rules import DiscreteLagrangian
 from .schemes import Scheme
 from .status import Status
 from .system import LagrangeDiracSystem
@@ -44,15 +44,20 @@ class State(NamedTuple):
         ``p_k``, or for the ``minus`` scheme the pre-momentum ``p~_k``.
     xi, mu : array, shape=[n], [m]
         Warm start of the next step (the last step's solution).
+    stages : array, shape=[n_stages]
+        What the rule keeps of the last step's internal stages for the next
+        warm start (Galerkin rules: their deviation from the straight line,
+        :meth:`~manifold_dirac.mechanics.galerkin.GalerkinRule.stored_stages`);
+        empty for a rule without stages.
     status : int32 array, shape=[]
         ``Status.OK`` while healthy; once failed, the member is frozen.
     fail_step : int32 array, shape=[]
         The step at which it failed (-1 while healthy).
     fail_error : array, shape=[]
         Newton's scaled residual at the failure.
-    fail_z : array, shape=[n + m]
+    fail_z : array, shape=[n + n_stages + m]
         Where the failure happened, for its diagnosis: the unknowns
-        ``z = (xi, mu)`` of the failed solve (its solution, or Newton's last
+        ``z = (xi, stages, mu)`` of the failed solve (its solution, or Newton's last
         finite iterate), or ``(v_k, 0)`` for a non-finite energy at ``q_k``.
     fail_kind : int32 array, shape=[]
         :data:`FAIL_SOLUTION`, :data:`FAIL_ITERATE` or :data:`FAIL_ENERGY`.
@@ -67,6 +72,7 @@ class State(NamedTuple):
     fail_error: jax.Array
     fail_z: jax.Array
     fail_kind: jax.Array
+    stages: jax.Array
 
 
 class StepRecord(NamedTuple):
@@ -103,24 +109,31 @@ class StepMap:
     ----------
     system : LagrangeDiracSystem
     scheme : Scheme
-    rule : QuadratureRule
+    rule : DiscreteLagrangian
     options : SolverOptions
 
     Notes
     -----
-    The residual (:meth:`equations`), with ``q_{k+1} = R_{q_k}(xi)``::
+    The residual (:meth:`equations`) in ``z = (xi, stages, mu)``, with
+    ``q_{k+1} = R_{q_k}(xi)``::
 
         r1 = p_in + D1 L_d(q_k, q_{k+1}) + f^- - G(q_k) mu     (52d) / (53c)
+        rs = stationarity of the action in the rule's stages   (Galerkin rules; none otherwise)
         r2 = c(xi)                                             (52a) / (53a) / symmetric
              g(q_{k+1}) / |dg(q_k)|                            holonomic (SHAKE/RATTLE)
         p_out = D2 L_d(q_k, q_{k+1}) + f^+                     (52c) / (53d)
 
-    with ``G`` and ``c`` from the scheme and ``D1, D2, f^-, f^+`` from the rule.
+    with ``G`` and ``c`` from the scheme and ``D1, D2, f^-, f^+`` from the
+    rule: one Newton system, its Jacobian exact by autodiff.
     """
 
-    def __init__(self, system: LagrangeDiracSystem, scheme: Scheme, rule: QuadratureRule, options: SolverOptions):
+    def __init__(self, system: LagrangeDiracSystem, scheme: Scheme, rule: DiscreteLagrangian,
+                 options: SolverOptions):
         self.system, self.scheme, self.rule, self.options = system, scheme, rule, options
         self.n, self.m = system.dim, system.n_constraints
+        self.ns = rule.n_stages(self.n)
+        if self.ns:
+            rule.order_on(system.Q)  # a manifold the rule cannot serve is refused here, with the reason
 
     def _key(self) -> tuple:
         return (id(self.system), self.scheme, self.rule, self.options)
@@ -133,17 +146,20 @@ class StepMap:
 
     # ------------------------------------------------------------ equations
     def equations(self, z: jax.Array, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any, u: Any = None):
-        """Residual, per-equation scale and ``(q1, p_out, c(xi))`` at ``z = (xi, mu)``.
+        """Residual, per-equation scale and ``(q1, p_out, c(xi))`` at ``z = (xi, stages, mu)``.
 
         Returns
         -------
-        r : array, shape=[n + m]
-        scale : array, shape=[n + m]
+        r : array, shape=[n + n_stages + m]
+        scale : array, shape=[n + n_stages + m]
         aux : (q1, p_out, constraint)
         """
-        sysm, n = self.system, self.n
-        xi, mu = z[:n], z[n:]
-        ld = self.rule.evaluate(sysm, q0, xi, h, t0, params, u, self.scheme.extra_nodes)
+        sysm, n, ns = self.system, self.n, self.ns
+        xi, st, mu = z[:n], z[n:n + ns], z[n + ns:]
+        if ns:
+            ld = self.rule.evaluate(sysm, q0, xi, h, t0, params, u, self.scheme.extra_nodes, stages=st)
+        else:
+            ld = self.rule.evaluate(sysm, q0, xi, h, t0, params, u, self.scheme.extra_nodes)
         r1 = p_in + ld.D1 + ld.f_minus + jnp.where(ld.finite, 0.0, jnp.nan)  # a NaN/inf L fails the step
         s1 = jnp.maximum(jnp.max(jnp.abs(p_in)), ld.scale)
         if self.m:
@@ -153,8 +169,9 @@ class StepMap:
             c = self.scheme.constraint_residual(sysm, q0, xi, ld, params)
         else:
             c = jnp.zeros(0)
-        r = jnp.concatenate([r1, c])
-        scale = jnp.concatenate([jnp.full(n, s1), jnp.full(self.m, jnp.max(jnp.abs(xi)))])
+        rs = ld.stage_residual if ns else jnp.zeros(0)
+        r = jnp.concatenate([r1, rs, c])
+        scale = jnp.concatenate([jnp.full(n + ns, s1), jnp.full(self.m, jnp.max(jnp.abs(xi)))])
         return r, scale, (ld.q1, ld.D2 + ld.f_plus, c)
 
     def roundoff_floor(self, z: jax.Array, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any,
@@ -187,12 +204,12 @@ class StepMap:
         """
         sysm, n = self.system, self.n
         active = state.status == Status.OK
-        z0 = jnp.concatenate([state.xi, state.mu])
+        z0 = self.warm_start(state)
         res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options, active,
                      axis_name=axis_name,
                      floor=lambda z: self.roundoff_floor(z, state.q, state.p, t, h, params, u))
         q1, p_out, c = res.aux
-        xi, mu = res.z[:n], res.z[n:]
+        xi, st, mu = res.z[:n], res.z[n:n + self.ns], res.z[n + self.ns:]
         status = res.status
         converged = status == Status.OK
         # a converged solution with a non-finite q_(k+1) or p_(k+1) (a function finite in the residual only)
@@ -219,6 +236,7 @@ class StepMap:
             fail_z=jnp.where(newly_failed, res.z, state.fail_z),
             fail_kind=jnp.where(newly_failed, jnp.where(converged, FAIL_SOLUTION, FAIL_ITERATE).astype(jnp.int32),
                                 state.fail_kind),
+            stages=jnp.where(ok, self.rule.stored_stages(xi, st), state.stages),
         )
         record = StepRecord(
             p_start=jnp.where(active, p_start, state.p),
@@ -231,10 +249,17 @@ class StepMap:
         )
         return new, record
 
+    def warm_start(self, state: State) -> jax.Array:
+        """The Newton start ``z0 = (xi, stages, mu)`` of the step from ``state`` (one member)."""
+        parts = [state.xi]
+        if self.ns:
+            parts.append(self.rule.warm_stages(state.xi, state.stages))
+        return jnp.concatenate(parts + [state.mu])
+
     def initial(self, q0: Any, p0: jax.Array, xi0: jax.Array) -> State:
         """The state at step 0 for one member."""
         return State(
             q=q0, p=p0, xi=xi0, mu=jnp.zeros(self.m), status=jnp.int32(Status.OK),
-            fail_step=jnp.int32(-1), fail_error=jnp.zeros(()), fail_z=jnp.zeros(self.n + self.m),
-            fail_kind=jnp.int32(FAIL_SOLUTION),
+            fail_step=jnp.int32(-1), fail_error=jnp.zeros(()), fail_z=jnp.zeros(self.n + self.ns + self.m),
+            fail_kind=jnp.int32(FAIL_SOLUTION), stages=jnp.zeros(self.ns),
         )

@@ -1,0 +1,359 @@
+"""Galerkin discrete Lagrangians of order ``2s``: ``"gauss4"`` (s = 2) and ``"gauss6"`` (s = 3).
+
+The curve of a step is ``c(t) = R_{q0}(xi(t))``, ``t = t0 + tau h``, with
+``xi(tau)`` the polynomial of degree ``s`` in the chart centred at ``q0``
+through the control points ``X_j`` at ``tau = j/s``::
+
+    X_0 = 0,   X_1, ..., X_{s-1}  (internal stages: unknowns),   X_s = xi = R_{q0}^{-1}(q1),
+
+and the action is the ``s``-point Gauss--Legendre quadrature of ``L`` along it,
+with the **true velocity of the curve** in the frame at each node::
+
+    L_d(q0, q1) = ext_{X_1..X_{s-1}} h sum_i b_i L(c_i, v_i),
+    c_i = R_{q0}(xi(tau_i)),   v_i = J_xi(xi(tau_i)) xi'(tau_i) / h,
+
+``J_xi`` the Jacobian of the retraction in the frame at ``c_i``
+(``Manifold.retract_with_jacobians``). On a left-trivialized group
+``R_q(xi) = q tau(xi)`` this is ``J_xi = J_r(xi)``, the right Jacobian of
+``tau`` (``dexp`` for ``exp``, ``dcay`` for Cayley), and ``v_i`` is exactly
+the body velocity ``c^{-1} dc/dt`` of the curve: not ``xi/h``, which the
+quadrature rules use and which caps them at order 2 (for Cayley not even
+the midpoint's velocity: ``J_r(xi/2) xi != xi``). This is the Galerkin
+construction of Marsden & West (Acta Numerica 2001, Sec. 2.6) in the
+retraction's chart, the Lie-group form of Leok & Shingel (Front. Math. China
+2012), Bogfjellmo & Marthinsen (FoCM 2016) and Hall & Leok (FoCM 2017):
+degree-``s`` polynomials with ``s``-point Gauss quadrature give a
+variational integrator of order ``2s``, for any retraction (the chart
+only parametrizes the curves; no symmetry of the retraction is needed).
+
+The internal stages are extra unknowns of the step's Newton solve, next to
+``xi`` and the multipliers: ``z = (xi, X_1..X_{s-1}, mu)``. Their
+equations (stationarity of the action, with the forces of the
+Lagrange--d'Alembert principle added by the same quadrature) are
+``RuleValue.stage_residual``; at their solution ``D1 L_d`` and ``D2 L_d``
+are the partials of the action with the stages held (the stationarity
+makes their variation drop out).
+
+Where it applies: manifolds whose frame velocity of a curve
+``R_{q0}(xi(t))`` does not depend on ``q0`` beyond the curve itself -- vector
+spaces, matrix Lie groups with left-trivialized frames (SO(3), SE(2), and
+any other :class:`~manifold_dirac.manifolds.lie_group.MatrixLieGroup`) and
+products of them. Other manifolds (the sphere, whose frame moves with the
+point) are refused with a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..manifolds.base import Manifold
+from .rules import DiscreteLagrangian, RuleOrderWarning, RuleValue, exactness_degree, node_geometry, nodes_are_symmetric
+from .system import LagrangeDiracSystem
+
+__all__ = ["GAUSS4", "GAUSS6", "GalerkinRule", "gauss_legendre", "supports_galerkin"]
+
+
+def gauss_legendre(s: int) -> tuple[tuple[float, float], ...]:
+    """The ``s``-point Gauss--Legendre nodes and weights on ``[0, 1]`` (exact to degree ``2s - 1``)."""
+    x, w = np.polynomial.legendre.leggauss(int(s))
+    return tuple((float(0.5 * (xi + 1.0)), float(0.5 * wi)) for xi, wi in zip(x, w))
+
+
+def _lagrange_tables(points: np.ndarray, taus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(L, D)`` with ``L[i, j] = l_j(tau_i)``, ``D[i, j] = l_j'(tau_i)`` for the Lagrange basis on ``points``."""
+    k = len(points)
+    L = np.zeros((len(taus), k))
+    D = np.zeros((len(taus), k))
+    for j in range(k):
+        others = np.delete(points, j)
+        denom = np.prod(points[j] - others)
+        coeffs = np.poly(others) / denom  # l_j as a polynomial (highest power first)
+        L[:, j] = np.polyval(coeffs, taus)
+        D[:, j] = np.polyval(np.polyder(coeffs), taus)
+    return L, D
+
+
+def supports_galerkin(Q: Manifold) -> bool:
+    """Whether the frame velocity of ``R_{q0}(xi(t))`` is ``J_xi(xi) xi'`` independently of ``q0``.
+
+    True for vector spaces, matrix Lie groups (left-trivialized) and products of them.
+    """
+    from ..manifolds.euclidean import Euclidean
+    from ..manifolds.lie_group import MatrixLieGroup
+    from ..manifolds.product import ProductManifold
+
+    if isinstance(Q, ProductManifold):
+        return all(supports_galerkin(f) for f in Q.factors)
+    return isinstance(Q, (Euclidean, MatrixLieGroup))
+
+
+def _is_vector_space(Q: Manifold) -> bool:
+    from ..manifolds.euclidean import Euclidean
+    from ..manifolds.product import ProductManifold
+
+    if isinstance(Q, ProductManifold):
+        return all(_is_vector_space(f) for f in Q.factors)
+    return isinstance(Q, Euclidean)
+
+
+@dataclass(frozen=True, eq=False)
+class GalerkinRule(DiscreteLagrangian):
+    """A Galerkin discrete Lagrangian: degree-``s`` curves in the retraction's chart (module docstring).
+
+    Parameters
+    ----------
+    name : str
+    degree : int
+        ``s >= 1``, the degree of the polynomial ``xi(tau)``; ``s - 1``
+        internal stages of ``dim`` unknowns each.
+    quadrature : tuple of (tau, b), optional
+        Nodes in ``[0, 1]`` and weights; by default the ``s``-point
+        Gauss--Legendre rule (:func:`gauss_legendre`).
+    order : int, optional
+        Declared order; by default ``min(2 s, d + 1)`` with ``d`` the
+        exactness degree of the quadrature. A larger declaration is
+        downgraded with a :class:`~manifold_dirac.mechanics.rules.RuleOrderWarning`
+        that says why (Marsden & West 2001, Thm 2.6.2: order
+        ``min(2s, d + 1)``).
+    degenerate_safe : bool
+    constrained_order : int, optional
+        Order with nonholonomic constraints and the symmetric scheme (the
+        scheme's discrete constraint is second order: measured 2, see
+        ``docs/schemes.md``).
+
+    Attributes
+    ----------
+    symmetric : bool
+        Whether the quadrature is symmetric; the rule is self-adjoint on a
+        vector space only (:meth:`symmetric_on`): on a group the chart
+        centred at ``q0`` is not the one centred at ``q1``, and the adjoint
+        defect is ``O(h^{2s+1})``, as small as the local error but not zero.
+
+    Notes
+    -----
+    With ``l_j`` the Lagrange basis on ``tau = j/s``, ``xi_i = sum_j l_j(tau_i) X_j``,
+    ``w_i = sum_j l_j'(tau_i) X_j / h``, ``v_i = J_xi(xi_i) w_i`` and
+    ``(dL/dq, dL/dv)`` at ``(c_i, v_i)``, the partials of the action in the
+    control points are (chart covectors)::
+
+        E_j = sum_i b_i [h l_j(tau_i) a_i + l_j'(tau_i) beta_i],
+        a_i = J_xi^T dL/dq + d/dxi <dL/dv, J_xi(xi) w_i>,   beta_i = J_xi^T dL/dv,
+
+    and the forces of the Lagrange--d'Alembert principle
+    ``int <F, dc> dt ~ h sum_i b_i <F_i, J_xi dxi_i + J_q dq0>``
+    give ``Phi_j = h sum_i b_i l_j(tau_i) J_xi^T F_i``. The step solves
+    ``E_j + Phi_j = 0`` for ``j = 1..s-1`` (the stages) with the scheme's
+    equations, and::
+
+        D1 L_d = h sum_i b_i J_q,i^T dL/dq_i + J0^T E_s,     D2 L_d = J1^T E_s,
+        f^-    = h sum_i b_i J_q,i^T F_i     + J0^T Phi_s,   f^+    = J1^T Phi_s,
+
+    entering ``p_k = -D1 L_d - f^-``, ``p_{k+1} = D2 L_d + f^+`` (Parks & Leok
+    (52) with the forces of (24)). ``J_q, J_xi`` are the Jacobians of
+    ``R_{q0}`` at ``xi_i`` (frame at ``c_i``), ``J0, J1`` those of
+    ``xi = R_{q0}^{-1}(q1)``. With ``s = 1`` and the midpoint node this is
+    the midpoint rule with the curve's true velocity.
+    """
+
+    name: str
+    degree: int
+    quadrature: tuple[tuple[float, float], ...] | None = None
+    order: int | None = None
+    degenerate_safe: bool = False
+    constrained_order: int | None = 2
+    symmetric: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        s = self.degree
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1:
+            raise ValueError(f"GalerkinRule {self.name!r}: degree must be a positive integer, got {s!r}")
+        quad = gauss_legendre(s) if self.quadrature is None else tuple(
+            (float(a), float(b)) for a, b in self.quadrature)
+        if not quad:
+            raise ValueError(f"GalerkinRule {self.name!r}: needs at least one quadrature node")
+        for a, _ in quad:
+            if not 0.0 <= a <= 1.0:
+                raise ValueError(f"GalerkinRule {self.name!r}: quadrature node tau={a} not in [0, 1]")
+        wsum = sum(b for _, b in quad)
+        if abs(wsum - 1.0) > 1e-12:
+            raise ValueError(f"GalerkinRule {self.name!r}: quadrature weights sum to {wsum}, not 1")
+        object.__setattr__(self, "quadrature", quad)
+        deg = exactness_degree(quad)
+        reach = min(2 * s, deg + 1)
+        if self.order is None:
+            object.__setattr__(self, "order", reach)
+        elif self.order > reach:
+            import warnings
+
+            why = (f"degree-{s} curves give at most order {2 * s}" if 2 * s <= deg + 1 else
+                   f"its quadrature integrates polynomials exactly only up to degree {deg}, so L_d is "
+                   f"only order-{deg + 1} accurate")
+            warnings.warn(f"GalerkinRule {self.name!r}: declared order {self.order} is downgraded to {reach}: {why}",
+                          RuleOrderWarning, stacklevel=3)
+            object.__setattr__(self, "order", reach)
+        object.__setattr__(self, "symmetric", nodes_are_symmetric(quad))
+        points = np.arange(s + 1) / s
+        taus = np.array([a for a, _ in quad])
+        L, D = _lagrange_tables(points, taus)
+        object.__setattr__(self, "_L", L)
+        object.__setattr__(self, "_D", D)
+        object.__setattr__(self, "_frac", points[1:s])
+
+    # identity: the compiled-step cache is keyed by the rule
+    def _key(self) -> tuple:
+        return (type(self), self.name, self.degree, self.quadrature, self.order, self.degenerate_safe,
+                self.constrained_order)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GalerkinRule) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    @property
+    def nodes(self) -> tuple[tuple[float, float], ...]:
+        """The quadrature's ``(tau, b)`` (where ``L`` and ``F`` are evaluated; for diagnostics)."""
+        return self.quadrature  # type: ignore[return-value]
+
+    # ------------------------------------------------------------ traits
+    def _require(self, Q: Manifold) -> None:
+        if not supports_galerkin(Q):
+            raise ValueError(
+                f"discrete Lagrangian {self.name!r} needs a vector space, a matrix Lie group or a product of "
+                f"them (the curve's frame velocity J_xi(xi) xi' must not depend on the chart's centre); "
+                f"{Q!r} is not one: use 'midpoint'"
+            )
+
+    def order_on(self, Q: Manifold) -> int:
+        """``min(2s, d + 1)`` on every supported manifold, whatever its retraction (ValueError elsewhere)."""
+        self._require(Q)
+        return int(self.order)  # type: ignore[arg-type]
+
+    def symmetric_on(self, Q: Manifold) -> bool:
+        """Self-adjoint on a vector space with a symmetric quadrature only (see the class docstring)."""
+        self._require(Q)
+        return self.symmetric and _is_vector_space(Q)
+
+    def n_stages(self, n: int) -> int:
+        return (self.degree - 1) * n
+
+    def warm_stages(self, xi: jax.Array, stored: jax.Array) -> jax.Array:
+        """``X_j = (j/s) xi + delta_j``: the straight line plus the last step's deviation from it."""
+        n = xi.shape[-1]
+        return (jnp.asarray(self._frac)[:, None] * xi[None, :]).reshape(-1) + stored.reshape(-1)[: self.n_stages(n)]
+
+    def stored_stages(self, xi: jax.Array, stages: jax.Array) -> jax.Array:
+        """``delta_j = X_j - (j/s) xi`` (O(h^2), slowly varying: the next step's warm start)."""
+        return stages - (jnp.asarray(self._frac)[:, None] * xi[None, :]).reshape(-1)
+
+    # ---------------------------------------------------------- evaluation
+    def _controls(self, xi: jax.Array, stages: jax.Array) -> jax.Array:
+        n = xi.shape[-1]
+        return jnp.concatenate([jnp.zeros((1, n), xi.dtype), jnp.reshape(stages, (self.degree - 1, n)), xi[None]])
+
+    def action(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, stages: jax.Array, h: Any,
+               params: Any = None) -> jax.Array:
+        """``h sum_i b_i L(c_i, v_i)`` for given stages (scalar; not extremized)."""
+        Q = system.Q
+        X = self._controls(xi, stages)
+        total = 0.0
+        for i, (_, b) in enumerate(self.quadrature):  # type: ignore[union-attr]
+            x = jnp.asarray(self._L[i]) @ X
+            w = (jnp.asarray(self._D[i]) @ X) / h
+            c, _, Jx = Q.retract_with_jacobians(q0, x)
+            total = total + b * system.lagrangian(c, Jx @ w, params)
+        return h * total
+
+    def solve_stages(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, h: Any, params: Any = None,
+                     iterations: int = 12) -> jax.Array:
+        """The stationary stages for ``(q0, R_{q0}(xi))`` (unforced), by Newton from the straight line."""
+        n = system.dim
+        st = self.warm_stages(xi, jnp.zeros(self.n_stages(n)))
+        if self.degree == 1:
+            return st
+
+        def res(z):
+            return jax.grad(lambda y: self.action(system, q0, xi, y, h, params))(z)
+
+        return jax.lax.fori_loop(0, iterations, lambda _, z: z - jnp.linalg.solve(jax.jacfwd(res)(z), res(z)), st)
+
+    def value(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, h: Any, params: Any = None,
+              stages: jax.Array | None = None) -> jax.Array:
+        """``L_d(q0, R_{q0}(xi))`` (scalar): the action at the stationary stages (solved when not given)."""
+        self._require(system.Q)
+        if stages is None:
+            stages = self.solve_stages(system, q0, xi, h, params)
+        return self.action(system, q0, xi, stages, h, params)
+
+    def evaluate(
+        self,
+        system: LagrangeDiracSystem,
+        q0: Any,
+        xi: jax.Array,
+        h: Any,
+        t0: Any,
+        params: Any = None,
+        u: jax.Array | None = None,
+        extra_nodes: tuple[float, ...] = (),
+        stages: jax.Array | None = None,
+    ) -> RuleValue:
+        """``D1 L_d``, ``D2 L_d``, the forces and the stage equations at ``(q0, R_{q0}(xi))`` (Notes)."""
+        Q, n, s = system.Q, system.dim, self.degree
+        self._require(Q)
+        if stages is None:
+            raise ValueError(
+                f"discrete Lagrangian {self.name!r} has internal stages: evaluate it with stages= (the step "
+                "solves them); it cannot serve as a per-subsystem rule of an interconnection"
+            )
+        q1, J0, J1 = Q.retract_with_inverse_jacobians(q0, xi)
+        X = self._controls(xi, stages)
+        Lm, Dm = jnp.asarray(self._L), jnp.asarray(self._D)
+        taus = jnp.asarray([a for a, _ in self.quadrature])  # type: ignore[union-attr]
+        bw = jnp.asarray([b for _, b in self.quadrature])[:, None]  # type: ignore[union-attr]
+        forced = system.has_force or u is not None
+
+        def node(x, w, tau):
+            # one quadrature node, vmapped over the nodes (traced once: compile time independent of s)
+            c, Jq, Jx = Q.retract_with_jacobians(q0, x)
+            v = Jx @ w
+            val, dq, dv = system.value_and_partials(c, v, params)
+            # d/dxi <dL/dv, J_xi(xi) w>: the frame velocity's dependence on the point of the chart
+            _, vjp = jax.vjp(lambda y: Q.retract_with_jacobians(q0, y)[2] @ w, x)
+            a = Jx.T @ dq + vjp(dv)[0]
+            sc = jnp.maximum(jnp.max(jnp.abs(h * dq)), jnp.max(jnp.abs(dv)))
+            out = (val, a, Jx.T @ dv, Jq.T @ dq)
+            if forced:
+                F = system.force(t0 + tau * h, c, v, params)
+                F = u if F is None else (F if u is None else F + u)
+                sc = jnp.maximum(sc, h * jnp.max(jnp.abs(F)))
+                out = out + (Jx.T @ F, Jq.T @ F)
+            return out + (sc,)
+
+        outs = jax.vmap(node)(Lm @ X, (Dm @ X) / h, taus)
+        val, a, beta, dq0 = outs[:4]
+        finite = jnp.all(jnp.isfinite(val))
+        scale = jnp.max(outs[-1])
+        E = Lm.T @ (bw * h * a) + Dm.T @ (bw * beta)  # (s + 1, n): partials in the control points
+        D1 = h * jnp.sum(bw * dq0, axis=0) + J0.T @ E[s]
+        D2 = J1.T @ E[s]
+        if forced:
+            Phi = Lm.T @ (bw * h * outs[4])
+            fm = h * jnp.sum(bw * outs[5], axis=0) + J0.T @ Phi[s]
+            fp = J1.T @ Phi[s]
+            E = E + Phi
+        else:
+            fm = fp = jnp.zeros(n)
+        nodes = {sn: node_geometry(Q, q0, q1, xi, J0, J1, sn) for sn in dict.fromkeys(extra_nodes)}
+        stage_residual = E[1:s].reshape(-1)
+        return RuleValue(q1, J0, J1, D1, D2, fm, fp, scale, finite, nodes, stage_residual)
+
+
+GAUSS4 = GalerkinRule("gauss4", 2)
+"""Quadratic curves, 2-point Gauss: order 4, ``dim`` extra unknowns per step."""
+GAUSS6 = GalerkinRule("gauss6", 3)
+"""Cubic curves, 3-point Gauss: order 6, ``2 dim`` extra unknowns per step."""

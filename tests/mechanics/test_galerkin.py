@@ -1,0 +1,326 @@
+"""Galerkin discrete Lagrangians (``gauss4``, ``gauss6``): orders, derivatives, symmetry, invariants.
+
+Every built-in (rule, retraction) pair's declared order (``Integrator.order``)
+is checked against the regression slope of the global error at ``T`` over
+three step sizes (±0.15). The systems are built once per module (one compiled
+program per (system, rule), shared by the cases); a new system is one entry
+in :data:`SYSTEMS` (a builder returning the system, ``q0``, ``v0``, ``T``, the
+step sizes per order and, optionally, a reference end point -- otherwise the
+reference is ``gauss6`` at a quarter of the smallest step).
+
+CI keeps one order-4 and one order-6 check on a Lie group and on a vector
+space, the forced case, the derivative and symmetry checks; the rest of the
+matrix is ``slow`` (``pytest -m slow``) and asserts the same.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from manifold_dirac.analysis import observed_order
+from manifold_dirac.manifolds import SE2, SO3, Euclidean, ProductManifold, Sphere2
+from manifold_dirac.mechanics.galerkin import GalerkinRule, gauss_legendre
+from manifold_dirac.mechanics.integrate import Integrator, integrate
+from manifold_dirac.mechanics.rules import RULES, QuadratureRule, RuleOrderWarning, get_rule
+from manifold_dirac.mechanics.system import LagrangeDiracSystem
+from manifold_dirac.systems import damped_oscillator_exact, rigid_bodies
+
+from ..systems.bundled import new
+
+slow = pytest.mark.slow
+BUILTIN = ("rectangle+", "rectangle-", "midpoint", "trapezoid", "gauss4", "gauss6")
+
+
+# ------------------------------------------------------------------ systems
+def planar_body(retraction):
+    """A planar body on SE(2), anisotropic in the body frame, in a potential well (unconstrained)."""
+
+    def L(q, v):
+        kinetic = 0.5 * (0.5 * v[0] ** 2 + 1.0 * v[1] ** 2 + 3.0 * v[2] ** 2)
+        x, y = q[0, 2], q[1, 2]
+        return kinetic - 0.5 * (x**2 + 2.0 * y**2) - 0.8 * (1.0 - q[0, 0]) - 0.3 * x * q[1, 0]
+
+    return LagrangeDiracSystem(SE2(retraction), L, name=f"planar_body_{retraction}")
+
+
+def body_and_spring():
+    """SO(3) x R^3: a top whose pivot hangs on a spring (a product manifold)."""
+    inertia = jnp.array([1.0, 2.0, 3.0])
+
+    def L(q, v):
+        R, x = q
+        w, u = v[:3], v[3:]
+        return 0.5 * jnp.sum(inertia * w * w) + 0.5 * u @ u - 0.5 * x @ x - (x + R @ jnp.array([0.0, 0.0, 1.0]))[2]
+
+    return LagrangeDiracSystem(ProductManifold(SO3(), Euclidean(3)), L, name="body_and_spring")
+
+
+R0 = np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0])))
+W0 = np.array([0.5, -0.2, 2.0])
+H_TOP = {1: [0.01, 0.005, 0.0025], 2: [0.04, 0.02, 0.01], 4: [0.1, 0.05, 0.025], 6: [0.2, 0.1, 0.05]}
+H_SE2 = {1: [0.02, 0.01, 0.005], 2: [0.1, 0.05, 0.025], 4: [0.2, 0.1, 0.05], 6: [0.4, 0.2, 0.1]}
+H_EUC = {1: [0.01, 0.005, 0.0025], 2: [0.02, 0.01, 0.005], 4: [0.025, 0.0125, 0.00625], 6: [0.025, 0.0125, 0.00625]}
+
+
+def _top(retraction):
+    return dict(system=new("heavy_top", **({"retraction": retraction} if retraction != "exp" else {})),
+                q0=R0, v0=W0, T=1.0, hs=H_TOP, reference=lambda: rigid_bodies.heavy_top_reference(1.0, R0, W0))
+
+
+SYSTEMS = {
+    "heavy_top_exp": lambda: _top("exp"),
+    "heavy_top_cayley": lambda: _top("cayley"),
+    "double_pendulum": lambda: dict(system=new("double_pendulum"), q0=np.array([0.8, -0.4]),
+                                    v0=np.array([0.0, 0.5]), T=1.5, hs=H_EUC),
+    **{f"planar_body_{r}": (lambda r=r: dict(system=planar_body(r), q0=SE2(r).from_coordinates(
+        np.array([0.5, 0.2, 0.3])), v0=np.array([0.7, 0.4, -0.3]), T=2.0, hs=H_SE2))
+       for r in ("exp", "cayley", "so2xr2")},
+    "body_and_spring": lambda: dict(system=body_and_spring(), q0=(R0, np.array([0.1, 0.0, -0.2])),
+                                    v0=np.concatenate([W0, [0.3, 0.0, 0.1]]), T=1.0, hs=H_TOP),
+}
+"""Key -> builder. Extend with e.g. a free body on SE(3) or a holonomically constrained pendulum."""
+
+
+@functools.lru_cache(maxsize=None)
+def case(key):
+    return SYSTEMS[key]()
+
+
+def end_point(key, rule, h):
+    c = case(key)
+    tr = integrate(c["system"], c["q0"], v0=c["v0"], h=h, n_steps=int(round(c["T"] / h)), discrete_lagrangian=rule)
+    return jax.tree.map(lambda x: x[-1], tr.q)  # the last point (a tuple on a product)
+
+
+@functools.lru_cache(maxsize=None)
+def reference(key):
+    c = case(key)
+    if c.get("reference") is not None:
+        return c["reference"]()
+    return end_point(key, "gauss6", min(c["hs"][6]) / 4)
+
+
+def error(key, q, qref):
+    Q = case(key)["system"].Q
+    return float(np.linalg.norm(np.asarray(Q.inverse_retract(qref, q))))
+
+
+def observed(key, rule):
+    c = case(key)
+    order = Integrator(c["system"], 0.1, "symmetric", rule).order
+    hs = np.array(c["hs"][order])
+    qref = reference(key)
+    errs = np.array([error(key, end_point(key, rule, h), qref) for h in hs])
+    return order, observed_order(hs, errs), errs
+
+
+CI = {("heavy_top_exp", "gauss4"), ("double_pendulum", "gauss6")}
+MATRIX = [(k, r) for k in SYSTEMS for r in BUILTIN]
+
+
+@pytest.mark.parametrize("key,rule", [p if p in CI else pytest.param(*p, marks=slow) for p in MATRIX])
+def test_declared_order_is_observed(key, rule):
+    """``Integrator.order`` (from the rule's and the retraction's traits) is the regression slope (±0.15)."""
+    order, slope, errs = observed(key, rule)
+    if rule in ("gauss4", "gauss6"):
+        assert order == {"gauss4": 4, "gauss6": 6}[rule]  # whatever the retraction (so2xr2 included)
+    assert slope == pytest.approx(order, abs=0.15), (order, slope, errs)
+
+
+def test_forced_damped_oscillator_gauss4():
+    """Forces enter by the same quadrature (Lagrange--d'Alembert): fourth order with damping."""
+    sysm = new("damped_oscillator")  # damping 0.3
+    exact = damped_oscillator_exact(2.0, 1.0, 0.0, damping=0.3)
+    hs = np.array([0.2, 0.1, 0.05])
+    errs = [abs(integrate(sysm, np.array([1.0]), v0=np.array([0.0]), h=h, n_steps=int(round(2.0 / h)),
+                          discrete_lagrangian="gauss4").q[-1, 0] - exact) for h in hs]
+    assert Integrator(sysm, 0.1, discrete_lagrangian="gauss4").order == 4
+    assert observed_order(hs, np.array(errs)) == pytest.approx(4.0, abs=0.15)
+
+
+# -------------------------------------------------------------- derivatives
+def _fd_D(rule, sysm, q0, xi, h, which, eps=1e-5):
+    """``D1 L_d`` or ``D2 L_d`` by central differences of the extremized ``L_d`` along the frame."""
+    Q = sysm.Q
+    q1 = Q.retract(q0, xi)
+    value = _value(rule, sysm)
+    rule = type("R", (), {"value": staticmethod(lambda s_, a, x, h_: value(a, x, h_))})
+    out = []
+    for e in np.eye(Q.dim):
+        vals = []
+        for sgn in (1.0, -1.0):
+            if which == 1:
+                a = Q.retract(q0, sgn * eps * jnp.asarray(e))
+                vals.append(rule.value(sysm, a, Q.inverse_retract(a, q1), h))
+            else:
+                b = Q.retract(q1, sgn * eps * jnp.asarray(e))
+                vals.append(rule.value(sysm, q0, Q.inverse_retract(q0, b), h))
+        out.append((vals[0] - vals[1]) / (2 * eps))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("rule", ["gauss4", pytest.param("gauss6", marks=slow)])
+def test_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
+    """With the stages at their solution, D1/D2 L_d equal finite differences of L_d (stages re-solved).
+
+    On SO(3) with Cayley: the node velocity J_r(xi) xi'/h (dcay) and its xi-derivative are in play.
+    Sensitivity: off the stationary stages the same formulas miss by far more than the tolerance.
+    """
+    rule = get_rule(rule)
+    sysm = new("heavy_top", retraction="cayley")
+    q0, xi, h = jnp.asarray(R0), jnp.array([0.05, -0.02, 0.2]), 0.1
+    st = rule.solve_stages(sysm, q0, xi, h)
+    ld = rule.evaluate(sysm, q0, xi, h, 0.0, stages=st)
+    assert np.max(np.abs(ld.stage_residual)) < 1e-13
+    g = jax.grad(lambda y: rule.action(sysm, q0, xi, y, h))(st)  # the stage equations are dA/dX
+    assert np.max(np.abs(g)) < 1e-13
+    fd1, fd2 = _fd_D(rule, sysm, q0, xi, h, 1), _fd_D(rule, sysm, q0, xi, h, 2)
+    scale = np.max(np.abs(fd2))
+    assert np.max(np.abs(np.asarray(ld.D1) - fd1)) < 1e-8 * scale
+    assert np.max(np.abs(np.asarray(ld.D2) - fd2)) < 1e-8 * scale
+    off = rule.evaluate(sysm, q0, xi, h, 0.0, stages=st + 1e-3)
+    assert np.max(np.abs(np.asarray(off.D2) - fd2)) > 1e-6 * scale
+
+
+# ----------------------------------------------------------------- symmetry
+SYM_MANIFOLDS_BUILD = {
+    "euclidean": lambda: (new("double_pendulum"), jnp.array([0.8, -0.4]), jnp.array([0.05, 0.03])),
+    "so3_exp": lambda: (new("heavy_top"), jnp.asarray(R0), jnp.array([0.05, -0.02, 0.2])),
+    "so3_cayley": lambda: (new("heavy_top", retraction="cayley"), jnp.asarray(R0), jnp.array([0.05, -0.02, 0.2])),
+    "se2_exp": lambda: (planar_body("exp"), SE2().from_coordinates(jnp.array([0.5, 0.2, 0.3])),
+                        jnp.array([0.07, 0.04, -0.03])),
+    "se2_cayley": lambda: (planar_body("cayley"), SE2("cayley").from_coordinates(jnp.array([0.5, 0.2, 0.3])),
+                           jnp.array([0.07, 0.04, -0.03])),
+    "se2_so2xr2": lambda: (planar_body("so2xr2"), SE2("so2xr2").from_coordinates(jnp.array([0.5, 0.2, 0.3])),
+                           jnp.array([0.07, 0.04, -0.03])),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _value(rule, sysm):
+    return jax.jit(lambda q0, xi, h: rule.value(sysm, q0, xi, h))
+
+
+@functools.lru_cache(maxsize=None)
+def _sym_case(key):
+    return SYM_MANIFOLDS_BUILD[key]()
+
+
+SYM_MANIFOLDS = {k: functools.partial(_sym_case, k) for k in SYM_MANIFOLDS_BUILD}
+
+
+def adjoint_defect(rule, sysm, q0, xi, h):
+    """``L_d(q0, q1; h) + L_d(q1, q0; -h)`` (one compiled ``L_d`` per rule and system)."""
+    Q = sysm.Q
+    q1 = Q.retract(q0, xi)
+    value = _value(rule, sysm)
+    return float(value(q0, xi, h) + value(q1, Q.inverse_retract(q1, q0), -h))
+
+
+@pytest.mark.parametrize("key", [k if k in ("euclidean", "so3_cayley") else pytest.param(k, marks=slow)
+                                 for k in SYM_MANIFOLDS])
+def test_declared_symmetric_pairs_are_self_adjoint(key):
+    """``L_d(q0, q1; h) = -L_d(q1, q0; -h)`` to round-off for every pair ``symmetric_on`` declares.
+
+    Sensitivity: the pairs declared not symmetric show a defect far above round-off (the midpoint rule
+    with Cayley: 9e-7 at h = 0.1 on the heavy top; the Galerkin rules on a group: O(h^(2s+2))). One
+    exception, conservative: with SE(2)'s so2xr2 (a rotation angle and a translation, both additive)
+    the chart transition is affine and the Galerkin rules are self-adjoint to round-off, though only
+    vector spaces are declared so.
+    """
+    sysm, q0, xi = SYM_MANIFOLDS[key]()
+    h = 0.1
+    for name in BUILTIN:
+        rule = get_rule(name)
+        d = abs(adjoint_defect(rule, sysm, q0, xi, h))
+        if rule.symmetric_on(sysm.Q):
+            assert d < 1e-14, (name, d)
+        elif name in ("midpoint", "gauss4", "gauss6") and not (key == "se2_so2xr2" and name != "midpoint"):
+            assert d > 1e-15, (name, d)  # round-off is ~1e-17 here; gauss6 on SO(3): 1.5e-13 at h = 0.1
+    if key == "so3_cayley":
+        mid = get_rule("midpoint")
+        assert not mid.symmetric_on(sysm.Q) and get_rule("trapezoid").symmetric_on(sysm.Q)
+        assert abs(adjoint_defect(mid, sysm, q0, xi, h)) > 1e-8
+
+
+@slow
+def test_galerkin_adjoint_defect_is_high_order_on_a_group():
+    """On SO(3) the Galerkin L_d is not exactly self-adjoint, but its defect is of higher order than its
+    local error (measured: O(h^6) for gauss4, O(h^8) for gauss6 on the heavy top): no effect on the order."""
+    sysm, q0, _ = SYM_MANIFOLDS["so3_exp"]()
+    v = jnp.array([0.5, -0.2, 2.0])
+    for name, s in (("gauss4", 2), ("gauss6", 3)):
+        d = [abs(adjoint_defect(get_rule(name), sysm, q0, h * v, h)) for h in (0.4, 0.2)]
+        assert d[1] > 1e-12  # not zero: the chart centred at q0 is not the one centred at q1
+        assert np.log2(d[0] / d[1]) > 2 * s + 1 - 0.2
+
+
+# ---------------------------------------------------------- declared orders
+def test_quadrature_rule_cannot_declare_more_than_its_nodes_reach():
+    """A 2-point Gauss QuadratureRule declared order 4 is downgraded to 2, with the reason."""
+    with pytest.warns(RuleOrderWarning, match="caps a QuadratureRule at order 2"):
+        r = QuadratureRule("gauss2pt-test", tuple(gauss_legendre(2)), order=4, symmetric=True)
+    assert r.order == 2
+    with pytest.warns(RuleOrderWarning, match="exactly only up to degree 0"):
+        r = QuadratureRule("left-test", ((0.0, 1.0),), order=2, symmetric=False)
+    assert r.order == 1
+    with pytest.warns(RuleOrderWarning) as caught:
+        r = QuadratureRule("skew-test", ((0.2, 0.4), (0.75, 0.6)), order=2, symmetric=True)
+    assert not r.symmetric and r.order == 1
+    assert any("not symmetric" in str(w.message) for w in caught)
+    assert any("exactly only up to degree 0" in str(w.message) for w in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert QuadratureRule("ok-test", ((0.5, 1.0),), order=2, symmetric=True).order == 2
+
+
+def test_galerkin_rule_order_from_its_construction():
+    assert get_rule("gauss4").order == 4 and get_rule("gauss6").order == 6
+    assert GalerkinRule("g-default", 2).order == 4
+    with pytest.warns(RuleOrderWarning, match="exactly only up to degree 1"):
+        r = GalerkinRule("g-mid", 2, quadrature=((0.5, 1.0),), order=4)
+    assert r.order == 2
+    with pytest.warns(RuleOrderWarning, match="at most order 4"):
+        r = GalerkinRule("g-over", 2, order=6)
+    assert r.order == 4
+    assert {"gauss4", "gauss6"} <= set(RULES)
+
+
+def test_galerkin_refuses_a_manifold_whose_frame_moves():
+    sph = LagrangeDiracSystem(Sphere2(), lambda q, v: 0.5 * v @ v - q[2])
+    with pytest.raises(ValueError, match="gauss4.*vector space, a matrix Lie group"):
+        Integrator(sph, 0.1, discrete_lagrangian="gauss4")
+
+
+def test_nonholonomic_declared_order_is_capped_at_the_measured_two():
+    ke = new("inclined_knife_edge")
+    assert Integrator(ke, 0.1, "symmetric", "gauss4").order == 2
+    assert Integrator(ke, 0.1, "plus", "gauss6").order == 1
+
+
+# ---------------------------------------------------------------- invariants
+@slow
+def test_free_rigid_body_spatial_momentum_gauss6():
+    """Spatial angular momentum R I w kept to ~1e-13 over 10^4 steps at order 6 (discrete Noether)."""
+    body = new("free_rigid_body")
+    I = np.array([1.0, 2.0, 3.0])
+    tr = integrate(body, R0, v0=W0, h=0.05, n_steps=10_000, discrete_lagrangian="gauss6")
+    pi = np.einsum("kij,kj->ki", tr.q, tr.p)  # spatial momentum R p, p = I w
+    drift = np.max(np.abs(pi - pi[0]))
+    assert drift < 1e-12 * np.linalg.norm(pi[0]), drift
+    assert np.max(np.abs(np.einsum("kji,kjl->kil", tr.q, tr.q) - np.eye(3))) < 1e-13
+    assert np.linalg.norm(pi[0] - R0 @ (I * W0)) < 1e-13
+
+
+def test_galerkin_rule_is_refused_per_subsystem():
+    from manifold_dirac.interconnection import SubsystemDiscreteLagrangian
+    from manifold_dirac.systems.interconnected import mass_spring_torn
+
+    with pytest.raises(ValueError, match="internal stages"):
+        SubsystemDiscreteLagrangian(mass_spring_torn(), "gauss4")
