@@ -110,7 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("system", help="a bundled system (see 'manifold-dirac list')")
     r.add_argument("--retraction", help="retraction of the system's manifold (default: the system's first)")
     r.add_argument("--scheme", default="symmetric", help="symmetric (default), plus or minus")
-    r.add_argument("--rule", default="midpoint", help="discrete Lagrangian: midpoint (default), trapezoid, rectangle+, rectangle-")
+    r.add_argument("--rule", default="midpoint",
+                   help="discrete Lagrangian: midpoint (default), trapezoid, rectangle+, rectangle-, gauss4, gauss6 "
+                        "(or any registered with register_rule)")
     r.add_argument("--h", type=_positive_float, help="time step (default: the system's)")
     r.add_argument("--steps", type=_positive_int, help="number of steps (default: the system's duration / h)")
     r.add_argument("--stride", type=_positive_int, default=1, help="store every STRIDE-th point")
@@ -173,6 +175,8 @@ def _summary(ex: Any, sysm: Any, tr: Any) -> dict[str, Any]:
         # a forced system exchanges energy with its inputs: no conservation to report
         "energy error": None if sysm.has_force else float(np.max(np.abs(tr.energy - e0)) / max(1.0, abs(e0))),
         "constraint residual": float(np.max(tr.constraint_residual, initial=0.0)),
+        # the physical slip |A(q_k) v_k| (and |dg v_k|) of the reported velocities; None without constraints
+        "slip": float(np.max(tr.slip)) if tr.slip is not None and np.size(tr.slip) else None,
         "s": tr.meta["wall_time"],
     }
     if ex.invariant is not None:
@@ -241,6 +245,7 @@ def _cmd_run(args: Any) -> int:
           f"in {row['s']:.2f} s ({tr.meta['total_iterations'] / max(1, steps):.2f} Newton iterations/step)")
     energy = f"{row['energy error']:.2e}" if row["energy error"] is not None else "- (forced system)"
     print(f"  relative energy error {energy}, constraint residual {row['constraint residual']:.1e}"
+          + (f", slip {row['slip']:.1e}" if row["slip"] is not None else "")
           + (f", invariant drift {row['invariant drift']:.1e}" if "invariant drift" in row else ""))
     if ex.reference is not None:
         err = ex.error(sysm, point_at(tr.q, -1), tr.t[-1])
@@ -342,7 +347,7 @@ def _cmd_tour(args: Any) -> int:
     plt.close("all")
     # the summary table
     print("manifold-dirac tour: every bundled system, symmetric scheme, midpoint rule\n")
-    print(f"{'system':<21} {'manifold':<44} {'steps':>6} {'energy err':>10} {'constraint':>10} "
+    print(f"{'system':<21} {'manifold':<44} {'steps':>6} {'energy err':>10} {'constraint':>10} {'slip':>8} "
           f"{'order':>6} {'invariant':>10} {'s':>6}")
     for r in rows:
         if "note" in r:
@@ -352,9 +357,11 @@ def _cmd_tour(args: Any) -> int:
         energy = f"{r['energy error']:>10.1e}" if r["energy error"] is not None else f"{'(forced)':>10}"
         inv = f"{r['invariant drift']:.1e}" if "invariant drift" in r else "-"
         manifold = r["manifold"] if len(r["manifold"]) <= 44 else r["manifold"][:41] + "..."
+        slip = f"{r['slip']:>8.1e}" if r.get("slip") is not None else f"{'-':>8}"
         print(f"{r['system']:<21} {manifold:<44} {r['steps']:>6} {energy} "
-              f"{r['constraint residual']:>10.1e} {order:>6} {inv:>10} {r['s']:>6.2f}")
-    print("\nenergy err: max |E - E0| / max(1, |E0|); constraint: the scheme's discrete constraint; order: "
+              f"{r['constraint residual']:>10.1e} {slip} {order:>6} {inv:>10} {r['s']:>6.2f}")
+    print("\nenergy err: max |E - E0| / max(1, |E0|); constraint: the scheme's discrete constraint; slip: "
+          "the physical constraint violation max |A(q_k) v_k| of the reported velocities (and |dg(q_k) v_k|); order: "
           "observed over 2h, h, h/2 against the closed form or a tight solve_ivp; invariant: drift of the "
           "momentum map (spatial angular momentum, vertical angular momentum); exact: the error is at "
           "round-off (the rolling ball's discrete motion is exact).")
