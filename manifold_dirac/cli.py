@@ -176,7 +176,7 @@ def _summary(ex: Any, sysm: Any, tr: Any) -> dict[str, Any]:
         "energy error": None if sysm.has_force else float(np.max(np.abs(tr.energy - e0)) / max(1.0, abs(e0))),
         "constraint residual": float(np.max(tr.constraint_residual, initial=0.0)),
         # the physical slip |A(q_k) v_k| (and |dg v_k|) of the reported velocities; None without constraints
-        "slip": float(np.max(tr.slip)) if tr.slip is not None and np.size(tr.slip) else None,
+        "slip": float(np.max(tr.slip)) if sysm.n_constraints and tr.slip is not None and np.size(tr.slip) else None,
         "s": tr.meta["wall_time"],
     }
     if ex.invariant is not None:
