@@ -170,7 +170,7 @@ def registered_manifolds() -> dict[str, Callable[[], Manifold]]:
 
 
 def _register_builtins() -> None:
-    from .manifolds import SE2, SO3, Euclidean, Sphere2
+    from .manifolds import SE2, SE3, SO3, Euclidean, Sphere2
 
     register_manifold("euclidean1", lambda: Euclidean(1))
     register_manifold("euclidean3", lambda: Euclidean(3))
@@ -179,6 +179,9 @@ def _register_builtins() -> None:
     register_manifold("se2-exp", lambda: SE2("exp"))
     register_manifold("se2-cayley", lambda: SE2("cayley"))
     register_manifold("se2-so2xr2", lambda: SE2("so2xr2"))
+    register_manifold("se3-exp", lambda: SE3("exp"))
+    register_manifold("se3-cayley", lambda: SE3("cayley"))
+    register_manifold("se3-so3xr3", lambda: SE3("so3xr3"))
     register_manifold("so3xr2", lambda: ProductManifold(SO3(), Euclidean(2)))
     register_manifold(
         "nested-product", lambda: ProductManifold(SE2("so2xr2"), ProductManifold(SO3("cayley"), Euclidean(1)))
