@@ -1,6 +1,13 @@
 """Configuration manifolds on JAX: one file per manifold, retractions as registered classes."""
 
-from .base import Manifold, Retraction, RetractionDomainError, register_retraction, tree_where
+from .base import (
+    Manifold,
+    Retraction,
+    RetractionDomainError,
+    register_retraction,
+    resolve_retraction,
+    tree_where,
+)
 from .euclidean import Euclidean
 from .geomstats_adapter import GeomstatsManifold, Sphere2
 from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
@@ -12,5 +19,5 @@ from .so3 import SO3
 __all__ = [
     "Cayley", "Euclidean", "Exp", "GeomstatsManifold", "GroupRetraction", "Manifold", "MatrixLieGroup",
     "ProductManifold", "ProductRetraction", "Retraction", "RetractionDomainError", "SE2", "SE3", "SO3", "Sphere2",
-    "block_diag", "register_retraction", "tree_where",
+    "block_diag", "register_retraction", "resolve_retraction", "tree_where",
 ]
