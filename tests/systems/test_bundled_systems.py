@@ -112,7 +112,7 @@ def test_a_wrong_analytic_partial_is_seen_by_the_autodiff_check():
 
 # --------------------------------------------------------------- the port
 def test_the_port_has_every_public_name_of_the_numpy_systems():
-    assert sorted(NEW.__all__) == sorted(numpy_engine_reference()["all"].tolist())
+    assert set(numpy_engine_reference()["all"].tolist()) <= set(NEW.__all__)  # new systems may add names
     for name in NEW.__all__:
         assert hasattr(NEW, name), name
 
@@ -163,7 +163,8 @@ def test_invariant_helpers_work_on_recorded_arrays():
 # ---------------------------------------------------------------- catalog
 LOCAL_EXAMPLES = sorted(n for n, ex in EXAMPLES.items()
                         if n not in {"mass_spring_torn", "lc_from_elements", "rolling_disk", "rolling_ball",
-                                     "two_wheel_cart"})
+                                     "two_wheel_cart",
+                                     "tumbling_brick"})  # new on the compiled engine: tests/systems/test_tumbling_brick.py
 
 
 @pytest.mark.parametrize("name", LOCAL_EXAMPLES)

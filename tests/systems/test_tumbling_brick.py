@@ -137,3 +137,17 @@ def test_brick_inputs_are_validated():
         brick_inertia(1.0, (0.1, -0.1, 0.1))
     with pytest.raises(ValueError, match="positive"):
         tumbling_brick(mass=0.0)
+
+
+def test_catalog_entry_builds_with_every_retraction_and_starts_on_its_reference():
+    from manifold_dirac.systems.catalog import get_example
+
+    ex = get_example("tumbling_brick")
+    assert ex.retractions == ("so3xr3", "exp", "cayley")
+    for r in ex.retractions:
+        sysm = ex.system(r)
+        assert sysm.Q.retraction.name == r
+        q0, v0 = ex.initial(sysm)
+        sysm.Q.check_point(q0)
+        assert ex.error(sysm, q0, 0.0) < 1e-12
+        assert ex.error(sysm, q0, 0.1) > 1e-2  # the reference moves: the check above can fail
