@@ -111,6 +111,7 @@ def test_coupled_exp_error_grows_with_speed_split_does_not():
     assert errs["exp", 3.0] > 100 * errs["so3xr3", 3.0]
 
 
+@pytest.mark.slow  # one more compiled system (~10 s); run with `pytest -m slow`
 def test_screw_motion_is_exact_with_the_coupled_exp():
     """A cube constrained to move along its body x-axis (v_2 = v_3 = 0), no gravity: the twist is constant,
     the motion the screw q0 exp(t xi). Started from the discrete momentum p0 = -J0(h xi)^T dL/dv (the one
