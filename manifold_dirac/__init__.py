@@ -20,6 +20,7 @@ from .errors import (  # noqa: E402
 )
 from .manifolds import (  # noqa: E402
     SE2,
+    SE3,
     SO3,
     Euclidean,
     GeomstatsManifold,
@@ -63,7 +64,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "Manifold", "Chart", "Retraction", "GroupRetraction", "register_retraction", "MatrixLieGroup", "Euclidean",
-    "SO3", "SE2", "ProductManifold", "GeomstatsManifold", "Sphere2",
+    "SO3", "SE2", "SE3", "ProductManifold", "GeomstatsManifold", "Sphere2",
     "LagrangeDiracSystem", "QuadratureRule", "register_rule", "Scheme", "register_scheme", "SolverOptions",
     "Integrator", "RunState", "State", "StepRecord", "Status", "integrate", "Trajectory", "rollout", "Rollout",
     "interconnect", "Interaction", "InterconnectedSystem", "equal_velocities", "linear_interaction",

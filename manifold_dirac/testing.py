@@ -1,7 +1,13 @@
 """Shared law checks for the JAX manifolds, a registry of manifolds, regimes, tolerances.
 
 Users test their own manifolds with the same laws the library's manifolds
-pass::
+pass, from the command line (every registered retraction of a class, or a
+factory; ``--help`` for options)::
+
+    python -m manifold_dirac.testing my_package.my_module:MyGroup
+    python -m manifold_dirac.testing path/to/heisenberg.py:Heisenberg
+
+or in Python::
 
     from manifold_dirac.testing import check_manifold_laws, register_manifold
 
@@ -94,6 +100,7 @@ __all__ = [
     "check_jacobians_perturbation",
     "check_manifold_laws",
     "check_points_on_manifold",
+    "main",
     "check_retract_at_zero",
     "check_symmetry",
     "draw_sample",
@@ -170,7 +177,7 @@ def registered_manifolds() -> dict[str, Callable[[], Manifold]]:
 
 
 def _register_builtins() -> None:
-    from .manifolds import SE2, SO3, Euclidean, Sphere2
+    from .manifolds import SE2, SE3, SO3, Euclidean, Sphere2
 
     register_manifold("euclidean1", lambda: Euclidean(1))
     register_manifold("euclidean3", lambda: Euclidean(3))
@@ -179,6 +186,9 @@ def _register_builtins() -> None:
     register_manifold("se2-exp", lambda: SE2("exp"))
     register_manifold("se2-cayley", lambda: SE2("cayley"))
     register_manifold("se2-so2xr2", lambda: SE2("so2xr2"))
+    register_manifold("se3-exp", lambda: SE3("exp"))
+    register_manifold("se3-cayley", lambda: SE3("cayley"))
+    register_manifold("se3-so3xr3", lambda: SE3("so3xr3"))
     register_manifold("so3xr2", lambda: ProductManifold(SO3(), Euclidean(2)))
     register_manifold(
         "nested-product", lambda: ProductManifold(SE2("so2xr2"), ProductManifold(SO3("cayley"), Euclidean(1)))
@@ -1306,4 +1316,105 @@ def samples(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str =
     return seeds().map(lambda s: draw_sample(manifold, s, tuple(batch_shape), regime))
 
 
+def _load_target(target: str) -> Any:
+    """``"module:attr"`` or ``"path/to/file.py:attr"`` -> the object named."""
+    import importlib
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    where, sep, attr = target.rpartition(":")
+    if not sep or not where or not attr:
+        raise ValueError(f"{target!r}: give MODULE:NAME or FILE.py:NAME (e.g. my_pkg.groups:MyGroup)")
+    if where.endswith(".py"):
+        path = Path(where).resolve()
+        if not path.is_file():
+            raise ValueError(f"{target!r}: no file {path}")
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        sys.path.insert(0, str(path.parent))
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ValueError(f"{target!r}: module {module.__name__!r} has no attribute {attr!r}") from None
+
+
+def _manifolds_of(obj: Any, retractions: Sequence[str] | None) -> list[Manifold]:
+    """A manifold class -> one instance per registered retraction (or those asked); a factory or an
+    instance -> itself."""
+    if isinstance(obj, Manifold):
+        return [obj]
+    if isinstance(obj, type) and issubclass(obj, Manifold):
+        names = list(retractions) if retractions else list(obj.retraction_names())
+        try:
+            return [obj(r) for r in names] if names else [obj()]
+        except TypeError:  # a constructor without a retraction argument
+            return [obj()]
+    if callable(obj):
+        M = obj()
+        if not isinstance(M, Manifold):
+            raise ValueError(f"the factory returned {type(M).__name__}, not a Manifold")
+        return [M]
+    raise ValueError(f"expected a Manifold subclass, instance or factory, got {type(obj).__name__}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m manifold_dirac.testing TARGET...``: run every shared law on your manifolds.
+
+    Each ``TARGET`` is ``module:Name`` or ``file.py:Name``, where ``Name`` is
+    a :class:`~manifold_dirac.manifolds.base.Manifold` subclass (checked
+    once per registered retraction), an instance, or a factory returning
+    one. Prints one line per manifold with the number of law checks passed.
+
+    Returns
+    -------
+    int
+        0 if every law passed, 1 on the first violated law (its message is
+        printed: law, seed, batch shape, regime, batch index, size), 2 for a
+        target that cannot be loaded.
+    """
+    import argparse
+    import sys
+    import time
+
+    parser = argparse.ArgumentParser(
+        prog="python -m manifold_dirac.testing",
+        description="Run manifold_dirac's shared manifold laws on your own manifold.",
+    )
+    parser.add_argument("targets", nargs="+", metavar="TARGET",
+                        help="module:Name or file.py:Name (a Manifold subclass, instance or factory)")
+    parser.add_argument("--retraction", action="append", default=None,
+                        help="only this retraction of a class (repeatable; default: every registered one)")
+    parser.add_argument("--seeds", type=int, default=2, help="seeds per batch shape and regime (default: 2)")
+    parser.add_argument("--law", action="append", default=None, help="only this law (repeatable)")
+    args = parser.parse_args(argv)
+    jax.config.update("jax_enable_x64", True)
+    for target in args.targets:
+        try:
+            manifolds = _manifolds_of(_load_target(target), args.retraction)
+        except (ValueError, ImportError, TypeError) as exc:
+            print(f"error: {target}: {exc}", file=sys.stderr)
+            return 2
+        for M in manifolds:
+            start = time.perf_counter()
+            try:
+                n = check_manifold_laws(M, seeds=range(args.seeds), laws=args.law)
+            except AssertionError as exc:
+                print(f"FAILED {M!r}:\n{exc}", file=sys.stderr)
+                return 1
+            print(f"{M!r}: {n} law checks passed ({time.perf_counter() - start:.1f} s)")
+    return 0
+
+
 _register_builtins()
+
+if __name__ == "__main__":
+    import sys as _sys
+
+    from manifold_dirac.testing import main as _main  # the package's module, whose registry the laws use
+
+    _sys.exit(_main())

@@ -102,3 +102,53 @@ def test_strategies_refuse_an_unknown_regime():
         tangents(SO3(), (), "huge")
     with pytest.raises(ValueError, match="unknown regime 'huge'"):
         samples(SO3(), (), "huge")
+
+
+# ------------------------------------------- running the laws on a user's manifold
+def test_the_laws_command_runs_a_user_file_and_reports_a_failure(tmp_path, capsys):
+    from manifold_dirac.testing import main
+
+    good = tmp_path / "my_group.py"
+    good.write_text(
+        "from manifold_dirac import SE2\n"
+        "from manifold_dirac.manifolds.se2 import SE2Exp\n\n"
+        "def make():\n    return SE2('exp')\n\n"
+        "class Broken(SE2):\n    pass\n\n"
+        "class _Off(SE2Exp):\n"
+        "    name = 'exp-off'\n"
+        "    def tau_with_jacobians(self, G, xi):\n"
+        "        t, Jq, Jxi = super().tau_with_jacobians(G, xi)\n"
+        "        return t, Jq, 1.01 * Jxi\n\n"
+        "from manifold_dirac.manifolds import register_retraction\n"
+        "register_retraction(Broken)(_Off)\n"
+    )
+    law = ["--law", "fused_equals_composition", "--seeds", "1"]
+    assert main([f"{good}:make", *law]) == 0
+    assert "law checks passed" in capsys.readouterr().out
+    assert main([f"{good}:Broken", "--retraction", "exp-off", *law]) == 1
+    assert "fused_equals_composition" in capsys.readouterr().err
+    assert main([f"{good}:nothing"]) == 2
+    assert main(["no_such_module_xyz:Thing"]) == 2
+
+
+def test_a_retired_symmetry_attribute_is_refused_not_ignored():
+    from manifold_dirac import SE2
+
+    with pytest.raises(TypeError, match="symmetric_retraction.*Retraction class"):
+        type("MySE2", (SE2,), {"symmetric_retraction": False})
+
+
+def test_the_guide_retraction_example_runs():
+    """The worked example of docs/adding-a-manifold.md ('A new retraction') executes as written."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "adding-a-manifold.md").read_text()
+    block = re.search(r"<!-- guide-retraction -->\n```python\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+    assert block, "the guide's retraction example is marked <!-- guide-retraction -->"
+    from manifold_dirac import SE2
+
+    try:
+        exec(compile(block.group(1), "docs/adding-a-manifold.md", "exec"), {"__name__": "guide"})  # noqa: S102
+    finally:
+        SE2.retraction_registry().pop("so2xr2-guide", None)

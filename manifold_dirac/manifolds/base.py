@@ -206,6 +206,27 @@ def register_retraction(*manifolds: type[Manifold]):
 
 
 def resolve_retraction(M: type[Manifold], retraction: Any) -> Retraction:
+    """The retraction object a manifold class accepts for ``retraction`` (a name or an instance).
+
+    What a manifold's ``__init__`` calls (``self.retraction = resolve_retraction(type(self), retraction)``).
+
+    Parameters
+    ----------
+    M : type
+        The manifold class whose registry is searched.
+    retraction : str or Retraction
+        A registered name, or an instance of a class registered for ``M``.
+
+    Returns
+    -------
+    Retraction
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, listing the valid ones and how to add one; for
+        an instance whose class is not registered for ``M``.
+    """
     reg = M.retraction_registry()
     if isinstance(retraction, Retraction):
         if type(retraction) not in reg.values():
@@ -223,6 +244,15 @@ def resolve_retraction(M: type[Manifold], retraction: Any) -> Retraction:
         + M.__name__
         + ") (docs/adding-a-manifold.md)."
     )
+
+
+_RETIRED_ATTRIBUTES = {
+    "symmetric_retraction": "symmetry is declared per retraction, `symmetric = True/False` on its "
+    "Retraction class, and read as `manifold.retraction.symmetric`",
+    "_tau_parts": "a retraction of a group is a GroupRetraction class (tau, tau_inv, right_jacobian, "
+    "right_jacobian_inv, left_jacobian_inv, in_domain) registered with @register_retraction",
+}
+"""Attributes of earlier versions that a manifold subclass may no longer define: name -> what replaces it."""
 
 
 class Chart:
@@ -290,6 +320,12 @@ class Manifold(abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        for old in _RETIRED_ATTRIBUTES:
+            if old in cls.__dict__:
+                raise TypeError(
+                    f"{cls.__name__}.{old}: {_RETIRED_ATTRIBUTES[old]} (a class attribute of that name "
+                    "would be ignored; docs/adding-a-manifold.md, 'A new retraction')"
+                )
         cls._registry = dict(cls._registry)  # inherit the parent's retractions, extend privately
         for method, roles in cls._validated.items():  # the shape checks of the module docstring
             if method in cls.__dict__ and callable(cls.__dict__[method]):

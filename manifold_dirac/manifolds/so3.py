@@ -103,7 +103,10 @@ class SO3(MatrixLieGroup):
 
     Human coordinates (:meth:`to_coordinates`) are the rotation vector;
     quaternions (scipy's scalar-last order ``(x, y, z, w)``) through
-    :meth:`as_quaternion` / :meth:`from_quaternion`.
+    :meth:`as_quaternion` / :meth:`from_quaternion`, Euler angles in scipy's
+    conventions (``"xyz"`` extrinsic, ``"XYZ"`` intrinsic, the twelve
+    sequences) through :meth:`as_euler` / :meth:`from_euler`; each agrees
+    with :class:`scipy.spatial.transform.Rotation` to round-off.
     """
 
     dim = 3
@@ -270,6 +273,90 @@ class SO3(MatrixLieGroup):
         return jnp.where(qk[..., 3:] < 0, -qk, qk)
 
     @staticmethod
+    def from_euler(seq: str, angles: Any, degrees: bool = False) -> jax.Array:
+        """Rotation matrices ``(*batch, 3, 3)`` from Euler angles ``(*batch, 3)``, as scipy's ``Rotation.from_euler``.
+
+        Parameters
+        ----------
+        seq : str
+            Three axes from ``"xyz"``, no two consecutive equal: lower case
+            for rotations about the fixed (extrinsic) axes, upper case for
+            the rotating (intrinsic) ones, never mixed. ``"xyz"`` with
+            angles ``(a, b, c)`` is ``R_z(c) R_y(b) R_x(a)``; ``"XYZ"`` is
+            ``R_x(a) R_y(b) R_z(c)``; ``"ZYX"`` is yaw-pitch-roll.
+        angles : array-like, shape=[..., 3]
+            The three angles, in the order of ``seq``.
+        degrees : bool
+            Angles in degrees instead of radians.
+
+        Raises
+        ------
+        ValueError
+            For a sequence scipy refuses, or angles not of shape ``(..., 3)``.
+        """
+        axes, extrinsic = _parse_euler(seq, "SO3.from_euler")
+        a = jnp.asarray(angles, dtype=float)
+        if a.shape[-1:] != (3,):
+            raise ValueError(f"SO3.from_euler: angles must have shape (..., 3) in the order of {seq!r}, got {a.shape}")
+        if degrees:
+            a = jnp.deg2rad(a)
+        mats = [_axis_rotation(i, a[..., n]) for n, i in enumerate(axes)]
+        if extrinsic:  # fixed axes: the later rotations act from the left
+            return mm(mats[2], mm(mats[1], mats[0]))
+        return mm(mats[0], mm(mats[1], mats[2]))
+
+    @staticmethod
+    def as_euler(g: Any, seq: str, degrees: bool = False) -> jax.Array:
+        """Euler angles ``(*batch, 3)`` of rotation matrices, as scipy's ``Rotation.as_euler``.
+
+        The algorithm of scipy (Bernardes & Viollet, PLoS ONE 17, 2022: from
+        the quaternion, with scipy's choice at gimbal lock: the middle angle
+        within ``1e-7`` of ``0`` or ``pi`` sets the third angle (extrinsic)
+        or the first (intrinsic) to 0). Angles in ``[-pi, pi]``, the middle
+        one in ``[0, pi]`` for proper Euler sequences (``"zxz"``) and in
+        ``[-pi/2, pi/2]`` for Tait-Bryan ones (``"xyz"``). Written in
+        ``jax.numpy`` (jit- and vmap-able; no warning at gimbal lock).
+
+        Parameters
+        ----------
+        g : array-like, shape=[..., 3, 3]
+        seq : str
+            As in :meth:`from_euler`.
+        degrees : bool
+            Return degrees instead of radians.
+        """
+        axes, extrinsic = _parse_euler(seq, "SO3.as_euler")
+        q = SO3.as_quaternion(g)
+        if not extrinsic:
+            axes = axes[::-1]
+        i, j, k = axes
+        symmetric = i == k
+        if symmetric:
+            k = 3 - i - j
+        sign = (i - j) * (j - k) * (k - i) // 2
+        if symmetric:
+            a, b, c, d = q[..., 3], q[..., i], q[..., j], q[..., k] * sign
+        else:
+            a, b = q[..., 3] - q[..., j], q[..., i] + q[..., k] * sign
+            c, d = q[..., j] + q[..., 3], q[..., k] * sign - q[..., i]
+        mid = 2.0 * jnp.arctan2(jnp.hypot(c, d), jnp.hypot(a, b))
+        half_sum, half_diff = jnp.arctan2(b, a), jnp.arctan2(d, c)
+        lock0 = jnp.abs(mid) <= 1e-7
+        lockpi = jnp.abs(mid - np.pi) <= 1e-7
+        locked = jnp.where(lock0, 2.0 * half_sum, 2.0 * half_diff * (-1.0 if extrinsic else 1.0))
+        first = jnp.where(lock0 | lockpi, 0.0 if not extrinsic else locked, half_sum - half_diff)
+        third = jnp.where(lock0 | lockpi, locked if not extrinsic else 0.0, half_sum + half_diff)
+        if not symmetric:
+            third = third * sign
+            mid = mid - 0.5 * np.pi
+        angles = [first, mid, third]
+        if not extrinsic:
+            angles = angles[::-1]
+        out = jnp.stack(angles, -1)
+        out = jnp.where(out < -np.pi, out + 2 * np.pi, jnp.where(out > np.pi, out - 2 * np.pi, out))
+        return jnp.rad2deg(out) if degrees else out
+
+    @staticmethod
     def from_quaternion(quat):
         """Rotation matrices from quaternions ``(x, y, z, w)`` (normalized first)."""
         qv = np.asarray(quat, dtype=float)
@@ -289,6 +376,26 @@ class SO3(MatrixLieGroup):
                 -2,
             )
         )
+
+
+def _parse_euler(seq: Any, who: str) -> tuple[list[int], bool]:
+    """Axes (0, 1, 2) and whether extrinsic, of an Euler sequence in scipy's conventions."""
+    ok = isinstance(seq, str) and len(seq) == 3 and (seq.islower() or seq.isupper())
+    ok = ok and set(seq.lower()) <= set("xyz")
+    axes = ["xyz".index(ch) for ch in seq.lower()] if ok else []
+    if not ok or axes[0] == axes[1] or axes[1] == axes[2]:
+        raise ValueError(
+            f"{who}: {seq!r} is not an Euler sequence: three axes from 'xyz', no two consecutive equal, "
+            "all lower case (extrinsic: 'xyz', 'zxz', ...) or all upper case (intrinsic: 'XYZ', 'ZYX', ...)"
+        )
+    return axes, seq.islower()
+
+
+def _axis_rotation(i: int, a: jax.Array) -> jax.Array:
+    """The rotation by ``a`` ``(*batch,)`` about coordinate axis ``i``, ``(*batch, 3, 3)``."""
+    E = skew(jnp.asarray(_EYE[i]))
+    c, s = jnp.cos(a)[..., None, None], jnp.sin(a)[..., None, None]
+    return _EYE + s * E + (1.0 - c) * mm(E, E)
 
 
 @register_retraction(SO3)

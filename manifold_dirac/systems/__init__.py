@@ -4,7 +4,7 @@ Every Lagrangian, constraint and force is written for one point with
 ``jax.numpy``; exact and reference solutions are numpy/scipy.
 
 * :mod:`.pendulums` -- oscillators, pendulum, double pendulum (Euclidean);
-* :mod:`.rigid_bodies` -- free rigid body, heavy top (SO(3));
+* :mod:`.rigid_bodies` -- free rigid body, heavy top (SO(3)); tumbling brick (SE(3));
 * :mod:`.vehicles` -- knife edge, inclined knife edge, Chaplygin sled,
   differential drive (SE(2));
 * :mod:`.circuits` -- the LC loop (degenerate, Kirchhoff constraint);
@@ -27,7 +27,16 @@ from .pendulums import (
     spherical_pendulum,
     spherical_pendulum_vertical_momentum,
 )
-from .rigid_bodies import free_rigid_body, heavy_top, heavy_top_reference, spatial_angular_momentum
+from .rigid_bodies import (
+    free_rigid_body,
+    heavy_top,
+    heavy_top_reference,
+    se3_spatial_momentum,
+    spatial_angular_momentum,
+    tumbling_brick,
+    tumbling_brick_on_product,
+    tumbling_brick_reference,
+)
 from .vehicles import (
     KNIFE_EDGE_CONSTRAINT,
     chaplygin_sled,
@@ -65,6 +74,7 @@ __all__ = [
     "spherical_pendulum",
     "spherical_pendulum_vertical_momentum",
 ]
+__all__ += ["se3_spatial_momentum", "tumbling_brick", "tumbling_brick_on_product", "tumbling_brick_reference"]
 
 from .interconnected import (
     lc_from_elements,

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..manifolds import SE2, SO3
+from ..manifolds import SE2, SE3, SO3
 from ..mechanics.system import LagrangeDiracSystem
 from . import circuits, pendulums, rigid_bodies, vehicles
 
@@ -97,6 +97,12 @@ def _interconnected():
 _HEAVY_TOP_INITIAL = (np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0]))), np.array([0.5, -0.2, 2.0]))
 
 
+# thrown up at 3 m/s, spinning at 8 rad/s close to the intermediate axis (it flips: Dzhanibekov)
+_BRICK_INITIAL = (
+    np.asarray(SE3().from_coordinates([0.0, 0.0, 1.0, 0.3, -0.2, 0.1])), np.array([0.2, 8.0, 0.3, 1.0, 0.5, 3.0])
+)
+
+
 def _so3_compare(sysm, q):
     return np.asarray(q)  # compare rotation matrices entrywise
 
@@ -136,6 +142,13 @@ _add(Example(
     "heavy_top", "heavy top on SO(3) (reference: tight solve_ivp)", lambda r: rigid_bodies.heavy_top(retraction=r),
     lambda s: _HEAVY_TOP_INITIAL, h=0.01, T=2.0, retractions=("exp", "cayley"),
     reference=lambda t, s: rigid_bodies.heavy_top_reference(t, *_HEAVY_TOP_INITIAL), coordinates=_so3_compare, plot="so3",
+))
+_add(Example(
+    "tumbling_brick", "brick tumbling in gravity on SE(3) (reference: tight solve_ivp of Newton-Euler)",
+    lambda r: rigid_bodies.tumbling_brick(retraction=r),
+    lambda s: _BRICK_INITIAL, h=0.01, T=2.0, retractions=("so3xr3", "exp", "cayley"),
+    reference=lambda t, s: rigid_bodies.tumbling_brick_reference(t, *_BRICK_INITIAL), coordinates=_so3_compare,
+    invariant=lambda s, tr: rigid_bodies.se3_spatial_momentum(tr.q, tr.p)[..., [2, 3, 4]],
 ))
 _add(Example(
     "knife_edge", "knife edge / Chaplygin skate on SE(2) (circles)", lambda r: vehicles.knife_edge(retraction=r),
