@@ -382,10 +382,13 @@ def tumbling_brick_reference(t, q0, v0, mass: float = 1.0, sides=BRICK_SIDES, gr
         R, w = y[:9].reshape(3, 3), y[9:]
         return np.concatenate([(R @ hat(w)).ravel(), np.cross(moments * w, w) / moments])
 
-    sol = solve_ivp(f, (0.0, float(np.max(ts))), np.concatenate([R0.ravel(), v0[:3]]), t_eval=np.sort(ts),
-                    rtol=1e-13, atol=1e-13, method="DOP853")
-    order = np.argsort(np.argsort(ts))
-    Rs = sol.y[:9].T.reshape(-1, 3, 3)[order]
+    if float(np.max(ts)) == 0.0:  # solve_ivp has no interval to integrate over
+        Rs = np.broadcast_to(R0, (len(ts), 3, 3))
+    else:
+        sol = solve_ivp(f, (0.0, float(np.max(ts))), np.concatenate([R0.ravel(), v0[:3]]), t_eval=np.sort(ts),
+                        rtol=1e-13, atol=1e-13, method="DOP853")
+        order = np.argsort(np.argsort(ts))
+        Rs = sol.y[:9].T.reshape(-1, 3, 3)[order]
     xs = x0 + ts[:, None] * (R0 @ v0[3:]) - 0.5 * gravity * ts[:, None] ** 2 * np.array([0.0, 0.0, 1.0])
     out = np.zeros((len(ts), 4, 4))
     out[:, :3, :3], out[:, :3, 3], out[:, 3, 3] = Rs, xs, 1.0
