@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> None:
             if not page.exists():
                 sys.exit(f"no page {name!r} in the built site ({page})")
             png = out / f"{name}.png"
+            png.parent.mkdir(parents=True, exist_ok=True)   # tutorials/vehicle -> <out>/tutorials/
             shoot(browser, page, png, args.width, args.height)
             print(png)
 
