@@ -144,6 +144,9 @@ def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_
     ``<p_k, v_k> - L(q_k, v_k) = H(q_k, p_k)``) is too. Where the Legendre
     map is not invertible (``d2L/dv2`` singular on ``ker C``: a degenerate
     Lagrangian) or the solve misses, the central difference is kept.
+    ``slip`` is measured at the central difference in either case (the
+    motion's own slip; the Legendre velocity lies in ``ker C`` by
+    construction).
     """
     Q = sm.system.Q
     fwd_ok = rec.status == Status.OK
@@ -157,14 +160,15 @@ def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_
     status = jnp.where(closing, state.status, rec.status)
     failed = status != Status.OK
     p = rec.p_start
-    if _legendre_reported(sm):
-        v = _reported_legendre_velocity(sm.system, state.q, p, v, params)
     if sm.system.n_holonomic:  # the RATTLE projection of the reported velocity and momentum onto dg(q_k) v = 0
         v, p = sm.system.holonomic_projection(state.q, v, p, params)
         p = jnp.where(failed, rec.p_start, p)
     v = jnp.where(failed, jnp.nan, v)
-    energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, p, params))
+    # the slip is the motion's own (at the central difference): the Legendre velocity is in ker C by construction
     slip, g_violation = sm.system.constraint_violation(state.q, v, params)
+    if _legendre_reported(sm):
+        v = jnp.where(failed, jnp.nan, _reported_legendre_velocity(sm.system, state.q, p, v, params))
+    energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, p, params))
     return Point(state.q, p, v, energy, status, slip, g_violation)
 
 
@@ -797,8 +801,8 @@ class Integrator:
         """Why the energy ``<p, v> - L(q, v)`` at the stored point ``q_k`` is not finite."""
         sysm = self.system
         L = np.asarray(sysm.lagrangian(mem.q, jnp.asarray(v), sysm.params))
-        what = (f"the Lagrangian L(q, v) returned {_nonfinite_word(L)} at q_{k} with the recorded (central "
-                f"difference) velocity v_{k}" if not np.all(np.isfinite(L)) else "<p, v> overflowed")
+        what = (f"the Lagrangian L(q, v) returned {_nonfinite_word(L)} at q_{k} with the recorded "
+                f"velocity v_{k}" if not np.all(np.isfinite(L)) else "<p, v> overflowed")
         return (f"in the energy E = <p, v> - L(q, v) at the stored point q_{k} (t = {t:g}): {what}, although the "
                 f"step equations, which evaluate L at the quadrature nodes, were finite (|v_{k}| = "
                 f"{np.max(np.abs(v), initial=0.0):.4g} in the max-norm)")
