@@ -801,7 +801,8 @@ class Integrator:
         """Why the energy ``<p, v> - L(q, v)`` at the stored point ``q_k`` is not finite."""
         sysm = self.system
         L = np.asarray(sysm.lagrangian(mem.q, jnp.asarray(v), sysm.params))
-        what = (f"the Lagrangian L(q, v) returned {_nonfinite_word(L)} at q_{k} with the recorded "
+        kind = "Legendre inverse of p_k" if _legendre_reported(self.stepmap) else "central difference"
+        what = (f"the Lagrangian L(q, v) returned {_nonfinite_word(L)} at q_{k} with the recorded ({kind}) "
                 f"velocity v_{k}" if not np.all(np.isfinite(L)) else "<p, v> overflowed")
         return (f"in the energy E = <p, v> - L(q, v) at the stored point q_{k} (t = {t:g}): {what}, although the "
                 f"step equations, which evaluate L at the quadrature nodes, were finite (|v_{k}| = "
