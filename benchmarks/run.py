@@ -212,7 +212,7 @@ def section_step(quick: bool) -> dict:
             lib = partial(integrate, sysm, c.q0, v0=c.v0, h=c.h, n_steps=n, stride=stride)
             first_wall, first_cpu, trn = clock(lib) if stride != 1 else (None, None, None)
             if trn is None:  # stride 1 compiled by the agreement run above
-                first_wall, first_cpu = w_first1, None
+                first_wall = w_first1
                 trn = lib()
             fns = {"library": lib, "library_n10": partial(integrate, sysm, c.q0, v0=c.v0, h=c.h, n_steps=10,
                                                           stride=stride)}

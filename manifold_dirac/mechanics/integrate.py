@@ -131,7 +131,23 @@ def _compiled(sm: StepMap, kind: Any, build: Callable[[], Callable]) -> Callable
 
 def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_prev: Any, v_init: Any,
                   use_v_init: Any, closing: Any, h: Any, params: Any) -> Point:
-    """The stored point at ``q_k``: momentum, central-difference velocity, energy, status."""
+    """The stored point at ``q_k``: momentum, velocity, energy, status.
+
+    The velocity is the central difference
+    ``(R_{q_k}^{-1}(q_{k+1}) - R_{q_k}^{-1}(q_{k-1}))/(2h)`` (second order),
+    or, for a rule of order above 2 (:func:`_legendre_reported`), the
+    Legendre inverse of the reported momentum ``p_k``:
+    ``dL/dv(q_k, v_k) = p_k + C(q_k)^T lam``, ``C(q_k) v_k = 0`` with
+    ``C = [A; dg]``, solved by :data:`_REPORTED_NEWTON` Newton iterations
+    from the central difference. The momentum of a variational integrator
+    is accurate to the rule's order, so this velocity (and the energy
+    ``<p_k, v_k> - L(q_k, v_k) = H(q_k, p_k)``) is too. Where the Legendre
+    map is not invertible (``d2L/dv2`` singular on ``ker C``: a degenerate
+    Lagrangian) or the solve misses, the central difference is kept.
+    ``slip`` is measured at the central difference in either case (the
+    motion's own slip; the Legendre velocity lies in ``ker C`` by
+    construction).
+    """
     Q = sm.system.Q
     fwd_ok = rec.status == Status.OK
     back = -Q.inverse_retract(state.q, q_prev)
@@ -148,9 +164,42 @@ def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_
         v, p = sm.system.holonomic_projection(state.q, v, p, params)
         p = jnp.where(failed, rec.p_start, p)
     v = jnp.where(failed, jnp.nan, v)
-    energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, p, params))
+    # the slip is the motion's own (at the central difference): the Legendre velocity is in ker C by construction
     slip, g_violation = sm.system.constraint_violation(state.q, v, params)
+    if _legendre_reported(sm):
+        v = jnp.where(failed, jnp.nan, _reported_legendre_velocity(sm.system, state.q, p, v, params))
+    energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, p, params))
     return Point(state.q, p, v, energy, status, slip, g_violation)
+
+
+def _legendre_reported(sm: StepMap) -> bool:
+    """Whether the reported velocity is the Legendre inverse of ``p_k`` (rules of order above 2).
+
+    The second-order rules keep the central difference: it is as accurate
+    as their momenta (both second order), costs nothing, and is what their
+    recorded results were computed with.
+    """
+    return int(getattr(sm.rule, "order", 2) or 2) > 2
+
+
+def _reported_legendre_velocity(sysm: LagrangeDiracSystem, q: Any, p: jax.Array, v_central: jax.Array,
+                                params: Any) -> jax.Array:
+    """``v`` with ``dL/dv(q, v) = p + C(q)^T lam``, ``C(q) v = 0``; ``v_central`` where that fails (traceable).
+
+    Newton on the bordered system from ``(v_central, 0)`` (the central
+    difference is within ``O(h^2)``, so a few iterations reach round-off;
+    one suffices for ``L`` quadratic in ``v``) by :func:`_legendre_solve`,
+    which also reports the residual and the regularity of ``d2L/dv2`` on
+    ``ker C(q)``.
+    """
+    n, c = sysm.dim, sysm.n_constraints
+    C = sysm.constraint_matrix(q, params) if c else None
+    N = jnp.linalg.svd(C)[2][c:].T if c else jnp.eye(n)
+    start = jnp.where(jnp.all(jnp.isfinite(v_central)), v_central, jnp.zeros_like(v_central))
+    sol = _legendre_solve(sysm, q, p, C, N, params, v_start=start, iterations=_REPORTED_NEWTON)
+    ok = (sol["residual"] <= 1e-9 * jnp.maximum(sol["scale"], 1e-300)) & (sol["degeneracy"] > _DEGENERATE)
+    ok = ok & jnp.all(jnp.isfinite(sol["v"]))
+    return jnp.where(ok, sol["v"], v_central)
 
 
 def _energy_failure(st: State, k: Any, v: jax.Array, error: jax.Array) -> State:
@@ -752,8 +801,9 @@ class Integrator:
         """Why the energy ``<p, v> - L(q, v)`` at the stored point ``q_k`` is not finite."""
         sysm = self.system
         L = np.asarray(sysm.lagrangian(mem.q, jnp.asarray(v), sysm.params))
-        what = (f"the Lagrangian L(q, v) returned {_nonfinite_word(L)} at q_{k} with the recorded (central "
-                f"difference) velocity v_{k}" if not np.all(np.isfinite(L)) else "<p, v> overflowed")
+        kind = "Legendre inverse of p_k" if _legendre_reported(self.stepmap) else "central difference"
+        what = (f"the Lagrangian L(q, v) returned {_nonfinite_word(L)} at q_{k} with the recorded ({kind}) "
+                f"velocity v_{k}" if not np.all(np.isfinite(L)) else "<p, v> overflowed")
         return (f"in the energy E = <p, v> - L(q, v) at the stored point q_{k} (t = {t:g}): {what}, although the "
                 f"step equations, which evaluate L at the quadrature nodes, were finite (|v_{k}| = "
                 f"{np.max(np.abs(v), initial=0.0):.4g} in the max-norm)")
@@ -1067,6 +1117,8 @@ def legendre_inverse(system: LagrangeDiracSystem, state: RunState, max_iter: int
 
 _LEGENDRE_ITERATIONS = 12
 """Gauss--Newton iterations of the Legendre inverse at the start of a run from ``p0``."""
+_REPORTED_NEWTON = 3
+"""Newton iterations of the reported Legendre velocity (from the central difference, ``O(h^2)`` away)."""
 _N_PROBES = 3
 """Velocities (besides ``v0``) at which the start probes whether ``L`` depends on the velocity at all."""
 _DEGENERATE = 1e-8
@@ -1076,7 +1128,7 @@ _PRIMARY_RTOL = 1e-8
 
 
 def _legendre_solve(sysm: LagrangeDiracSystem, q: Any, p: jax.Array, A: jax.Array | None, N: jax.Array,
-                    params: Any) -> dict:
+                    params: Any, v_start: jax.Array | None = None, iterations: int = _LEGENDRE_ITERATIONS) -> dict:
     """The least-squares Legendre inverse of ``p`` at one point (traceable).
 
     Gauss--Newton with the pseudo-inverse of the exact bordered Jacobian on
@@ -1105,7 +1157,8 @@ def _legendre_solve(sysm: LagrangeDiracSystem, q: Any, p: jax.Array, A: jax.Arra
     def body(_, z):
         return z - jnp.linalg.pinv(jax.jacfwd(r)(z)) @ r(z)
 
-    z = jax.lax.fori_loop(0, _LEGENDRE_ITERATIONS, body, jnp.zeros(n + m))
+    z0 = jnp.zeros(n + m) if v_start is None else jnp.concatenate([v_start, jnp.zeros(m)])
+    z = jax.lax.fori_loop(0, iterations, body, z0)
     v, lam = z[:n], z[n:]
     res = r(z)
     pv = sysm.momentum(q, v, params)

@@ -37,18 +37,27 @@ class Trajectory:
         Momenta ``p_k`` in frame coordinates (for the ``minus`` scheme the
         momentum of (53d), ``p~_k + A(q_k)^T mu_k``).
     v : ndarray, shape=[K+1, *B, n]
-        Velocities: the central difference ``(R_{q_k}^{-1}(q_{k+1}) - R_{q_k}^{-1}(q_{k-1}))/(2h)``
-        in the chart at ``q_k`` (second order). At the last point ``q_{k+1}``
+        Velocities in the chart at ``q_k``. For the second-order rules the
+        central difference ``(R_{q_k}^{-1}(q_{k+1}) - R_{q_k}^{-1}(q_{k-1}))/(2h)``
+        (second order, like their momenta). At the last point ``q_{k+1}``
         comes from a closing solve (one step more, not recorded); at the first
         ``v0`` is used when given (or the Legendre inverse of ``p0``), else the
-        forward difference. NaN for a batch member from the step at which it
+        forward difference. For a rule of order above 2 (``gauss4``,
+        ``gauss6``) the Legendre inverse of the stored momentum,
+        ``dL/dv(q_k, v_k) = p_k + C(q_k)^T lam``, ``C(q_k) v_k = 0``
+        (``C = [A; dg]``), accurate to the rule's order; where ``d2L/dv2``
+        is singular on ``ker C`` (a degenerate Lagrangian) the central
+        difference. NaN for a batch member from the step at which it
         failed on (its ``status`` says why; its ``q`` and ``p`` stay frozen).
     energy : ndarray, shape=[K+1, *B]
-        ``<p, v> - L(q, v)`` (NaN where ``v`` is).
+        ``<p, v> - L(q, v)`` (NaN where ``v`` is); with the Legendre velocity
+        of the higher-order rules this is ``H(q_k, p_k)``.
     slip : ndarray, shape=[K+1, *B]
         ``|C(q_k) v_k|_inf``, the *continuous* velocity constraint at the
         reported point (``C = [A; dg]``, the one-forms and the differentials
-        of the holonomic constraints): the physical slip of the discrete
+        of the holonomic constraints), with ``v_k`` the central difference
+        (also for the rules of order above 2, whose reported Legendre
+        velocity is in ``ker C`` by construction): the physical slip of the discrete
         motion, at most ``O(h^2)`` for the symmetric scheme (``O(h)`` for
         plus and minus) on a nonholonomic system. Not to be confused with
         ``constraint_residual``, the scheme's *discrete* constraint, which
