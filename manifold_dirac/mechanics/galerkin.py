@@ -64,6 +64,14 @@ def gauss_legendre(s: int) -> tuple[tuple[float, float], ...]:
     return tuple((float(0.5 * (xi + 1.0)), float(0.5 * wi)) for xi, wi in zip(x, w))
 
 
+def lobatto_interior(s: int) -> np.ndarray:
+    """The ``s - 1`` interior Gauss--Lobatto points on ``[0, 1]`` (roots of ``P_s'``; empty for ``s = 1``)."""
+    if s < 2:
+        return np.zeros(0)
+    roots = np.polynomial.legendre.Legendre.basis(int(s)).deriv().roots()
+    return np.sort(0.5 * (np.real(roots) + 1.0))
+
+
 def _lagrange_tables(points: np.ndarray, taus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(L, D)`` with ``L[i, j] = l_j(tau_i)``, ``D[i, j] = l_j'(tau_i)`` for the Lagrange basis on ``points``."""
     k = len(points)
@@ -203,6 +211,7 @@ class GalerkinRule(DiscreteLagrangian):
         object.__setattr__(self, "_L", L)
         object.__setattr__(self, "_D", D)
         object.__setattr__(self, "_frac", points[1:s])
+        object.__setattr__(self, "_Lc", _lagrange_tables(points, lobatto_interior(s))[0])
 
     # identity: the compiled-step cache is keyed by the rule
     def _key(self) -> tuple:
@@ -239,17 +248,29 @@ class GalerkinRule(DiscreteLagrangian):
         self._require(Q)
         return self.symmetric and _is_vector_space(Q)
 
-    def n_stages(self, n: int) -> int:
+    constrains_stages = True
+    """The step passes ``r`` (holonomic constraints) to :meth:`n_stages`: multipliers at the nodes."""
+
+    def n_stages(self, n: int, r: int = 0) -> int:
+        """``(s - 1) n`` internal control points, plus ``s r`` node multipliers with ``r`` holonomic constraints."""
+        return (self.degree - 1) * (n + r)
+
+    def n_curve_stages(self, n: int) -> int:
+        """The control-point part of the stages (the rest are the node multipliers ``Lambda_i``)."""
         return (self.degree - 1) * n
 
     def warm_stages(self, xi: jax.Array, stored: jax.Array) -> jax.Array:
-        """``X_j = (j/s) xi + delta_j``: the straight line plus the last step's deviation from it."""
+        """``X_j = (j/s) xi + delta_j``: the straight line plus the last step's deviation (and its multipliers)."""
         n = xi.shape[-1]
-        return (jnp.asarray(self._frac)[:, None] * xi[None, :]).reshape(-1) + stored.reshape(-1)[: self.n_stages(n)]
+        m = self.n_curve_stages(n)
+        line = (jnp.asarray(self._frac)[:, None] * xi[None, :]).reshape(-1)
+        return jnp.concatenate([line + stored[:m], stored[m:]])
 
     def stored_stages(self, xi: jax.Array, stages: jax.Array) -> jax.Array:
-        """``delta_j = X_j - (j/s) xi`` (O(h^2), slowly varying: the next step's warm start)."""
-        return stages - (jnp.asarray(self._frac)[:, None] * xi[None, :]).reshape(-1)
+        """``delta_j = X_j - (j/s) xi`` (O(h^2), slowly varying: the next step's warm start); multipliers kept."""
+        m = self.n_curve_stages(xi.shape[-1])
+        line = (jnp.asarray(self._frac)[:, None] * xi[None, :]).reshape(-1)
+        return jnp.concatenate([stages[:m] - line, stages[m:]])
 
     # ---------------------------------------------------------- evaluation
     def _controls(self, xi: jax.Array, stages: jax.Array) -> jax.Array:
@@ -311,6 +332,10 @@ class GalerkinRule(DiscreteLagrangian):
                 "solves them); it cannot serve as a per-subsystem rule of an interconnection"
             )
         q1, J0, J1 = Q.retract_with_inverse_jacobians(q0, xi)
+        r = system.n_holonomic
+        mc = self.n_curve_stages(n)
+        lam = jnp.reshape(stages[mc:], (s - 1, r))  # Lambda_j at the interior Lobatto points (empty without g)
+        stages = stages[:mc]
         X = self._controls(xi, stages)
         Lm, Dm = jnp.asarray(self._L), jnp.asarray(self._D)
         taus = jnp.asarray([a for a, _ in self.quadrature])  # type: ignore[union-attr]
@@ -349,7 +374,26 @@ class GalerkinRule(DiscreteLagrangian):
         else:
             fm = fp = jnp.zeros(n)
         nodes = {sn: node_geometry(Q, q0, q1, xi, J0, J1, sn) for sn in dict.fromkeys(extra_nodes)}
+        if r:
+            # the constraint at the interior Gauss--Lobatto points sigma_j: - sum_j <Lambda_j, g(c(sigma_j))>
+            # added to the action ((G4)-(G6) of the Notes), g scaled row by row by |dg|
+            def point(x, lm):
+                c, Jq, Jx = Q.retract_with_jacobians(q0, x)
+                G = system.holonomic_differential(c, params)
+                norm = jnp.sqrt(jnp.sum(G * G, axis=1))
+                norm = jnp.where(norm > 0, norm, 1.0)
+                react = -G.T @ (lm / norm)
+                return Jx.T @ react, Jq.T @ react, system.holonomic(c, params) / norm
+
+            Lc = jnp.asarray(self._Lc)
+            ax, aq, gres = jax.vmap(point)(Lc @ X, lam)
+            Eg = Lc.T @ ax
+            E = E + Eg
+            D1 = D1 + jnp.sum(aq, axis=0) + J0.T @ Eg[s]
+            D2 = D2 + J1.T @ Eg[s]
         stage_residual = E[1:s].reshape(-1)
+        if r:
+            stage_residual = jnp.concatenate([stage_residual, gres.reshape(-1)])
         return RuleValue(q1, J0, J1, D1, D2, fm, fp, scale, finite, nodes, stage_residual)
 
 
