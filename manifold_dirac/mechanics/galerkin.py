@@ -27,7 +27,10 @@ variational integrator of order ``2s``, for any retraction (the chart
 only parametrizes the curves; no symmetry of the retraction is needed).
 
 The internal stages are extra unknowns of the step's Newton solve, next to
-``xi`` and the multipliers: ``z = (xi, X_1..X_{s-1}, mu)``. Their
+``xi`` and the multipliers: ``z = (xi, X_1..X_{s-1}, mu)``; with
+holonomic constraints also the multipliers ``Lambda_j`` of ``g`` at the
+interior Gauss--Lobatto points of the curve, ``z = (xi, X_1..X_{s-1},
+Lambda_1..Lambda_{s-1}, mu)`` (:class:`GalerkinRule` Notes, (G1)-(G5)). Their
 equations (stationarity of the action, with the forces of the
 Lagrange--d'Alembert principle added by the same quadrature) are
 ``RuleValue.stage_residual``; at their solution ``D1 L_d`` and ``D2 L_d``

@@ -118,7 +118,8 @@ class StepMap:
     ``q_{k+1} = R_{q_k}(xi)``::
 
         r1 = p_in + D1 L_d(q_k, q_{k+1}) + f^- - G(q_k) mu     (52d) / (53c)
-        rs = stationarity of the action in the rule's stages   (Galerkin rules; none otherwise)
+        rs = stationarity of the action in the rule's stages   (Galerkin rules; none otherwise;
+             and g at the curve's interior Lobatto points     with holonomic g, GalerkinRule (G2)-(G3))
         r2 = c(xi)                                             (52a) / (53a) / symmetric
              g(q_{k+1}) / |dg(q_k)|                            holonomic (SHAKE/RATTLE)
         p_out = D2 L_d(q_k, q_{k+1}) + f^+                     (52c) / (53d)

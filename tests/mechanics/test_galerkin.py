@@ -393,3 +393,64 @@ def test_holonomic_order_needs_the_lobatto_points():
     errs = np.array([np.linalg.norm(np.asarray(integrate(c["system"], X0, v0=V0, h=h, n_steps=int(round(1 / h)),
                                                          discrete_lagrangian=bad).q[-1]) - qref) for h in hs])
     assert observed_order(hs, errs) < 4.5, errs
+
+
+def _constrained_stages(rule, sysm, q0, xi, h):
+    """(X, Lambda) solving (G2)-(G3) by Newton on the rule's stage equations, from the straight line."""
+    return _constrained_solver(rule, sysm)(q0, xi, h)
+
+
+@functools.lru_cache(maxsize=None)
+def _constrained_solver(rule, sysm):
+    n, r = sysm.dim, sysm.n_holonomic
+
+    @jax.jit
+    def solve(q0, xi, h):
+        def res(z):
+            return rule.evaluate(sysm, q0, xi, h, 0.0, stages=z).stage_residual
+
+        st = rule.warm_stages(xi, jnp.zeros(rule.n_stages(n, r)))
+        return jax.lax.fori_loop(0, 25, lambda _, z: z - jnp.linalg.solve(jax.jacfwd(res)(z), res(z)), st)
+
+    return solve
+
+
+def _augmented_action(rule, sysm, q0, xi, st, h):
+    """(G1) on R^n, computed here: the quadrature action minus sum_j <Lambda_j, g^(c(sigma_j))>."""
+    n, s = sysm.dim, rule.degree
+    X, lam = st[: (s - 1) * n], jnp.reshape(st[(s - 1) * n:], (s - 1, -1))
+    ctrl = jnp.concatenate([jnp.zeros((1, n)), X.reshape(s - 1, n), xi[None]])
+    Lc = _lagrange_tables(np.arange(s + 1) / s, lobatto_interior(s))[0]
+    total = rule.action(sysm, q0, xi, X, h)
+    for j in range(s - 1):
+        y = q0 + jnp.asarray(Lc[j]) @ ctrl
+        G = sysm.holonomic_differential(y)
+        total = total - lam[j] @ (sysm.holonomic(y) / jnp.sqrt(jnp.sum(G * G, axis=1)))
+    return total
+
+
+@pytest.mark.parametrize("rule", ["gauss4", pytest.param("gauss6", marks=slow)])
+def test_constrained_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
+    """(G4): D1/D2 of the holonomic Galerkin rule are finite differences of (G1) with (X, Lambda) re-solved.
+
+    The Cartesian pendulum (R^3, |x| = 1). Sensitivity: off the multipliers' solution D1 misses by far more.
+    """
+    rule = get_rule(rule)
+    sysm = cartesian_spherical_pendulum()
+    q0, h = jnp.asarray(X0), 0.1
+    xi = jnp.asarray(cartesian_reference(h) - X0)
+    st = _constrained_stages(rule, sysm, q0, xi, h)
+    ld = rule.evaluate(sysm, q0, xi, h, 0.0, stages=st)
+    assert np.max(np.abs(ld.stage_residual)) < 1e-13
+
+    def value(a, b):  # L_d^N(a, b) with the stages re-solved
+        return float(_augmented_action(rule, sysm, a, b - a, _constrained_stages(rule, sysm, a, b - a, h), h))
+
+    eps, q1 = 1e-5, q0 + xi
+    fd1 = np.array([(value(q0 + eps * e, q1) - value(q0 - eps * e, q1)) / (2 * eps) for e in np.eye(3)])
+    fd2 = np.array([(value(q0, q1 + eps * e) - value(q0, q1 - eps * e)) / (2 * eps) for e in np.eye(3)])
+    scale = np.max(np.abs(fd2))
+    assert np.max(np.abs(np.asarray(ld.D1) - fd1)) < 1e-8 * scale, (ld.D1, fd1)
+    assert np.max(np.abs(np.asarray(ld.D2) - fd2)) < 1e-8 * scale, (ld.D2, fd2)
+    off = rule.evaluate(sysm, q0, xi, h, 0.0, stages=st.at[-1].add(1e-2))  # a wrong multiplier
+    assert np.max(np.abs(np.asarray(off.D1) - fd1)) > 1e-6 * scale
