@@ -58,7 +58,7 @@ from ..manifolds.base import Manifold
 from .rules import DiscreteLagrangian, RuleOrderWarning, RuleValue, exactness_degree, node_geometry, nodes_are_symmetric
 from .system import LagrangeDiracSystem
 
-__all__ = ["GAUSS4", "GAUSS6", "GalerkinRule", "gauss_legendre", "supports_galerkin"]
+__all__ = ["GAUSS4", "GAUSS6", "GalerkinRule", "gauss_legendre", "lobatto_interior", "supports_galerkin"]
 
 
 def gauss_legendre(s: int) -> tuple[tuple[float, float], ...]:
