@@ -118,7 +118,8 @@ class StepMap:
     ``q_{k+1} = R_{q_k}(xi)``::
 
         r1 = p_in + D1 L_d(q_k, q_{k+1}) + f^- - G(q_k) mu     (52d) / (53c)
-        rs = stationarity of the action in the rule's stages   (Galerkin rules; none otherwise)
+        rs = stationarity of the action in the rule's stages   (Galerkin rules; none otherwise;
+             and g at the curve's interior Lobatto points     with holonomic g, GalerkinRule (G2)-(G3))
         r2 = c(xi)                                             (52a) / (53a) / symmetric
              g(q_{k+1}) / |dg(q_k)|                            holonomic (SHAKE/RATTLE)
         p_out = D2 L_d(q_k, q_{k+1}) + f^+                     (52c) / (53d)
@@ -131,7 +132,11 @@ class StepMap:
                  options: SolverOptions):
         self.system, self.scheme, self.rule, self.options = system, scheme, rule, options
         self.n, self.m = system.dim, system.n_constraints
-        self.ns = rule.n_stages(self.n)
+        if getattr(rule, "constrains_stages", False):  # Galerkin: node multipliers of the holonomic constraints
+            self.ns = rule.n_stages(self.n, system.n_holonomic)
+            self.ns_curve = rule.n_curve_stages(self.n)
+        else:
+            self.ns = self.ns_curve = rule.n_stages(self.n)
         if self.ns:
             rule.order_on(system.Q)  # a manifold the rule cannot serve is refused here, with the reason
 
@@ -171,7 +176,9 @@ class StepMap:
             c = jnp.zeros(0)
         rs = ld.stage_residual if ns else jnp.zeros(0)
         r = jnp.concatenate([r1, rs, c])
-        scale = jnp.concatenate([jnp.full(n + ns, s1), jnp.full(self.m, jnp.max(jnp.abs(xi)))])
+        # momentum-like rows, then the constraint rows (node constraints g(c_i) of a Galerkin rule, c(xi))
+        scale = jnp.concatenate([jnp.full(n + self.ns_curve, s1),
+                                 jnp.full(ns - self.ns_curve + self.m, jnp.max(jnp.abs(xi)))])
         return r, scale, (ld.q1, ld.D2 + ld.f_plus, c)
 
     def roundoff_floor(self, z: jax.Array, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any,
