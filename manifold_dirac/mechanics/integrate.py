@@ -527,7 +527,12 @@ class Integrator:
                 if H.shape[-1]:
                     sv = jnp.linalg.svd(H, compute_uv=False)
                     out["degeneracy"] = sv[-1] / jnp.maximum(sv[0], 1e-300)
-            out["members"] = sm.initial(q, p, h * v if has_v else jnp.zeros_like(p))
+            if has_v:
+                xi0 = h * v
+            else:  # warm start from the Legendre inverse of p0 (on Delta(q0)), not from rest
+                vl = out["legendre"]["v"]
+                xi0 = jnp.where(jnp.all(jnp.isfinite(vl)), h * vl, jnp.zeros_like(p))
+            out["members"] = sm.initial(q, p, xi0)
             return out
 
         def start(q, v, p, h, params):

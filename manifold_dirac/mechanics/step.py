@@ -177,8 +177,11 @@ class StepMap:
         rs = ld.stage_residual if ns else jnp.zeros(0)
         r = jnp.concatenate([r1, rs, c])
         # momentum-like rows, then the constraint rows (node constraints g(c_i) of a Galerkin rule, c(xi))
-        scale = jnp.concatenate([jnp.full(n + self.ns_curve, s1),
-                                 jnp.full(ns - self.ns_curve + self.m, jnp.max(jnp.abs(xi)))])
+        # a constraint row is a displacement in the chart: its scale is the step's size, and at least the
+        # resolution of the points (a step from rest with g(q_k) at round-off is not a zero-scale equation)
+        size = jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves(q0)]))
+        sc = jnp.maximum(jnp.max(jnp.abs(xi), initial=0.0), _EPS * jnp.maximum(size, 1.0))
+        scale = jnp.concatenate([jnp.full(n + self.ns_curve, s1), jnp.full(ns - self.ns_curve + self.m, sc)])
         return r, scale, (ld.q1, ld.D2 + ld.f_plus, c)
 
     def roundoff_floor(self, z: jax.Array, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any,

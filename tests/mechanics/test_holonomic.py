@@ -147,6 +147,22 @@ def test_start_from_a_momentum_with_a_normal_component(cart, start_s2):
     assert np.max(np.abs(np.asarray(c.q) - np.asarray(a.q))) > 1e-3
 
 
+def test_start_from_rest_or_momentum_with_the_constraint_at_round_off(cart):
+    """A start on the sphere only to round-off (g(q0) = -5.6e-17), from rest or from a momentum: the
+    constraint rows of the first step have a zero-size warm start, and used to get a zero scale (a
+    NonFiniteError at step 0). Both starts now hold |x| = 1 and agree: from p0 = m v0 the run is the run
+    from v0 (the warm start is the Legendre inverse of p0)."""
+    q0 = np.array([0.3, 0.2, -np.sqrt(1 - 0.13)])
+    assert cart.holonomic(q0)[0] != 0.0  # the case: off the constraint by round-off
+    rest = integrate(cart, q0, v0=np.zeros(3), h=0.01, n_steps=20)
+    assert np.max(rest.holonomic_violation) < 1e-15
+    v0 = np.array([0.0, 0.3, 0.2 * 0.3 / np.sqrt(1 - 0.13)])  # tangent: x . v = 0
+    a = integrate(cart, q0, v0=v0, h=0.01, n_steps=20)
+    b = integrate(cart, q0, p0=cart.momentum(q0, v0), h=0.01, n_steps=20)
+    np.testing.assert_allclose(np.asarray(b.q), np.asarray(a.q), atol=1e-13)
+    assert np.max(np.abs(np.asarray(rest.q) - np.asarray(a.q))) > 1e-3  # the two starts differ: both seen
+
+
 def test_trapezoid_plus_scheme_is_rattle(cart, start_s2):
     """With the trapezoid L_d (Stormer--Verlet) the constrained step is RATTLE: the same positions and,
     after the reported-momentum projection, the same momenta as the textbook method, to round-off."""
