@@ -163,6 +163,23 @@ def test_start_from_rest_or_momentum_with_the_constraint_at_round_off(cart):
     assert np.max(np.abs(np.asarray(rest.q) - np.asarray(a.q))) > 1e-3  # the two starts differ: both seen
 
 
+def test_a_batch_is_its_members_run_alone(cart, start_s2):
+    """A batch of three starts (one vmap'd program) gives each member's single run, and the constraint
+    at round-off in every member; a member with another start differs (the comparison can fail)."""
+    q0, _, v0 = start_s2
+    c, s_ = np.cos(0.4), np.sin(0.4)
+    Rz = np.array([[c, -s_, 0.0], [s_, c, 0.0], [0.0, 0.0, 1.0]])  # rotations about the vertical: still on |x| = 1
+    qs = np.stack([q0, Rz @ q0, Rz.T @ q0])
+    vs = np.stack([v0, Rz @ v0, 0.5 * (Rz.T @ v0)])
+    batch = integrate(cart, qs, v0=vs, h=0.01, n_steps=30)
+    assert batch.ok and np.max(batch.holonomic_violation) < ROUNDOFF
+    for b in range(3):
+        alone = integrate(cart, qs[b], v0=vs[b], h=0.01, n_steps=30)
+        np.testing.assert_allclose(np.asarray(batch.q)[:, b], np.asarray(alone.q), atol=1e-13)
+        np.testing.assert_allclose(batch.v[:, b], alone.v, atol=1e-12)
+    assert np.max(np.abs(np.asarray(batch.q)[:, 1] - np.asarray(batch.q)[:, 2])) > 1e-2
+
+
 def test_trapezoid_plus_scheme_is_rattle(cart, start_s2):
     """With the trapezoid L_d (Stormer--Verlet) the constrained step is RATTLE: the same positions and,
     after the reported-momentum projection, the same momenta as the textbook method, to round-off."""
