@@ -264,6 +264,7 @@ def test_save_load_round_trip(tmp_path):
     assert back.equals(tr)
 
 
+@pytest.mark.slow  # CI time: rollout's gradient tests check derivatives through the step map against differences
 def test_forward_derivative_through_the_step_map_matches_finite_differences():
     """The door to differentiable simulation: d(p_1)/d(v_0) by forward mode through the compiled step."""
     sm = Integrator(TOP, 0.01).stepmap

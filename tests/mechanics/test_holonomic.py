@@ -88,6 +88,7 @@ def test_cartesian_pendulum_holds_the_constraint_for_every_scheme(cart, start_s2
     np.testing.assert_allclose(np.asarray(tr.q), np.asarray(ref.q), atol=1e-12)
 
 
+@pytest.mark.slow  # CI time: second order with holonomic constraints stays in CI on the four-bar and the disk
 def test_cartesian_pendulum_converges_to_the_sphere_formulation_at_second_order(cart, sphere, start_s2):
     """x(T) of the Cartesian system against l q(T) of the S^2 system (same initial data), both symmetric
     and midpoint: the difference of two second-order methods for the same motion is O(h^2)."""
