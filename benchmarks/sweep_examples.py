@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from manifold_dirac.study import StudyResult, study_cell  # noqa: E402
-from manifold_dirac.sweep import save_dataset, sweep  # noqa: E402
+from manifold_dirac._sweep import save_dataset, sweep  # noqa: E402
 
 STUDY_AXES = {
     "system": ["inclined_knife_edge", "chaplygin_sled"],

@@ -288,7 +288,7 @@ def _cmd_study(args: Any) -> int:
     out = _writable_folder(args.out) if args.out else None
     store = out / "cells" if out is not None else None
     if store is not None and not args.resume and (store / "done").is_dir():
-        from .sweep import clear_store
+        from ._sweep import clear_store
 
         n = clear_store(store)
         if n:
@@ -300,7 +300,7 @@ def _cmd_study(args: Any) -> int:
     table = res.table()
     print(table)
     if out is not None:
-        from .sweep import save_dataset
+        from ._sweep import save_dataset
 
         (out / "table.md").write_text(table)
         res.figure(out / "work_precision.png")

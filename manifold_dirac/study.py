@@ -461,7 +461,7 @@ def retraction_study(
         )
     if long_steps < 1:
         raise ValueError(f"study: long_steps must be positive, got {long_steps}")
-    from .sweep import sweep
+    from ._sweep import sweep
 
     # a catalog example travels to the workers by name; another one (a modified copy) as itself
     from .systems.catalog import EXAMPLES

@@ -143,7 +143,7 @@ def test_study_resume_skips_the_finished_cells(tmp_path, capsys):
     """``--out`` keeps every finished cell in DIR/cells; ``--resume`` skips them (the same table, read
     back from the store: even the wall times are the first run's); without ``--resume`` the study
     starts afresh and says so."""
-    from manifold_dirac.sweep import load_dataset
+    from manifold_dirac._sweep import load_dataset
 
     assert main([*STUDY, "--out", str(tmp_path)]) == 0
     first = capsys.readouterr().out

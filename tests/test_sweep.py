@@ -24,7 +24,7 @@ import distributed  # noqa: E402
 
 from manifold_dirac.mechanics.integrate import integrate  # noqa: E402
 from manifold_dirac.study import example_system  # noqa: E402
-from manifold_dirac.sweep import clear_store, load_dataset, save_dataset, sweep  # noqa: E402
+from manifold_dirac._sweep import clear_store, load_dataset, save_dataset, sweep  # noqa: E402
 from manifold_dirac.systems.catalog import get_example  # noqa: E402
 
 # the cells below travel to the process workers by value: the workers need manifold_dirac, not tests/
@@ -269,7 +269,7 @@ def test_without_the_extra_the_error_names_it(monkeypatch):
 
 
 def test_the_core_does_not_import_dask_or_xarray():
-    code = ("import sys, manifold_dirac, manifold_dirac.sweep, manifold_dirac.study, manifold_dirac.cli; "
+    code = ("import sys, manifold_dirac, manifold_dirac._sweep, manifold_dirac.study, manifold_dirac.cli; "
             "print(sorted(m for m in ('xarray', 'dask', 'distributed') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
