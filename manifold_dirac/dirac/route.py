@@ -39,16 +39,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..interconnection import InterconnectedSystem
-from ..mechanics.rules import QuadratureRule, get_rule
+from ..mechanics.rules import QuadratureRule, RuleValue, get_rule, node_geometry
+from ..mechanics.schemes import Scheme, get_scheme
 from ..mechanics.system import LagrangeDiracSystem
+from ..types import Covector, Point, Scalar, Vector
 from .discrete import DiscreteDiracStructure, discrete_dirac_differential
 from .linear import block_diag_forms
 
 __all__ = ["DiracRouteResult", "StepVerification", "constraint_along_retraction", "dirac_route",
            "discrete_structure_of", "verify"]
-
-SCHEMES = ("plus", "minus", "symmetric")
-
 
 # ------------------------------------------------------------- the system tree
 def _is_product(system: LagrangeDiracSystem) -> bool:
@@ -170,8 +169,40 @@ def _compiled(system: LagrangeDiracSystem, nodes: tuple) -> dict[str, Callable]:
     def momentum(q, v):
         return jax.grad(lambda w: _lagrangian(system, q, w))(v)
 
-    return {"step": jax.jit(with_jacobian), "forms": jax.jit(forms_at), "midpoint": jax.jit(midpoint),
+    return {"step": jax.jit(with_jacobian), "pieces": jax.jit(pieces), "forms": jax.jit(forms_at),
+            "midpoint": jax.jit(midpoint),
             "momentum": jax.jit(momentum), "inverse_retract": jax.jit(lambda a, b: _inverse_retract(system, a, b))}
+
+
+@functools.lru_cache(maxsize=64)
+def _scheme_equations(system: LagrangeDiracSystem, nodes: tuple, scheme: Scheme) -> tuple[Callable, Callable]:
+    """Jitted: a scheme's own step equations at one step, with the route's ``L_d`` partials and forces.
+
+    ``at(q0, xi, h, t0) -> (P0, P1, c, G)`` with ``P0 = -(D1 L_d + f^-)``,
+    ``P1 = D2 L_d + f^+`` (the route's own automatic differentiation),
+    ``c`` the scheme's constraint equations and ``G`` its reaction;
+    ``reported(q0, p_in, mu)`` the momentum it reports.
+    """
+    n, m = system.dim, system.n_constraints
+    pieces = _compiled(system, nodes)["pieces"]
+    Q, params = system.Q, system.params
+    wanted = tuple(dict.fromkeys(float(x) for x in scheme.extra_nodes))
+
+    def at(q0, xi, h, t0):
+        val, q1 = pieces(q0, xi, h, t0)
+        P0, P1 = val[:n], val[n:2 * n]
+        _, J0, J1 = Q.retract_with_inverse_jacobians(q0, xi)
+        geometry = {x: node_geometry(Q, q0, q1, xi, J0, J1, x) for x in wanted}
+        zero = jnp.zeros(n)
+        ld = RuleValue(q1, J0, J1, -P0, P1, zero, zero, jnp.ones(()), jnp.bool_(True), geometry)
+        c = scheme.constraint_residual(system, q0, xi, ld, params) if m else jnp.zeros(0)
+        G = scheme.reaction(system, q0, params) if m else jnp.zeros((n, 0))
+        return P0, P1, c, G
+
+    def reported(q0, p_in, mu):
+        return scheme.reported_momentum(system, q0, p_in, mu, params)
+
+    return jax.jit(at), jax.jit(reported)
 
 
 def constraint_along_retraction(system: LagrangeDiracSystem, q: Any, xi: Any, s: Any) -> np.ndarray:
@@ -345,7 +376,9 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
         or momentum. One of them.
     h : float
     n_steps : int
-    scheme : {"plus", "minus", "symmetric"}
+    scheme : str or Scheme
+        A scheme that declares its discrete Dirac structure
+        (``Scheme.dirac_sign``): the built-in "plus", "minus" and "symmetric".
     discrete_lagrangian : str or QuadratureRule
         Its nodes define each subsystem's ``L_d^i``.
     t0 : float
@@ -360,7 +393,7 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
     Raises
     ------
     ValueError
-        For an unknown scheme or bad initial data.
+        For an unknown scheme, one without a declared discrete Dirac structure, or bad initial data.
     RuntimeError
         When a step's membership solve does not reach ``tol`` (step and distance in the message).
 
@@ -384,8 +417,13 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
     with ``xi`` ((−), symmetric) the iteration converges linearly at a rate
     ``O(|xi|)``, to the same solution.
     """
-    if scheme not in SCHEMES:
-        raise ValueError(f"dirac_route: scheme must be one of {SCHEMES}; got {scheme!r}")
+    sch = get_scheme(scheme)
+    sign, mid = sch.dirac_sign, sch.dirac_midpoint
+    if sign is None:
+        raise ValueError(f"dirac_route: scheme {sch.name!r} declares no discrete Dirac structure (Scheme.dirac_sign); "
+                         "the route solves only the membership in one. verify() checks such a scheme's own step "
+                         "equations")
+    scheme = sch.name
     if (v0 is None) == (p0 is None):
         raise ValueError("dirac_route: give exactly one of v0 and p0")
     n = system.dim
@@ -405,11 +443,11 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
         p_in = np.asarray(p0, dtype=float).reshape(n)
         xi = np.zeros(n)
     qs, ps, res, its = [q], [], [], []
-    E_prev = _equations(discrete_structure_of(system, "-", q)) if scheme == "minus" else None
-    steps = n_steps + (1 if scheme == "minus" else 0)  # minus: one more solve reports p_K
+    E_prev = _equations(discrete_structure_of(system, "-", q)) if sign == "-" else None
+    steps = n_steps + (1 if sign == "-" else 0)  # (-): one more solve reports p_K
     for k in range(steps):
         tk = t0 + k * h
-        E_here = None if scheme != "plus" else _equations(discrete_structure_of(system, "+", q))
+        E_here = _equations(discrete_structure_of(system, "+", q)) if sign == "+" and not mid else None
         q_now, p_now = q, p_in
 
         def resid(x, q_now=q_now, p_now=p_now, E_here=E_here, tk=tk):
@@ -418,7 +456,7 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
             P0, P1, eta = val[:n], val[n:2 * n], val[2 * n:]
             dP0, dP1, deta = jac[:n], jac[n:2 * n], jac[2 * n:]
             I, Z = np.eye(n), np.zeros((n, n))
-            if scheme == "minus":
+            if sign == "-":
                 E1 = _equations(discrete_structure_of(system, "-", q1))
                 wa = np.concatenate([np.zeros(2 * n), P0, -p_now, np.zeros(n)])
                 Ja = np.vstack([Z, Z, dP0, Z, Z])
@@ -429,7 +467,7 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
                 scale = max(1.0, np.linalg.norm(wa), np.linalg.norm(wb))
             else:
                 E = E_here
-                if scheme == "symmetric":
+                if mid:
                     E = _equations(discrete_structure_of(system, "+", q_now, midpoint=True, xi=x))
                 w = np.concatenate([p_now, x, P1, P0, x])
                 Jw = np.vstack([Z, I, dP1, dP0, I])
@@ -441,7 +479,7 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
         val, _, q1 = fns["step"](q, jnp.asarray(xi), h, tk)
         val = np.asarray(val)
         P0, P1 = val[:n], val[n:2 * n]
-        if scheme == "minus":
+        if sign == "-":
             ps.append(P0)  # p_k of (53c)
             E_prev = _equations(discrete_structure_of(system, "-", q1))
         else:
@@ -451,7 +489,7 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
         if k < n_steps:
             qs.append(q1)
         p_in, q = P1, q1
-    if scheme != "minus":
+    if sign != "-":
         ps.append(p_in)
     meta = {"h": h, "scheme": scheme, "discrete_lagrangian": discrete_lagrangian, "stride": 1, "t0": t0}
     return DiracRouteResult(qs, np.array(ps), np.array(res[:n_steps]), np.array(its[:n_steps]), meta)
@@ -467,18 +505,30 @@ class StepVerification:
     scheme : str
     membership : ndarray, shape=[K]
         Distance of ``(X_d^k, 𝔇^±L_d)`` from ``D^{d±}`` (the symmetric
-        scheme: from its own structure), relative to ``max(1, |point|)``.
+        scheme: from its own structure), relative to ``max(1, |point|)``. For
+        a scheme without a declared structure: the distance of
+        ``p_in + D1 L_d + f^-`` from the range of the scheme's reaction ``G``,
+        relative to ``max(1, |p_in|, |D1 L_d + f^-|)``.
     basepoint : ndarray, shape=[K]
-        ``|p_{k+1} - D2 L_d - f^+|`` ((+), symmetric) or ``|p_k + D1 L_d + f^-|``
-        ((−)), relative.
+        ``|p_{k+1} - D2 L_d - f^+|`` ((+), symmetric, and a scheme that does
+        not carry a pre-momentum) or ``|p_k + D1 L_d + f^-|`` ((−)), for
+        another scheme carrying a pre-momentum ``|p_k - p_reported|``;
+        relative to ``max(1, |p|)``.
     constraint : ndarray, shape=[K]
         The scheme's discrete constraint, ``|B chi|`` with the velocity forms of
-        the structure (the interaction's included), relative to ``max(1, |chi|)``.
+        the structure (the interaction's included), relative to ``max(1, |chi|)``;
+        for a scheme without a declared structure, its
+        :meth:`~manifold_dirac.mechanics.schemes.Scheme.constraint_residual`
+        relative to ``max(1, |xi|)``.
     velocity_constraint : ndarray, shape=[K+1]
         ``|A(q_k) v_k|`` with the stored velocities (the continuous constraint,
         satisfied to ``O(h^order)`` only).
     noether : ndarray, shape=[K+1] or None
         ``<p_k, xi_Q(q_k)>`` for the given symmetry generator.
+    checked : str
+        What was checked: ``"dirac(+)"``, ``"dirac(-)"``, ``"dirac(+, midpoint)"``
+        (membership in the scheme's declared discrete Dirac structure) or
+        ``"scheme equations"`` (the scheme's own step equations).
     """
 
     scheme: str
@@ -487,6 +537,7 @@ class StepVerification:
     constraint: np.ndarray
     velocity_constraint: np.ndarray
     noether: np.ndarray | None
+    checked: str = "dirac(+)"
 
     @property
     def max(self) -> float:
@@ -517,7 +568,9 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
         coordinates; the discrete Noether quantity ``J_k = <p_k, xi_Q(q_k)>`` is
         reported (conserved when ``L_d`` is invariant, ``xi_Q`` lies in the
         constraint distribution and no force acts).
-    scheme, discrete_lagrangian : optional
+    scheme : str or Scheme, optional
+        Any registered scheme; taken from ``trajectory.meta`` when not given.
+    discrete_lagrangian : optional
         Taken from ``trajectory.meta`` when not given.
 
     Returns
@@ -536,12 +589,26 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
     (:func:`discrete_structure_of`): (+) checks (50) at ``q_k`` with
     ``((p_k, xi, p_{k+1}), (-D1 L_d - f^-, xi))``; (−) checks (51) at
     ``q_{k+1}`` with ``((p_k, eta, p_{k+1}), (-D2 L_d - f^+, -eta))`` and the
-    basepoint ``p_k = -D1 L_d - f^-``; symmetric checks its structure at ``q_k``.
+    basepoint ``p_k = -D1 L_d - f^-``; symmetric checks its structure at ``q_k``
+    (the scheme's ``dirac_sign`` and ``dirac_midpoint`` say which).
+
+    A scheme that declares no structure (``dirac_sign = None``: a scheme
+    registered by a user) is checked against its own step equations, through
+    its members, with the route's ``L_d`` partials and forces::
+
+        p_in + D1 L_d + f^- = G(q_k) mu      (mu by least squares; membership: the rest)
+        c(xi) = 0                           (Scheme.constraint_residual; constraint)
+        p_{k+1} = D2 L_d + f^+              (basepoint), or, carrying a pre-momentum,
+        p_k = reported_momentum(q_k, p_in, mu),   p_in = D2 L_d(q_{k-1}, q_k) + f^+
+
+    (for the pre-momentum of step 0, which a trajectory does not store, the
+    ``mu`` that makes the reported momentum ``p_0`` is found by least squares:
+    the reported momentum is affine in ``(p_in, mu)``). The node geometry the
+    scheme asks for (``extra_nodes``) comes from the manifold's retraction.
     """
     meta = getattr(trajectory, "meta", {}) or {}
-    scheme = scheme or meta.get("scheme")
-    if scheme not in SCHEMES:
-        raise ValueError(f"verify: scheme must be one of {SCHEMES}; got {scheme!r}")
+    sch = get_scheme(scheme or meta.get("scheme"))
+    scheme = sch.name
     if int(meta.get("stride", 1)) != 1:
         raise ValueError("verify: needs every step (stride = 1)")
     rule = discrete_lagrangian if discrete_lagrangian is not None else meta.get("discrete_lagrangian", "midpoint")
@@ -564,22 +631,27 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
     if not np.isfinite(h):
         raise ValueError("verify: the trajectory's meta has no step size h")
     t = np.asarray(getattr(trajectory, "t", float(meta.get("t0", 0.0)) + t0_grid(K, h)))
-    mem, base, con = np.zeros(K), np.zeros(K), np.zeros(K)
-    for k in range(K):
+    sign, mid = sch.dirac_sign, sch.dirac_midpoint
+    if sign is None:
+        mem, base, con = _verify_equations(system, sch, nodes, points, p, h, t)
+        checked = "scheme equations"
+    else:
+        mem, base, con = np.zeros(K), np.zeros(K), np.zeros(K)
+        checked = f"dirac({sign}{', midpoint' if mid else ''})"
+    for k in range(K if sign is not None else 0):
         xi = np.asarray(fns["inverse_retract"](points[k], points[k + 1]))
         val, _, _ = fns["step"](points[k], jnp.asarray(xi), h, float(t[k]))
         val = np.asarray(val)
         P0, P1, eta = val[:n], val[n:2 * n], val[2 * n:]
         # (48) with the forced partials D1 L_d + f^- = -P0 and D2 L_d + f^+ = P1
-        sign = "-" if scheme == "minus" else "+"
-        chi = eta if scheme == "minus" else xi
+        chi = eta if sign == "-" else xi
         dd = discrete_dirac_differential(sign, -P0, P1, chi)
         w = np.concatenate([p[k], chi, p[k + 1], dd.alpha_q, dd.alpha_p])
-        if scheme == "minus":
+        if sign == "-":
             D = discrete_structure_of(system, "-", points[k + 1])
             base[k] = np.linalg.norm(p[k] - dd.basepoint_momentum) / max(1.0, np.linalg.norm(p[k]))
         else:
-            D = discrete_structure_of(system, "+", points[k], midpoint=scheme == "symmetric", xi=xi)
+            D = discrete_structure_of(system, "+", points[k], midpoint=mid, xi=xi)
             base[k] = np.linalg.norm(p[k + 1] - dd.basepoint_momentum) / max(1.0, np.linalg.norm(p[k + 1]))
         E = _equations(D)
         mem[k] = np.linalg.norm(E @ w) / max(1.0, np.linalg.norm(w))
@@ -596,7 +668,44 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
     if symmetry is not None:
         noether = np.array([float(p[k] @ np.asarray(symmetry(points[k]), dtype=float).reshape(n))
                             for k in range(K + 1)])
-    return StepVerification(scheme, mem, base, con, vel, noether)
+    return StepVerification(scheme, mem, base, con, vel, noether, checked)
+
+
+def _verify_equations(system: LagrangeDiracSystem, scheme: Scheme, nodes: tuple, points: list, p: np.ndarray,
+                      h: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Membership, basepoint and constraint residuals of a scheme's own step equations (see :func:`verify`)."""
+    at, reported = _scheme_equations(system, nodes, scheme)
+    inverse_retract = _compiled(system, nodes)["inverse_retract"]
+    K, m = p.shape[0] - 1, system.n_constraints
+    mem, base, con = np.zeros(K), np.zeros(K), np.zeros(K)
+    carried = None  # the pre-momentum D2 L_d + f^+ of the step before
+    for k in range(K):
+        xi = np.asarray(inverse_retract(points[k], points[k + 1]))
+        P0, P1, c, G = (np.asarray(x) for x in at(points[k], jnp.asarray(xi), h, float(t[k])))
+        if not scheme.carries_pre_momentum:
+            p_in = p[k]
+        elif carried is not None:
+            p_in = carried
+        else:
+            # step 0: the mu whose reported momentum is p_0, with p_in = P0 + G mu (affine in mu)
+            def miss(mu, q=points[k], P0=P0, G=G):
+                return np.asarray(reported(q, jnp.asarray(P0 + G @ mu), jnp.asarray(mu))) - p[0]
+
+            f0 = miss(np.zeros(m))
+            J = np.stack([miss(e) - f0 for e in np.eye(m)], axis=1) if m else np.zeros((len(f0), 0))
+            mu0 = np.linalg.lstsq(J, -f0, rcond=None)[0] if m else np.zeros(0)
+            p_in = P0 + G @ mu0
+        rhs = p_in - P0
+        mu = np.linalg.lstsq(G, rhs, rcond=None)[0] if m else np.zeros(0)
+        mem[k] = np.linalg.norm(rhs - G @ mu) / max(1.0, np.linalg.norm(p_in), np.linalg.norm(P0))
+        if scheme.carries_pre_momentum:
+            rep = np.asarray(reported(points[k], jnp.asarray(p_in), jnp.asarray(mu)))
+            base[k] = np.linalg.norm(p[k] - rep) / max(1.0, np.linalg.norm(p[k]))
+        else:
+            base[k] = np.linalg.norm(p[k + 1] - P1) / max(1.0, np.linalg.norm(p[k + 1]))
+        con[k] = np.linalg.norm(c) / max(1.0, np.linalg.norm(xi))
+        carried = P1
+    return mem, base, con
 
 
 def t0_grid(K: int, h: float) -> np.ndarray:

@@ -95,7 +95,7 @@ def test_register_and_unregister() -> None:
     register_manifold("euclidean2-test", lambda: Euclidean(2))
     try:
         assert "euclidean2-test" in registered_manifolds()
-        with pytest.raises(ValueError, match="already registered; pass replace=True"):
+        with pytest.raises(ValueError, match="already registered; pass overwrite=True"):
             register_manifold("euclidean2-test", lambda: Euclidean(2))
         register_manifold("euclidean2-test", lambda: Euclidean(2), replace=True)
         with pytest.raises(TypeError, match="factory must be callable"):
