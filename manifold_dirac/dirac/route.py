@@ -25,6 +25,11 @@ reaction in ``row A(q_k)`` (McLachlan & Perlmutter, J. Nonlinear Sci. 2006).
 
 :func:`dirac_route` runs the route; :func:`verify` measures, step by step,
 how far a computed trajectory is from its scheme's discrete structure.
+Which structure is read from the scheme object
+(:attr:`~manifold_dirac.mechanics.schemes.Scheme.dirac_sign`,
+``dirac_midpoint``), never from its name; a registered scheme that declares
+none is verified against its own step equations (its discrete constraint,
+reaction and reported momentum) with this module's ``L_d`` partials.
 """
 
 from __future__ import annotations
@@ -37,12 +42,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..interconnection import InterconnectedSystem
-from ..mechanics.rules import QuadratureRule, RuleValue, get_rule, node_geometry
+from ..mechanics.rules import DiscreteLagrangian, QuadratureRule, RuleValue, get_rule, node_geometry
 from ..mechanics.schemes import Scheme, get_scheme
 from ..mechanics.system import LagrangeDiracSystem
-from ..types import Covector, Point, Scalar, Vector
+from ..types import Covector, Matrix, Point, Scalar, Vector
 from .discrete import DiscreteDiracStructure, discrete_dirac_differential
 from .linear import block_diag_forms
 
@@ -54,32 +60,32 @@ def _is_product(system: LagrangeDiracSystem) -> bool:
     return isinstance(system, InterconnectedSystem)
 
 
-def _blocks(system: InterconnectedSystem, x: Any) -> list[Any]:
+def _blocks(system: InterconnectedSystem, x: Vector) -> list[Vector]:
     return [x[o:o + d] for o, d in zip(system.layout.offsets, system.layout.dims)]
 
 
-def _retract(system: LagrangeDiracSystem, q: Any, xi: jax.Array) -> Any:
+def _retract(system: LagrangeDiracSystem, q: Point, xi: Vector) -> Point:
     """``R_q(xi)`` subsystem by subsystem (each its own retraction)."""
     if _is_product(system):
         return tuple(_retract(s, a, x) for s, a, x in zip(system.subsystems, q, _blocks(system, xi)))
     return system.Q.retract(q, xi)
 
 
-def _inverse_retract(system: LagrangeDiracSystem, q0: Any, q1: Any) -> jax.Array:
+def _inverse_retract(system: LagrangeDiracSystem, q0: Point, q1: Point) -> Vector:
     """``R_{q0}^{-1}(q1)`` subsystem by subsystem, shape ``(n,)``."""
     if _is_product(system):
         return jnp.concatenate([_inverse_retract(s, a, b) for s, a, b in zip(system.subsystems, q0, q1)])
     return jnp.asarray(system.Q.inverse_retract(q0, q1))
 
 
-def _lagrangian(system: LagrangeDiracSystem, q: Any, v: jax.Array) -> jax.Array:
+def _lagrangian(system: LagrangeDiracSystem, q: Point, v: Vector) -> jax.Array:
     """``sum_i L_i(q_i, v_i)`` over the elementary subsystems (never the product's ``L``)."""
     if _is_product(system):
         return sum(_lagrangian(s, a, x) for s, a, x in zip(system.subsystems, q, _blocks(system, v)))
     return system.lagrangian(q, v)
 
 
-def _discrete_lagrangian(system: LagrangeDiracSystem, nodes: tuple, q0: Any, q1: Any, h: Any) -> jax.Array:
+def _discrete_lagrangian(system: LagrangeDiracSystem, nodes: tuple, q0: Point, q1: Point, h: Scalar) -> jax.Array:
     """``sum_i h sum_j w_j L_i(R_{q0_i}(s_j xi_i), xi_i/h)``, ``xi_i = R_{q0_i}^{-1}(q1_i)``."""
     if _is_product(system):
         return sum(_discrete_lagrangian(s, nodes, a, b, h) for s, a, b in zip(system.subsystems, q0, q1))
@@ -87,7 +93,7 @@ def _discrete_lagrangian(system: LagrangeDiracSystem, nodes: tuple, q0: Any, q1:
     return h * sum(w * system.lagrangian(system.Q.retract(q0, s * xi), xi / h) for s, w in nodes)
 
 
-def _force(system: LagrangeDiracSystem, t: Any, q: Any, v: jax.Array) -> jax.Array:
+def _force(system: LagrangeDiracSystem, t: Scalar, q: Point, v: Vector) -> Covector:
     """Every force of the tree at one point: each subsystem's own and each level's product force (34)."""
     if _is_product(system):
         F = jnp.concatenate([_force(s, t, a, x) for s, a, x in zip(system.subsystems, q, _blocks(system, v))])
@@ -98,7 +104,7 @@ def _force(system: LagrangeDiracSystem, t: Any, q: Any, v: jax.Array) -> jax.Arr
     return jnp.zeros(system.dim) if F is None else jnp.asarray(F, dtype=float)
 
 
-def _forms(system: LagrangeDiracSystem, q: Any) -> list[jax.Array]:
+def _forms(system: LagrangeDiracSystem, q: Point) -> list[Matrix]:
     """One-forms of the tree in post-order: each subsystem's ``A_i(q_i)``, then each level's ``S(q)``."""
     if _is_product(system):
         out = [f for s, a in zip(system.subsystems, q) for f in _forms(s, a)]
@@ -106,7 +112,7 @@ def _forms(system: LagrangeDiracSystem, q: Any) -> list[jax.Array]:
     return [jnp.asarray(system.constraint_matrix(q), dtype=float).reshape(system.n_constraints, system.dim)]
 
 
-def _midpoint_frames(system: LagrangeDiracSystem, q: Any, xi: jax.Array) -> list[jax.Array]:
+def _midpoint_frames(system: LagrangeDiracSystem, q: Point, xi: Vector) -> list[Matrix]:
     """``J_xi(xi_i/2)`` of each elementary subsystem: the retraction curve's tangent at its midpoint
     is ``J_xi(xi/2) xi`` in the frame at ``c = R_q(xi/2)``."""
     if _is_product(system):
@@ -115,7 +121,7 @@ def _midpoint_frames(system: LagrangeDiracSystem, q: Any, xi: jax.Array) -> list
     return [jax.jacfwd(lambda x: jnp.asarray(system.Q.inverse_retract(c, system.Q.retract(q, x))))(0.5 * xi)]
 
 
-def _nodes_of(rule: Any) -> tuple:
+def _nodes_of(rule: str | DiscreteLagrangian) -> tuple[tuple[float, float], ...]:
     """The quadrature nodes ``((s, w), ...)`` of a rule (a name, a rule, or a per-subsystem rule
     that uses one rule everywhere)."""
     inner = getattr(rule, "rules", None)
@@ -205,7 +211,7 @@ def _scheme_equations(system: LagrangeDiracSystem, nodes: tuple, scheme: Scheme)
     return jax.jit(at), jax.jit(reported)
 
 
-def constraint_along_retraction(system: LagrangeDiracSystem, q: Any, xi: Any, s: Any) -> np.ndarray:
+def constraint_along_retraction(system: LagrangeDiracSystem, q: Point, xi: ArrayLike, s: ArrayLike) -> np.ndarray:
     """``a(s) = A(c(s)) c'(s)``: the one-forms on the retraction curve's own velocity.
 
     Parameters
@@ -274,8 +280,8 @@ def _assemble(system: LagrangeDiracSystem, sign: str, forms: list, constraint: l
     return DiscreteDiracStructure.induced(A, sign, constraint=Ac)
 
 
-def discrete_structure_of(system: LagrangeDiracSystem, sign: str, q: Any, *, midpoint: Any = None,
-                          xi: Any = None) -> DiscreteDiracStructure:
+def discrete_structure_of(system: LagrangeDiracSystem, sign: str, q: Point, *, midpoint: bool | None = None,
+                          xi: ArrayLike | None = None) -> DiscreteDiracStructure:
     """The discrete Dirac structure of a (possibly interconnected) system at one point.
 
     Parameters
@@ -340,7 +346,7 @@ class DiracRouteResult:
     iterations: np.ndarray
     meta: dict
 
-    def stacked_q(self) -> Any:
+    def stacked_q(self) -> Point:
         """``q`` stacked along a leading axis (a tuple tree on a product)."""
         return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *self.q)
 
@@ -361,8 +367,9 @@ def _solve(step, residual_and_jacobian, xi0, n, tol, max_iter, where):
     return xi, rel, it
 
 
-def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = None, *, h: float, n_steps: int,
-                scheme: str = "symmetric", discrete_lagrangian: Any = "midpoint", t0: float = 0.0,
+def dirac_route(system: LagrangeDiracSystem, q0: Point, v0: ArrayLike | None = None, p0: ArrayLike | None = None, *,
+                h: float, n_steps: int, scheme: str | Scheme = "symmetric",
+                discrete_lagrangian: str | DiscreteLagrangian = "midpoint", t0: float = 0.0,
                 tol: float = 1e-12, max_iter: int = 60) -> DiracRouteResult:
     """Integrate by solving, step by step, the membership in the discrete Dirac structure.
 
@@ -553,8 +560,9 @@ class StepVerification:
         return float(np.max(np.abs(self.noether - self.noether[0])))
 
 
-def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[Any], Any] | None = None,
-           scheme: str | None = None, discrete_lagrangian: Any = None) -> StepVerification:
+def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[Point], ArrayLike] | None = None,
+           scheme: str | Scheme | None = None, discrete_lagrangian: str | DiscreteLagrangian | None = None
+           ) -> StepVerification:
     """Check a computed trajectory step by step against the discrete Dirac structure of its scheme.
 
     Parameters
@@ -713,9 +721,9 @@ def t0_grid(K: int, h: float) -> np.ndarray:
     return h * np.arange(K + 1)
 
 
-def _placed(system: LagrangeDiracSystem, forms: list) -> list[tuple[Any, slice]]:
+def _placed(system: LagrangeDiracSystem, forms: list[Matrix]) -> list[tuple[Matrix, slice]]:
     """Each form of the tree (post-order) with the frame columns it acts on."""
-    out: list[tuple[Any, slice]] = []
+    out: list[tuple[Matrix, slice]] = []
 
     def walk(s, off):
         if _is_product(s):
