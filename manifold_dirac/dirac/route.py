@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..interconnection import InterconnectedSystem
+from ..interconnection import InterconnectedSystem, SubsystemDiscreteLagrangian
 from ..mechanics.rules import DiscreteLagrangian, QuadratureRule, RuleValue, get_rule, node_geometry
 from ..mechanics.schemes import Scheme, get_scheme
 from ..mechanics.system import LagrangeDiracSystem
@@ -124,11 +124,10 @@ def _midpoint_frames(system: LagrangeDiracSystem, q: Point, xi: Vector) -> list[
 def _nodes_of(rule: str | DiscreteLagrangian) -> tuple[tuple[float, float], ...]:
     """The quadrature nodes ``((s, w), ...)`` of a rule (a name, a rule, or a per-subsystem rule
     that uses one rule everywhere)."""
-    inner = getattr(rule, "rules", None)
-    if inner is not None:
-        if len({r.nodes for r in inner}) != 1:
+    if isinstance(rule, SubsystemDiscreteLagrangian):
+        if len({r.nodes for r in rule.rules}) != 1:
             raise ValueError("dirac_route/verify: per-subsystem rules with different nodes are not supported")
-        rule = inner[0]
+        rule = rule.rules[0]
     r = get_rule(rule)
     if not isinstance(r, QuadratureRule):
         raise ValueError(f"dirac_route/verify: {rule!r} is not a quadrature rule")

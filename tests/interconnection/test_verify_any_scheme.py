@@ -113,3 +113,19 @@ def test_the_route_refuses_a_scheme_without_a_structure(quarter):
         dirac_route(PARTICLE, START["q0"], v0=START["v0"], h=0.05, n_steps=1, scheme=Quarter())
     with pytest.raises(ValueError, match="unknown scheme 'leapfrog'; valid: 'plus', 'minus', 'symmetric'"):
         verify(PARTICLE, quarter, scheme="leapfrog")
+
+
+def test_a_per_subsystem_rule_is_verified_with_its_subsystems_nodes():
+    """The discrete Lagrangian of an interconnection, discretized subsystem by subsystem, is read
+    through its rules (one node set for all: the route evaluates every L_d^i at the same nodes)."""
+    from manifold_dirac.interconnection import SubsystemDiscreteLagrangian
+    from manifold_dirac.systems import interconnected as S
+
+    sysm = S.mass_spring_torn()
+    rule = SubsystemDiscreteLagrangian(sysm, "trapezoid")
+    tr = md.integrate(sysm, (np.array([0.3, -0.2]), np.array([-0.2])), v0=np.array([0.1, 0.4, 0.4]), h=0.05,
+                      n_steps=10, discrete_lagrangian=rule)
+    assert verify(sysm, tr, discrete_lagrangian=rule).max < 1e-12
+    assert verify(sysm, tr, discrete_lagrangian="midpoint").max > 1e-8  # another L_d: seen
+    with pytest.raises(ValueError, match="different nodes are not supported"):
+        verify(sysm, tr, discrete_lagrangian=SubsystemDiscreteLagrangian(sysm, ["midpoint", "trapezoid"]))

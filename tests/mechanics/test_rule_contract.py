@@ -161,3 +161,14 @@ def test_the_step_context_carries_the_step():
     b = get_rule("midpoint").evaluate(system, q0, xi, StepContext(0.1))
     assert 0.5 in a.nodes and 0.5 in b.nodes  # the rule's own node is always there
     np.testing.assert_allclose(a.f_minus - b.f_minus, 0.5 * 0.1 * np.ones(3), atol=1e-15)  # the control u
+
+
+def test_the_step_and_the_schemes_read_declared_members_only():
+    """No ``getattr`` probing of a rule: every optional feature is a member of the contract."""
+    import inspect
+    import re
+
+    from manifold_dirac.mechanics import schemes, step
+
+    for mod in (step, schemes):
+        assert not re.search(r"getattr\((self\.)?rule", inspect.getsource(mod)), mod.__name__
