@@ -740,7 +740,8 @@ class SubsystemDiscreteLagrangian(QuadratureRule):
     rules differ; ``order`` is the smallest of the subsystems'.
     """
 
-    def __init__(self, system: InterconnectedSystem, rules: Any = "midpoint"):
+    def __init__(self, system: InterconnectedSystem,
+                 rules: str | DiscreteLagrangian | Sequence[str | DiscreteLagrangian] = "midpoint"):
         if not isinstance(system, InterconnectedSystem):
             raise ValueError("SubsystemDiscreteLagrangian: needs an InterconnectedSystem")  # noqa: TRY004
         if isinstance(rules, (str, DiscreteLagrangian)):
