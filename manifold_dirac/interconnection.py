@@ -40,7 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .manifolds.product import ProductManifold, block_diag
-from .mechanics.rules import NodeGeometry, QuadratureRule, RuleValue, get_rule
+from .types import Params, Point, Scalar, Vector
+from .mechanics.rules import DiscreteLagrangian, NodeGeometry, QuadratureRule, RuleValue, StepContext, get_rule
 from .mechanics.schemes import get_scheme
 from .mechanics.system import LagrangeDiracSystem, as_one_forms
 
@@ -739,10 +740,11 @@ class SubsystemDiscreteLagrangian(QuadratureRule):
     rules differ; ``order`` is the smallest of the subsystems'.
     """
 
-    def __init__(self, system: InterconnectedSystem, rules: Any = "midpoint"):
+    def __init__(self, system: InterconnectedSystem,
+                 rules: str | DiscreteLagrangian | Sequence[str | DiscreteLagrangian] = "midpoint"):
         if not isinstance(system, InterconnectedSystem):
             raise ValueError("SubsystemDiscreteLagrangian: needs an InterconnectedSystem")  # noqa: TRY004
-        if isinstance(rules, (str, QuadratureRule)):
+        if isinstance(rules, (str, DiscreteLagrangian)):
             rules = [rules] * len(system.subsystems)
         rules = tuple(get_rule(r) for r in rules)
         staged = [r.name for r in rules if r.n_stages(1)]
@@ -785,11 +787,11 @@ class SubsystemDiscreteLagrangian(QuadratureRule):
     def __repr__(self) -> str:
         return f"SubsystemDiscreteLagrangian({self.system.name!r}, rules={[r.name for r in self.rules]})"
 
-    def order_on(self, Q: Any) -> int:
+    def order_on(self, Q: ProductManifold) -> int:
         """The smallest order of the subsystems' rules on their own retractions."""
         return min(r.order_on(s.Q) for r, s in zip(self.rules, self.system.subsystems))
 
-    def _check(self, system: LagrangeDiracSystem, params: Any) -> Any:
+    def _check(self, system: LagrangeDiracSystem, params: Params) -> Params:
         if system is not self.system:
             raise ValueError(
                 f"SubsystemDiscreteLagrangian: built for {self.system!r}, used with {system!r}; build one "
@@ -799,8 +801,8 @@ class SubsystemDiscreteLagrangian(QuadratureRule):
             params = system.params
         return params if params is not None else (None,) * len(self.system.subsystems)
 
-    def value(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, h: Any,
-              params: Any = None) -> jax.Array:
+    def value(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, h: Scalar,
+              params: Params = None) -> jax.Array:
         """``sum_i L_d^i(q0_i, R_{q0_i}(xi_i))`` at one point (scalar)."""
         pars = self._check(system, params)
         sysm = self.system
@@ -811,18 +813,10 @@ class SubsystemDiscreteLagrangian(QuadratureRule):
             total = total + t
         return total
 
-    def evaluate(
-        self,
-        system: LagrangeDiracSystem,
-        q0: Any,
-        xi: jax.Array,
-        h: Any,
-        t0: Any,
-        params: Any = None,
-        u: jax.Array | None = None,
-        extra_nodes: tuple[float, ...] = (),
-    ) -> RuleValue:
-        """``D1 L_d``, ``D2 L_d``, discrete forces and nodes, block by block (see Notes)."""
+    def evaluate(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, ctx: StepContext,
+                 stages: jax.Array | None = None) -> RuleValue:
+        """``D1 L_d``, ``D2 L_d``, discrete forces and nodes, block by block (see Notes; no stages)."""
+        h, t0, params, u, extra_nodes = ctx
         pars = self._check(system, params)
         sysm = self.system
         Q = sysm.Q
@@ -831,7 +825,7 @@ class SubsystemDiscreteLagrangian(QuadratureRule):
         us = Q.split(u) if u is not None else (None,) * k
         wanted = tuple(dict.fromkeys(float(s) for s in extra_nodes))
         vals = [
-            r.evaluate(s, a, x, h, t0, p, ui, wanted)
+            r.evaluate(s, a, x, StepContext(h, t0, p, ui, wanted))
             for s, r, a, x, p, ui in zip(sysm.subsystems, self.rules, q0, xis, pars, us)
         ]
         keys = tuple(dict.fromkeys(wanted + (tuple(s for s, _ in self.nodes) if self.same_nodes else ())))

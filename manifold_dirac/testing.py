@@ -69,6 +69,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._registry import Registry
 from .manifolds.base import Manifold
 from .manifolds.lie_group import MatrixLieGroup
 from .manifolds.product import ProductManifold
@@ -129,46 +130,50 @@ Law = Callable[[Manifold, Any, Any], None]
 _EPS = float(np.finfo(float).eps)
 
 # ---------------------------------------------------------------- registry
-_REGISTRY: dict[str, Callable[[], Manifold]] = {}
+def _check_factory(name: str, factory: object) -> None:
+    if not callable(factory):
+        raise TypeError(f"register_manifold({name!r}): factory must be callable, got {factory!r}")
 
 
-def register_manifold(name: str, factory: Callable[[], Manifold], *, replace: bool = False) -> None:
+_REGISTRY: Registry[Callable[[], Manifold]] = Registry(
+    "manifold", hint="add one with register_manifold", check=_check_factory)
+
+
+def register_manifold(name: str, factory: Callable[[], Manifold] | None = None, *, overwrite: bool = False,
+                      replace: bool = False) -> Any:
     """Register a manifold so that the shared law tests run over it.
+
+    A call, ``register_manifold("my-group", MyGroup)``, or a decorator on a
+    class with a default constructor or a factory function,
+    ``@register_manifold("my-group")``; what is decorated is returned.
 
     Parameters
     ----------
     name : str
         Identifier used in test ids (``"so3-exp"``).
-    factory : callable
+    factory : callable, optional
         ``factory() -> Manifold`` (a class with a default constructor works).
-    replace : bool
+        Without it, a decorator.
+    overwrite : bool
         Allow replacing an existing registration of ``name``.
+    replace : bool
+        The earlier name of ``overwrite`` (kept working).
 
     Raises
     ------
     ValueError
-        If ``name`` is empty or taken (and ``replace`` is false).
+        If ``name`` is empty or taken (and ``overwrite`` is false).
     TypeError
-        If ``factory`` is not callable.
+        If ``factory`` is not callable, or ``name`` is not a string.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"register_manifold: name must be a non-empty string, got {name!r}")
-    if not callable(factory):
-        raise TypeError(f"register_manifold({name!r}): factory must be callable, got {factory!r}")
-    if name in _REGISTRY and not replace:
-        raise ValueError(
-            f"register_manifold: {name!r} is already registered; pass replace=True to replace it"
-        )
-    _REGISTRY[name] = factory
+    if factory is None:
+        return lambda f: register_manifold(name, f, overwrite=overwrite, replace=replace)
+    return _REGISTRY.register(name, factory, overwrite=overwrite or replace)
 
 
 def unregister_manifold(name: str) -> None:
     """Remove a registration (a ``ValueError`` lists the registered names if absent)."""
-    if name not in _REGISTRY:
-        raise ValueError(
-            f"unregister_manifold: {name!r} is not registered; registered: {', '.join(_REGISTRY)}"
-        )
-    del _REGISTRY[name]
+    _REGISTRY.unregister(name)
 
 
 def registered_manifolds() -> dict[str, Callable[[], Manifold]]:

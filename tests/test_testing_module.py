@@ -25,18 +25,18 @@ def test_register_and_unregister():
     register_manifold("tmp-e2", lambda: Euclidean(2))
     try:
         assert registered_manifolds()["tmp-e2"]() == Euclidean(2)
-        with pytest.raises(ValueError, match="'tmp-e2' is already registered; pass replace=True"):
+        with pytest.raises(ValueError, match="'tmp-e2' is already registered; pass overwrite=True"):
             register_manifold("tmp-e2", lambda: Euclidean(2))
-        register_manifold("tmp-e2", lambda: Euclidean(3), replace=True)
+        register_manifold("tmp-e2", lambda: Euclidean(3), overwrite=True)
         assert registered_manifolds()["tmp-e2"]().dim == 3
     finally:
         unregister_manifold("tmp-e2")
     assert "tmp-e2" not in registered_manifolds()
-    with pytest.raises(ValueError, match="'tmp-e2' is not registered; registered: .*so3-exp"):
+    with pytest.raises(ValueError, match="unknown manifold 'tmp-e2'; valid: .*'so3-exp'"):
         unregister_manifold("tmp-e2")
     with pytest.raises(TypeError, match="factory must be callable"):
         register_manifold("bad", Euclidean(2))
-    with pytest.raises(ValueError, match="non-empty string"):
+    with pytest.raises(ValueError, match="non-empty name"):
         register_manifold("", lambda: Euclidean(2))
 
 

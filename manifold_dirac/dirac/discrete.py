@@ -41,7 +41,7 @@ membership (50)/(51) give exactly (52)/(53).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -103,8 +103,6 @@ class DiscreteDiracStructure:
     relation: LinearRelation
     n: int
     sign: Sign
-    primal_labels: ClassVar[tuple[str, str, str]] = ("p_k", "chi", "p_k1")
-    dual_labels: ClassVar[tuple[str, str]] = ("alpha_q", "alpha_p")
 
     def __post_init__(self) -> None:
         _check_sign(self.sign)

@@ -535,13 +535,6 @@ class LinearRelation:
         b = self._space._basis
         return LinearSubspace(_range(b[: self._primal_dim], RANK_TOL, relative=False))
 
-    def dual_fiber(self) -> LinearSubspace:
-        """``{y : (0, y) in self}``, the dual part over ``x = 0``."""
-        p = self._primal_dim
-        b = self._space._basis
-        coeff = _kernel(b[:p], RANK_TOL, relative=False)
-        return LinearSubspace(_range(b[p:] @ coeff, RANK_TOL, relative=False))
-
     # ---- interconnection
     def direct_sum(self, other: LinearRelation, *, blocks: int | tuple[int, int] = 1) -> Self:
         """Direct sum (27) on the product space.
@@ -659,10 +652,6 @@ class TwoFormOnDistribution:
         cv = self.basis.T @ _as_vector(v, "v", n)
         cu = self.basis.T @ _as_vector(u, "u", n)
         return float(cv @ self.matrix @ cu)
-
-    def full_matrix(self) -> FloatArray:
-        """``E W E^T``, shape ``(N, N)``: the form extended by zero off ``Delta``."""
-        return self.basis @ self.matrix @ self.basis.T
 
     def is_skew(self, tol: float = 1e-8) -> bool:
         """Whether ``W = -W^T`` up to ``tol`` (a genuine two-form)."""

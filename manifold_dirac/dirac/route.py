@@ -25,6 +25,11 @@ reaction in ``row A(q_k)`` (McLachlan & Perlmutter, J. Nonlinear Sci. 2006).
 
 :func:`dirac_route` runs the route; :func:`verify` measures, step by step,
 how far a computed trajectory is from its scheme's discrete structure.
+Which structure is read from the scheme object
+(:attr:`~manifold_dirac.mechanics.schemes.Scheme.dirac_sign`,
+``dirac_midpoint``), never from its name; a registered scheme that declares
+none is verified against its own step equations (its discrete constraint,
+reaction and reported momentum) with this module's ``L_d`` partials.
 """
 
 from __future__ import annotations
@@ -37,50 +42,50 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..interconnection import InterconnectedSystem
-from ..mechanics.rules import QuadratureRule, get_rule
+from ..interconnection import InterconnectedSystem, SubsystemDiscreteLagrangian
+from ..mechanics.rules import DiscreteLagrangian, QuadratureRule, RuleValue, get_rule, node_geometry
+from ..mechanics.schemes import Scheme, get_scheme
 from ..mechanics.system import LagrangeDiracSystem
+from ..types import Covector, Matrix, Point, Scalar, Vector
 from .discrete import DiscreteDiracStructure, discrete_dirac_differential
 from .linear import block_diag_forms
 
 __all__ = ["DiracRouteResult", "StepVerification", "constraint_along_retraction", "dirac_route",
            "discrete_structure_of", "verify"]
 
-SCHEMES = ("plus", "minus", "symmetric")
-
-
 # ------------------------------------------------------------- the system tree
 def _is_product(system: LagrangeDiracSystem) -> bool:
     return isinstance(system, InterconnectedSystem)
 
 
-def _blocks(system: InterconnectedSystem, x: Any) -> list[Any]:
+def _blocks(system: InterconnectedSystem, x: Vector) -> list[Vector]:
     return [x[o:o + d] for o, d in zip(system.layout.offsets, system.layout.dims)]
 
 
-def _retract(system: LagrangeDiracSystem, q: Any, xi: jax.Array) -> Any:
+def _retract(system: LagrangeDiracSystem, q: Point, xi: Vector) -> Point:
     """``R_q(xi)`` subsystem by subsystem (each its own retraction)."""
     if _is_product(system):
         return tuple(_retract(s, a, x) for s, a, x in zip(system.subsystems, q, _blocks(system, xi)))
     return system.Q.retract(q, xi)
 
 
-def _inverse_retract(system: LagrangeDiracSystem, q0: Any, q1: Any) -> jax.Array:
+def _inverse_retract(system: LagrangeDiracSystem, q0: Point, q1: Point) -> Vector:
     """``R_{q0}^{-1}(q1)`` subsystem by subsystem, shape ``(n,)``."""
     if _is_product(system):
         return jnp.concatenate([_inverse_retract(s, a, b) for s, a, b in zip(system.subsystems, q0, q1)])
     return jnp.asarray(system.Q.inverse_retract(q0, q1))
 
 
-def _lagrangian(system: LagrangeDiracSystem, q: Any, v: jax.Array) -> jax.Array:
+def _lagrangian(system: LagrangeDiracSystem, q: Point, v: Vector) -> jax.Array:
     """``sum_i L_i(q_i, v_i)`` over the elementary subsystems (never the product's ``L``)."""
     if _is_product(system):
         return sum(_lagrangian(s, a, x) for s, a, x in zip(system.subsystems, q, _blocks(system, v)))
     return system.lagrangian(q, v)
 
 
-def _discrete_lagrangian(system: LagrangeDiracSystem, nodes: tuple, q0: Any, q1: Any, h: Any) -> jax.Array:
+def _discrete_lagrangian(system: LagrangeDiracSystem, nodes: tuple, q0: Point, q1: Point, h: Scalar) -> jax.Array:
     """``sum_i h sum_j w_j L_i(R_{q0_i}(s_j xi_i), xi_i/h)``, ``xi_i = R_{q0_i}^{-1}(q1_i)``."""
     if _is_product(system):
         return sum(_discrete_lagrangian(s, nodes, a, b, h) for s, a, b in zip(system.subsystems, q0, q1))
@@ -88,7 +93,7 @@ def _discrete_lagrangian(system: LagrangeDiracSystem, nodes: tuple, q0: Any, q1:
     return h * sum(w * system.lagrangian(system.Q.retract(q0, s * xi), xi / h) for s, w in nodes)
 
 
-def _force(system: LagrangeDiracSystem, t: Any, q: Any, v: jax.Array) -> jax.Array:
+def _force(system: LagrangeDiracSystem, t: Scalar, q: Point, v: Vector) -> Covector:
     """Every force of the tree at one point: each subsystem's own and each level's product force (34)."""
     if _is_product(system):
         F = jnp.concatenate([_force(s, t, a, x) for s, a, x in zip(system.subsystems, q, _blocks(system, v))])
@@ -99,7 +104,7 @@ def _force(system: LagrangeDiracSystem, t: Any, q: Any, v: jax.Array) -> jax.Arr
     return jnp.zeros(system.dim) if F is None else jnp.asarray(F, dtype=float)
 
 
-def _forms(system: LagrangeDiracSystem, q: Any) -> list[jax.Array]:
+def _forms(system: LagrangeDiracSystem, q: Point) -> list[Matrix]:
     """One-forms of the tree in post-order: each subsystem's ``A_i(q_i)``, then each level's ``S(q)``."""
     if _is_product(system):
         out = [f for s, a in zip(system.subsystems, q) for f in _forms(s, a)]
@@ -107,7 +112,7 @@ def _forms(system: LagrangeDiracSystem, q: Any) -> list[jax.Array]:
     return [jnp.asarray(system.constraint_matrix(q), dtype=float).reshape(system.n_constraints, system.dim)]
 
 
-def _midpoint_frames(system: LagrangeDiracSystem, q: Any, xi: jax.Array) -> list[jax.Array]:
+def _midpoint_frames(system: LagrangeDiracSystem, q: Point, xi: Vector) -> list[Matrix]:
     """``J_xi(xi_i/2)`` of each elementary subsystem: the retraction curve's tangent at its midpoint
     is ``J_xi(xi/2) xi`` in the frame at ``c = R_q(xi/2)``."""
     if _is_product(system):
@@ -116,14 +121,13 @@ def _midpoint_frames(system: LagrangeDiracSystem, q: Any, xi: jax.Array) -> list
     return [jax.jacfwd(lambda x: jnp.asarray(system.Q.inverse_retract(c, system.Q.retract(q, x))))(0.5 * xi)]
 
 
-def _nodes_of(rule: Any) -> tuple:
+def _nodes_of(rule: str | DiscreteLagrangian) -> tuple[tuple[float, float], ...]:
     """The quadrature nodes ``((s, w), ...)`` of a rule (a name, a rule, or a per-subsystem rule
     that uses one rule everywhere)."""
-    inner = getattr(rule, "rules", None)
-    if inner is not None:
-        if len({r.nodes for r in inner}) != 1:
+    if isinstance(rule, SubsystemDiscreteLagrangian):
+        if len({r.nodes for r in rule.rules}) != 1:
             raise ValueError("dirac_route/verify: per-subsystem rules with different nodes are not supported")
-        rule = inner[0]
+        rule = rule.rules[0]
     r = get_rule(rule)
     if not isinstance(r, QuadratureRule):
         raise ValueError(f"dirac_route/verify: {rule!r} is not a quadrature rule")
@@ -170,11 +174,43 @@ def _compiled(system: LagrangeDiracSystem, nodes: tuple) -> dict[str, Callable]:
     def momentum(q, v):
         return jax.grad(lambda w: _lagrangian(system, q, w))(v)
 
-    return {"step": jax.jit(with_jacobian), "forms": jax.jit(forms_at), "midpoint": jax.jit(midpoint),
+    return {"step": jax.jit(with_jacobian), "pieces": jax.jit(pieces), "forms": jax.jit(forms_at),
+            "midpoint": jax.jit(midpoint),
             "momentum": jax.jit(momentum), "inverse_retract": jax.jit(lambda a, b: _inverse_retract(system, a, b))}
 
 
-def constraint_along_retraction(system: LagrangeDiracSystem, q: Any, xi: Any, s: Any) -> np.ndarray:
+@functools.lru_cache(maxsize=64)
+def _scheme_equations(system: LagrangeDiracSystem, nodes: tuple, scheme: Scheme) -> tuple[Callable, Callable]:
+    """Jitted: a scheme's own step equations at one step, with the route's ``L_d`` partials and forces.
+
+    ``at(q0, xi, h, t0) -> (P0, P1, c, G)`` with ``P0 = -(D1 L_d + f^-)``,
+    ``P1 = D2 L_d + f^+`` (the route's own automatic differentiation),
+    ``c`` the scheme's constraint equations and ``G`` its reaction;
+    ``reported(q0, p_in, mu)`` the momentum it reports.
+    """
+    n, m = system.dim, system.n_constraints
+    pieces = _compiled(system, nodes)["pieces"]
+    Q, params = system.Q, system.params
+    wanted = tuple(dict.fromkeys(float(x) for x in scheme.extra_nodes))
+
+    def at(q0, xi, h, t0):
+        val, q1 = pieces(q0, xi, h, t0)
+        P0, P1 = val[:n], val[n:2 * n]
+        _, J0, J1 = Q.retract_with_inverse_jacobians(q0, xi)
+        geometry = {x: node_geometry(Q, q0, q1, xi, J0, J1, x) for x in wanted}
+        zero = jnp.zeros(n)
+        ld = RuleValue(q1, J0, J1, -P0, P1, zero, zero, jnp.ones(()), jnp.bool_(True), geometry)
+        c = scheme.constraint_residual(system, q0, xi, ld, params) if m else jnp.zeros(0)
+        G = scheme.reaction(system, q0, params) if m else jnp.zeros((n, 0))
+        return P0, P1, c, G
+
+    def reported(q0, p_in, mu):
+        return scheme.reported_momentum(system, q0, p_in, mu, params)
+
+    return jax.jit(at), jax.jit(reported)
+
+
+def constraint_along_retraction(system: LagrangeDiracSystem, q: Point, xi: ArrayLike, s: ArrayLike) -> np.ndarray:
     """``a(s) = A(c(s)) c'(s)``: the one-forms on the retraction curve's own velocity.
 
     Parameters
@@ -243,8 +279,8 @@ def _assemble(system: LagrangeDiracSystem, sign: str, forms: list, constraint: l
     return DiscreteDiracStructure.induced(A, sign, constraint=Ac)
 
 
-def discrete_structure_of(system: LagrangeDiracSystem, sign: str, q: Any, *, midpoint: Any = None,
-                          xi: Any = None) -> DiscreteDiracStructure:
+def discrete_structure_of(system: LagrangeDiracSystem, sign: str, q: Point, *, midpoint: bool | None = None,
+                          xi: ArrayLike | None = None) -> DiscreteDiracStructure:
     """The discrete Dirac structure of a (possibly interconnected) system at one point.
 
     Parameters
@@ -309,7 +345,7 @@ class DiracRouteResult:
     iterations: np.ndarray
     meta: dict
 
-    def stacked_q(self) -> Any:
+    def stacked_q(self) -> Point:
         """``q`` stacked along a leading axis (a tuple tree on a product)."""
         return jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *self.q)
 
@@ -330,8 +366,9 @@ def _solve(step, residual_and_jacobian, xi0, n, tol, max_iter, where):
     return xi, rel, it
 
 
-def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = None, *, h: float, n_steps: int,
-                scheme: str = "symmetric", discrete_lagrangian: Any = "midpoint", t0: float = 0.0,
+def dirac_route(system: LagrangeDiracSystem, q0: Point, v0: ArrayLike | None = None, p0: ArrayLike | None = None, *,
+                h: float, n_steps: int, scheme: str | Scheme = "symmetric",
+                discrete_lagrangian: str | DiscreteLagrangian = "midpoint", t0: float = 0.0,
                 tol: float = 1e-12, max_iter: int = 60) -> DiracRouteResult:
     """Integrate by solving, step by step, the membership in the discrete Dirac structure.
 
@@ -345,7 +382,9 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
         or momentum. One of them.
     h : float
     n_steps : int
-    scheme : {"plus", "minus", "symmetric"}
+    scheme : str or Scheme
+        A scheme that declares its discrete Dirac structure
+        (``Scheme.dirac_sign``): the built-in "plus", "minus" and "symmetric".
     discrete_lagrangian : str or QuadratureRule
         Its nodes define each subsystem's ``L_d^i``.
     t0 : float
@@ -360,7 +399,7 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
     Raises
     ------
     ValueError
-        For an unknown scheme or bad initial data.
+        For an unknown scheme, one without a declared discrete Dirac structure, or bad initial data.
     RuntimeError
         When a step's membership solve does not reach ``tol`` (step and distance in the message).
 
@@ -384,8 +423,13 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
     with ``xi`` ((−), symmetric) the iteration converges linearly at a rate
     ``O(|xi|)``, to the same solution.
     """
-    if scheme not in SCHEMES:
-        raise ValueError(f"dirac_route: scheme must be one of {SCHEMES}; got {scheme!r}")
+    sch = get_scheme(scheme)
+    sign, mid = sch.dirac_sign, sch.dirac_midpoint
+    if sign is None:
+        raise ValueError(f"dirac_route: scheme {sch.name!r} declares no discrete Dirac structure (Scheme.dirac_sign); "
+                         "the route solves only the membership in one. verify() checks such a scheme's own step "
+                         "equations")
+    scheme = sch.name
     if (v0 is None) == (p0 is None):
         raise ValueError("dirac_route: give exactly one of v0 and p0")
     n = system.dim
@@ -405,11 +449,11 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
         p_in = np.asarray(p0, dtype=float).reshape(n)
         xi = np.zeros(n)
     qs, ps, res, its = [q], [], [], []
-    E_prev = _equations(discrete_structure_of(system, "-", q)) if scheme == "minus" else None
-    steps = n_steps + (1 if scheme == "minus" else 0)  # minus: one more solve reports p_K
+    E_prev = _equations(discrete_structure_of(system, "-", q)) if sign == "-" else None
+    steps = n_steps + (1 if sign == "-" else 0)  # (-): one more solve reports p_K
     for k in range(steps):
         tk = t0 + k * h
-        E_here = None if scheme != "plus" else _equations(discrete_structure_of(system, "+", q))
+        E_here = _equations(discrete_structure_of(system, "+", q)) if sign == "+" and not mid else None
         q_now, p_now = q, p_in
 
         def resid(x, q_now=q_now, p_now=p_now, E_here=E_here, tk=tk):
@@ -418,7 +462,7 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
             P0, P1, eta = val[:n], val[n:2 * n], val[2 * n:]
             dP0, dP1, deta = jac[:n], jac[n:2 * n], jac[2 * n:]
             I, Z = np.eye(n), np.zeros((n, n))
-            if scheme == "minus":
+            if sign == "-":
                 E1 = _equations(discrete_structure_of(system, "-", q1))
                 wa = np.concatenate([np.zeros(2 * n), P0, -p_now, np.zeros(n)])
                 Ja = np.vstack([Z, Z, dP0, Z, Z])
@@ -429,7 +473,7 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
                 scale = max(1.0, np.linalg.norm(wa), np.linalg.norm(wb))
             else:
                 E = E_here
-                if scheme == "symmetric":
+                if mid:
                     E = _equations(discrete_structure_of(system, "+", q_now, midpoint=True, xi=x))
                 w = np.concatenate([p_now, x, P1, P0, x])
                 Jw = np.vstack([Z, I, dP1, dP0, I])
@@ -441,7 +485,7 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
         val, _, q1 = fns["step"](q, jnp.asarray(xi), h, tk)
         val = np.asarray(val)
         P0, P1 = val[:n], val[n:2 * n]
-        if scheme == "minus":
+        if sign == "-":
             ps.append(P0)  # p_k of (53c)
             E_prev = _equations(discrete_structure_of(system, "-", q1))
         else:
@@ -451,7 +495,7 @@ def dirac_route(system: LagrangeDiracSystem, q0: Any, v0: Any = None, p0: Any = 
         if k < n_steps:
             qs.append(q1)
         p_in, q = P1, q1
-    if scheme != "minus":
+    if sign != "-":
         ps.append(p_in)
     meta = {"h": h, "scheme": scheme, "discrete_lagrangian": discrete_lagrangian, "stride": 1, "t0": t0}
     return DiracRouteResult(qs, np.array(ps), np.array(res[:n_steps]), np.array(its[:n_steps]), meta)
@@ -467,18 +511,30 @@ class StepVerification:
     scheme : str
     membership : ndarray, shape=[K]
         Distance of ``(X_d^k, 𝔇^±L_d)`` from ``D^{d±}`` (the symmetric
-        scheme: from its own structure), relative to ``max(1, |point|)``.
+        scheme: from its own structure), relative to ``max(1, |point|)``. For
+        a scheme without a declared structure: the distance of
+        ``p_in + D1 L_d + f^-`` from the range of the scheme's reaction ``G``,
+        relative to ``max(1, |p_in|, |D1 L_d + f^-|)``.
     basepoint : ndarray, shape=[K]
-        ``|p_{k+1} - D2 L_d - f^+|`` ((+), symmetric) or ``|p_k + D1 L_d + f^-|``
-        ((−)), relative.
+        ``|p_{k+1} - D2 L_d - f^+|`` ((+), symmetric, and a scheme that does
+        not carry a pre-momentum) or ``|p_k + D1 L_d + f^-|`` ((−)), for
+        another scheme carrying a pre-momentum ``|p_k - p_reported|``;
+        relative to ``max(1, |p|)``.
     constraint : ndarray, shape=[K]
         The scheme's discrete constraint, ``|B chi|`` with the velocity forms of
-        the structure (the interaction's included), relative to ``max(1, |chi|)``.
+        the structure (the interaction's included), relative to ``max(1, |chi|)``;
+        for a scheme without a declared structure, its
+        :meth:`~manifold_dirac.mechanics.schemes.Scheme.constraint_residual`
+        relative to ``max(1, |xi|)``.
     velocity_constraint : ndarray, shape=[K+1]
         ``|A(q_k) v_k|`` with the stored velocities (the continuous constraint,
         satisfied to ``O(h^order)`` only).
     noether : ndarray, shape=[K+1] or None
         ``<p_k, xi_Q(q_k)>`` for the given symmetry generator.
+    checked : str
+        What was checked: ``"dirac(+)"``, ``"dirac(-)"``, ``"dirac(+, midpoint)"``
+        (membership in the scheme's declared discrete Dirac structure) or
+        ``"scheme equations"`` (the scheme's own step equations).
     """
 
     scheme: str
@@ -487,6 +543,7 @@ class StepVerification:
     constraint: np.ndarray
     velocity_constraint: np.ndarray
     noether: np.ndarray | None
+    checked: str = "dirac(+)"
 
     @property
     def max(self) -> float:
@@ -502,8 +559,9 @@ class StepVerification:
         return float(np.max(np.abs(self.noether - self.noether[0])))
 
 
-def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[Any], Any] | None = None,
-           scheme: str | None = None, discrete_lagrangian: Any = None) -> StepVerification:
+def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[Point], ArrayLike] | None = None,
+           scheme: str | Scheme | None = None, discrete_lagrangian: str | DiscreteLagrangian | None = None
+           ) -> StepVerification:
     """Check a computed trajectory step by step against the discrete Dirac structure of its scheme.
 
     Parameters
@@ -517,7 +575,9 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
         coordinates; the discrete Noether quantity ``J_k = <p_k, xi_Q(q_k)>`` is
         reported (conserved when ``L_d`` is invariant, ``xi_Q`` lies in the
         constraint distribution and no force acts).
-    scheme, discrete_lagrangian : optional
+    scheme : str or Scheme, optional
+        Any registered scheme; taken from ``trajectory.meta`` when not given.
+    discrete_lagrangian : optional
         Taken from ``trajectory.meta`` when not given.
 
     Returns
@@ -536,12 +596,26 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
     (:func:`discrete_structure_of`): (+) checks (50) at ``q_k`` with
     ``((p_k, xi, p_{k+1}), (-D1 L_d - f^-, xi))``; (−) checks (51) at
     ``q_{k+1}`` with ``((p_k, eta, p_{k+1}), (-D2 L_d - f^+, -eta))`` and the
-    basepoint ``p_k = -D1 L_d - f^-``; symmetric checks its structure at ``q_k``.
+    basepoint ``p_k = -D1 L_d - f^-``; symmetric checks its structure at ``q_k``
+    (the scheme's ``dirac_sign`` and ``dirac_midpoint`` say which).
+
+    A scheme that declares no structure (``dirac_sign = None``: a scheme
+    registered by a user) is checked against its own step equations, through
+    its members, with the route's ``L_d`` partials and forces::
+
+        p_in + D1 L_d + f^- = G(q_k) mu      (mu by least squares; membership: the rest)
+        c(xi) = 0                           (Scheme.constraint_residual; constraint)
+        p_{k+1} = D2 L_d + f^+              (basepoint), or, carrying a pre-momentum,
+        p_k = reported_momentum(q_k, p_in, mu),   p_in = D2 L_d(q_{k-1}, q_k) + f^+
+
+    (for the pre-momentum of step 0, which a trajectory does not store, the
+    ``mu`` that makes the reported momentum ``p_0`` is found by least squares:
+    the reported momentum is affine in ``(p_in, mu)``). The node geometry the
+    scheme asks for (``extra_nodes``) comes from the manifold's retraction.
     """
     meta = getattr(trajectory, "meta", {}) or {}
-    scheme = scheme or meta.get("scheme")
-    if scheme not in SCHEMES:
-        raise ValueError(f"verify: scheme must be one of {SCHEMES}; got {scheme!r}")
+    sch = get_scheme(scheme or meta.get("scheme"))
+    scheme = sch.name
     if int(meta.get("stride", 1)) != 1:
         raise ValueError("verify: needs every step (stride = 1)")
     rule = discrete_lagrangian if discrete_lagrangian is not None else meta.get("discrete_lagrangian", "midpoint")
@@ -564,22 +638,27 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
     if not np.isfinite(h):
         raise ValueError("verify: the trajectory's meta has no step size h")
     t = np.asarray(getattr(trajectory, "t", float(meta.get("t0", 0.0)) + t0_grid(K, h)))
-    mem, base, con = np.zeros(K), np.zeros(K), np.zeros(K)
-    for k in range(K):
+    sign, mid = sch.dirac_sign, sch.dirac_midpoint
+    if sign is None:
+        mem, base, con = _verify_equations(system, sch, nodes, points, p, h, t)
+        checked = "scheme equations"
+    else:
+        mem, base, con = np.zeros(K), np.zeros(K), np.zeros(K)
+        checked = f"dirac({sign}{', midpoint' if mid else ''})"
+    for k in range(K if sign is not None else 0):
         xi = np.asarray(fns["inverse_retract"](points[k], points[k + 1]))
         val, _, _ = fns["step"](points[k], jnp.asarray(xi), h, float(t[k]))
         val = np.asarray(val)
         P0, P1, eta = val[:n], val[n:2 * n], val[2 * n:]
         # (48) with the forced partials D1 L_d + f^- = -P0 and D2 L_d + f^+ = P1
-        sign = "-" if scheme == "minus" else "+"
-        chi = eta if scheme == "minus" else xi
+        chi = eta if sign == "-" else xi
         dd = discrete_dirac_differential(sign, -P0, P1, chi)
         w = np.concatenate([p[k], chi, p[k + 1], dd.alpha_q, dd.alpha_p])
-        if scheme == "minus":
+        if sign == "-":
             D = discrete_structure_of(system, "-", points[k + 1])
             base[k] = np.linalg.norm(p[k] - dd.basepoint_momentum) / max(1.0, np.linalg.norm(p[k]))
         else:
-            D = discrete_structure_of(system, "+", points[k], midpoint=scheme == "symmetric", xi=xi)
+            D = discrete_structure_of(system, "+", points[k], midpoint=mid, xi=xi)
             base[k] = np.linalg.norm(p[k + 1] - dd.basepoint_momentum) / max(1.0, np.linalg.norm(p[k + 1]))
         E = _equations(D)
         mem[k] = np.linalg.norm(E @ w) / max(1.0, np.linalg.norm(w))
@@ -596,7 +675,44 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
     if symmetry is not None:
         noether = np.array([float(p[k] @ np.asarray(symmetry(points[k]), dtype=float).reshape(n))
                             for k in range(K + 1)])
-    return StepVerification(scheme, mem, base, con, vel, noether)
+    return StepVerification(scheme, mem, base, con, vel, noether, checked)
+
+
+def _verify_equations(system: LagrangeDiracSystem, scheme: Scheme, nodes: tuple, points: list, p: np.ndarray,
+                      h: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Membership, basepoint and constraint residuals of a scheme's own step equations (see :func:`verify`)."""
+    at, reported = _scheme_equations(system, nodes, scheme)
+    inverse_retract = _compiled(system, nodes)["inverse_retract"]
+    K, m = p.shape[0] - 1, system.n_constraints
+    mem, base, con = np.zeros(K), np.zeros(K), np.zeros(K)
+    carried = None  # the pre-momentum D2 L_d + f^+ of the step before
+    for k in range(K):
+        xi = np.asarray(inverse_retract(points[k], points[k + 1]))
+        P0, P1, c, G = (np.asarray(x) for x in at(points[k], jnp.asarray(xi), h, float(t[k])))
+        if not scheme.carries_pre_momentum:
+            p_in = p[k]
+        elif carried is not None:
+            p_in = carried
+        else:
+            # step 0: the mu whose reported momentum is p_0, with p_in = P0 + G mu (affine in mu)
+            def miss(mu, q=points[k], P0=P0, G=G):
+                return np.asarray(reported(q, jnp.asarray(P0 + G @ mu), jnp.asarray(mu))) - p[0]
+
+            f0 = miss(np.zeros(m))
+            J = np.stack([miss(e) - f0 for e in np.eye(m)], axis=1) if m else np.zeros((len(f0), 0))
+            mu0 = np.linalg.lstsq(J, -f0, rcond=None)[0] if m else np.zeros(0)
+            p_in = P0 + G @ mu0
+        rhs = p_in - P0
+        mu = np.linalg.lstsq(G, rhs, rcond=None)[0] if m else np.zeros(0)
+        mem[k] = np.linalg.norm(rhs - G @ mu) / max(1.0, np.linalg.norm(p_in), np.linalg.norm(P0))
+        if scheme.carries_pre_momentum:
+            rep = np.asarray(reported(points[k], jnp.asarray(p_in), jnp.asarray(mu)))
+            base[k] = np.linalg.norm(p[k] - rep) / max(1.0, np.linalg.norm(p[k]))
+        else:
+            base[k] = np.linalg.norm(p[k + 1] - P1) / max(1.0, np.linalg.norm(p[k + 1]))
+        con[k] = np.linalg.norm(c) / max(1.0, np.linalg.norm(xi))
+        carried = P1
+    return mem, base, con
 
 
 def t0_grid(K: int, h: float) -> np.ndarray:
@@ -604,9 +720,9 @@ def t0_grid(K: int, h: float) -> np.ndarray:
     return h * np.arange(K + 1)
 
 
-def _placed(system: LagrangeDiracSystem, forms: list) -> list[tuple[Any, slice]]:
+def _placed(system: LagrangeDiracSystem, forms: list[Matrix]) -> list[tuple[Matrix, slice]]:
     """Each form of the tree (post-order) with the frame columns it acts on."""
-    out: list[tuple[Any, slice]] = []
+    out: list[tuple[Matrix, slice]] = []
 
     def walk(s, off):
         if _is_product(s):

@@ -60,6 +60,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._registry import Registry
 from ..errors import RetractionDomainError
 
 __all__ = [
@@ -182,8 +183,19 @@ class Retraction(abc.ABC):
         return hash(type(self))
 
 
-def register_retraction(*manifolds: type[Manifold]):
+def _check_retraction(name: str, cls: object) -> None:
+    if not (isinstance(cls, type) and issubclass(cls, Retraction)) or not getattr(cls, "name", ""):
+        raise TypeError("register_retraction: decorate a Retraction subclass with a non-empty `name`")
+
+
+def register_retraction(*manifolds: type[Manifold], overwrite: bool = False):
     """Class decorator: make a :class:`Retraction` available by name on ``manifolds``.
+
+    The library's registry convention (:class:`~manifold_dirac._registry.Registry`):
+    another class under a name already registered on that manifold class is a
+    ``ValueError`` unless ``overwrite=True``; a name inherited from a parent
+    class (``"exp"`` of :class:`~manifold_dirac.manifolds.lie_group.MatrixLieGroup`)
+    may be replaced by a subclass's own.
 
     Examples
     --------
@@ -196,10 +208,9 @@ def register_retraction(*manifolds: type[Manifold]):
     """
 
     def deco(cls: type[Retraction]) -> type[Retraction]:
-        if not (isinstance(cls, type) and issubclass(cls, Retraction)) or not cls.name:
-            raise TypeError("register_retraction: decorate a Retraction subclass with a non-empty `name`")
+        _check_retraction("", cls)
         for M in manifolds:
-            M.retraction_registry()[cls.name] = cls
+            M.retraction_registry().register(cls.name, cls, overwrite=overwrite)
         return cls
 
     return deco
@@ -237,13 +248,7 @@ def resolve_retraction(M: type[Manifold], retraction: Any) -> Retraction:
         return retraction
     if isinstance(retraction, str) and retraction in reg:
         return reg[retraction]()
-    raise ValueError(
-        f"{M.__name__}: unknown retraction {retraction!r}; valid retractions are "
-        + ", ".join(repr(k) for k in reg)
-        + ". Add one with a GroupRetraction subclass decorated by @register_retraction("
-        + M.__name__
-        + ") (docs/adding-a-manifold.md)."
-    )
+    raise ValueError(f"{M.__name__}: {reg.unknown(retraction)}")
 
 
 _RETIRED_ATTRIBUTES = {
@@ -302,7 +307,9 @@ class Manifold(abc.ABC):
     coordinate_names: tuple[str, ...] = ()
 
     # --------------------------------------------------------------- registry
-    _registry: ClassVar[dict[str, type[Retraction]]] = {}
+    _registry: ClassVar[Registry[type[Retraction]]] = Registry(
+        "retraction", hint="add one: a Retraction subclass decorated by @register_retraction(<the manifold class>), "
+        "docs/adding-a-manifold.md", check=_check_retraction)
 
     _validated: ClassVar[dict[str, tuple[tuple[str, str], ...]]] = {
         "retract": (("q", "point"), ("xi", "tangent")),
@@ -326,13 +333,15 @@ class Manifold(abc.ABC):
                     f"{cls.__name__}.{old}: {_RETIRED_ATTRIBUTES[old]} (a class attribute of that name "
                     "would be ignored; docs/adding-a-manifold.md, 'A new retraction')"
                 )
-        cls._registry = dict(cls._registry)  # inherit the parent's retractions, extend privately
+        cls._registry = cls._registry.child(  # inherit the parent's retractions, extend privately
+            hint=f"add one: a Retraction subclass decorated by @register_retraction({cls.__name__}), "
+            "docs/adding-a-manifold.md")
         for method, roles in cls._validated.items():  # the shape checks of the module docstring
             if method in cls.__dict__ and callable(cls.__dict__[method]):
                 setattr(cls, method, _validating(cls.__dict__[method], method, roles))
 
     @classmethod
-    def retraction_registry(cls) -> dict[str, type[Retraction]]:
+    def retraction_registry(cls) -> Registry[type[Retraction]]:
         """The retractions registered for this manifold class (name -> class)."""
         return cls._registry
 

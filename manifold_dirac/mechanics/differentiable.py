@@ -40,7 +40,7 @@ from jax.ad_checkpoint import checkpoint_name
 from .newton import SolverOptions, newton
 from .rules import QuadratureRule, get_rule
 from .schemes import Scheme, get_scheme
-from .status import Status
+from .status import Status, classify_step
 from .step import StepMap
 from .system import LagrangeDiracSystem
 
@@ -247,14 +247,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             guess = jax.lax.stop_gradient(c.z) if warm_start else jnp.zeros_like(c.z)
             z1, info = solve(guess, c.q, c.p, t, h, params, u)
             _, _, (q1, p1, _) = sm.equations(z1, c.q, c.p, t, h, params, u)
-            st = info[0].astype(jnp.int32)
-            converged = st == Status.OK
-            finite_out = jnp.all(jnp.isfinite(p1)) & jnp.all(jnp.stack([jnp.all(jnp.isfinite(x))
-                                                                         for x in jax.tree.leaves(q1)]))
-            st = jnp.where(converged & ~finite_out, Status.NONFINITE, st)
-            xi = z1[:n]
-            outside = ~Q.in_domain(xi) & jnp.all(jnp.isfinite(xi))
-            st = jnp.where(outside & ((st == Status.OK) | (st == Status.NO_CONVERGENCE)), Status.DOMAIN, st)
+            st = classify_step(info[0].astype(jnp.int32), Q, z1[:n], q1, p1)
             healthy = c.status == Status.OK
             status = jnp.where(healthy, st, c.status).astype(jnp.int32)
             ok = status == Status.OK

@@ -48,14 +48,23 @@ point) are refused with a ``ValueError``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..manifolds.base import Manifold
-from .rules import DiscreteLagrangian, RuleOrderWarning, RuleValue, exactness_degree, node_geometry, nodes_are_symmetric
+from ..types import Params, Point, Scalar, Vector
+from .rules import (
+    DiscreteLagrangian,
+    RuleOrderWarning,
+    RuleValue,
+    StepContext,
+    exactness_degree,
+    node_geometry,
+    nodes_are_symmetric,
+    register_rule,
+)
 from .system import LagrangeDiracSystem
 
 __all__ = ["GAUSS4", "GAUSS6", "GalerkinRule", "gauss_legendre", "lobatto_interior", "supports_galerkin"]
@@ -283,9 +292,6 @@ class GalerkinRule(DiscreteLagrangian):
         self._require(Q)
         return self.symmetric and _is_vector_space(Q)
 
-    constrains_stages = True
-    """The step passes ``r`` (holonomic constraints) to :meth:`n_stages`: multipliers at the nodes."""
-
     def n_stages(self, n: int, r: int = 0) -> int:
         """``(s - 1) n`` internal control points, plus ``s r`` node multipliers with ``r`` holonomic constraints."""
         return (self.degree - 1) * (n + r)
@@ -312,8 +318,8 @@ class GalerkinRule(DiscreteLagrangian):
         n = xi.shape[-1]
         return jnp.concatenate([jnp.zeros((1, n), xi.dtype), jnp.reshape(stages, (self.degree - 1, n)), xi[None]])
 
-    def action(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, stages: jax.Array, h: Any,
-               params: Any = None) -> jax.Array:
+    def action(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, stages: jax.Array, h: Scalar,
+               params: Params = None) -> jax.Array:
         """``h sum_i b_i L(c_i, v_i)`` for given stages (scalar; not extremized)."""
         Q = system.Q
         X = self._controls(xi, stages)
@@ -325,7 +331,7 @@ class GalerkinRule(DiscreteLagrangian):
             total = total + b * system.lagrangian(c, Jx @ w, params)
         return h * total
 
-    def solve_stages(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, h: Any, params: Any = None,
+    def solve_stages(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, h: Scalar, params: Params = None,
                      iterations: int = 12) -> jax.Array:
         """The stationary stages for ``(q0, R_{q0}(xi))`` (unforced), by Newton from the straight line."""
         n = system.dim
@@ -338,7 +344,7 @@ class GalerkinRule(DiscreteLagrangian):
 
         return jax.lax.fori_loop(0, iterations, lambda _, z: z - jnp.linalg.solve(jax.jacfwd(res)(z), res(z)), st)
 
-    def value(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, h: Any, params: Any = None,
+    def value(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, h: Scalar, params: Params = None,
               stages: jax.Array | None = None) -> jax.Array:
         """``L_d(q0, R_{q0}(xi))`` (scalar): the action at the stationary stages (solved when not given)."""
         self._require(system.Q)
@@ -346,19 +352,10 @@ class GalerkinRule(DiscreteLagrangian):
             stages = self.solve_stages(system, q0, xi, h, params)
         return self.action(system, q0, xi, stages, h, params)
 
-    def evaluate(
-        self,
-        system: LagrangeDiracSystem,
-        q0: Any,
-        xi: jax.Array,
-        h: Any,
-        t0: Any,
-        params: Any = None,
-        u: jax.Array | None = None,
-        extra_nodes: tuple[float, ...] = (),
-        stages: jax.Array | None = None,
-    ) -> RuleValue:
+    def evaluate(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, ctx: StepContext,
+                 stages: jax.Array | None = None) -> RuleValue:
         """``D1 L_d``, ``D2 L_d``, the forces and the stage equations at ``(q0, R_{q0}(xi))`` (Notes)."""
+        h, t0, params, u, extra_nodes = ctx
         Q, n, s = system.Q, system.dim, self.degree
         self._require(Q)
         if stages is None:
@@ -436,3 +433,6 @@ GAUSS4 = GalerkinRule("gauss4", 2)
 """Quadratic curves, 2-point Gauss: order 4, ``dim`` extra unknowns per step."""
 GAUSS6 = GalerkinRule("gauss6", 3)
 """Cubic curves, 3-point Gauss: order 6, ``2 dim`` extra unknowns per step."""
+
+register_rule(GAUSS4)
+register_rule(GAUSS6)

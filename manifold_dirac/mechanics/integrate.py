@@ -1098,28 +1098,6 @@ def _steps_to(n_steps: Any, t_final: Any, t0: float, h: float) -> int:
     return n
 
 
-def legendre_inverse(system: LagrangeDiracSystem, state: RunState, max_iter: int = 30) -> jax.Array | None:
-    """``v in Delta(q)`` with ``dL/dv(q, v) - p in Delta°(q)``: the velocity of given momenta.
-
-    Solves ``dL/dv(q, v) - p + A(q)^T lam = 0``, ``A(q) v = 0`` in the least
-    squares sense (:func:`_legendre_solve`). Returns None when the solution
-    is not unique (a degenerate Lagrangian) or was not found. ``max_iter`` is
-    kept for compatibility (the solve takes a fixed :data:`_LEGENDRE_ITERATIONS`).
-    """
-    n, m, params = system.dim, system.n_constraints, system.params
-
-    def one(q, p):
-        A = system.constraint_matrix(q, params) if m else None
-        N = jnp.linalg.svd(A)[2][m:].T if m else jnp.eye(n)
-        return _legendre_solve(system, q, p, A, N, params)
-
-    members = state.members
-    sol = (jax.vmap(one) if state.batch_shape else one)(members.q, members.p)
-    ok = np.asarray(sol["residual"]) <= 1e-9 * np.maximum(np.asarray(sol["scale"]), 1e-300)
-    ok &= np.asarray(sol["degeneracy"]) > _DEGENERATE
-    return sol["v"] if bool(np.all(ok)) else None
-
-
 _LEGENDRE_ITERATIONS = 12
 """Gauss--Newton iterations of the Legendre inverse at the start of a run from ``p0``."""
 _REPORTED_NEWTON = 3

@@ -33,26 +33,31 @@ declaring more is downgraded with a :class:`RuleOrderWarning`). The
 Galerkin rules ``"gauss4"`` and ``"gauss6"``
 (:class:`~manifold_dirac.mechanics.galerkin.GalerkinRule`) reach orders 4
 and 6 with internal stages solved with the step. Every rule is a
-:class:`DiscreteLagrangian`; :func:`get_rule` and :func:`register_rule`
-accept any.
+:class:`DiscreteLagrangian`, whose abstract members are the contract a new
+kind of discrete Lagrangian fulfils (one subclass in one file, plus
+:func:`register_rule`); the step passes it a :class:`StepContext`.
 """
 
 from __future__ import annotations
 
+import abc
 import functools
 import warnings
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._registry import Registry
 from ..manifolds.base import Manifold
+from ..types import Covector, Matrix, Params, Point, Scalar, Vector
 from .system import LagrangeDiracSystem
 
 __all__ = ["RULES", "DiscreteLagrangian", "NodeGeometry", "QuadratureRule", "RuleOrderWarning", "RuleValue",
-           "exactness_degree", "get_rule", "is_flow", "node_geometry", "register_rule"]
+           "StepContext", "exactness_degree", "get_rule", "is_flow", "node_geometry", "register_rule"]
 
 
 class RuleOrderWarning(UserWarning):
@@ -73,13 +78,13 @@ class NodeGeometry(NamedTuple):
         ``Jxi xi`` per unit ``s`` (frame at ``c``).
     """
 
-    point: Any
+    point: Point
     P0: jax.Array
     P1: jax.Array
     Jxi: jax.Array
 
 
-def node_geometry(Q: Manifold, q0: Any, q1: Any, xi: jax.Array, J0: jax.Array, J1: jax.Array, s: float) -> NodeGeometry:
+def node_geometry(Q: Manifold, q0: Point, q1: Point, xi: Vector, J0: Matrix, J1: Matrix, s: float) -> NodeGeometry:
     """The node ``c = R_{q0}(s xi)`` with ``P0 = dc/dq0``, ``P1 = dc/dq1`` and ``J_xi``."""
     eye = jnp.eye(Q.dim)
     if s == 0.0:
@@ -116,7 +121,7 @@ class RuleValue(NamedTuple):
         stages (Galerkin rules); None for a rule without stages.
     """
 
-    q1: Any
+    q1: Point
     J0: jax.Array
     J1: jax.Array
     D1: jax.Array
@@ -126,10 +131,10 @@ class RuleValue(NamedTuple):
     scale: jax.Array
     finite: jax.Array
     nodes: dict
-    stage_residual: Any = None
+    stage_residual: jax.Array | None = None
 
 
-def exactness_degree(nodes: Any, max_degree: int = 40) -> int:
+def exactness_degree(nodes: Sequence[tuple[float, float]], max_degree: int = 40) -> int:
     """The largest ``d`` with ``sum_i w_i s_i^k = 1/(k+1)`` for ``k <= d`` (-1 if none)."""
     s = np.array([x for x, _ in nodes], float)
     w = np.array([y for _, y in nodes], float)
@@ -141,7 +146,7 @@ def exactness_degree(nodes: Any, max_degree: int = 40) -> int:
     return d
 
 
-def nodes_are_symmetric(nodes: Any) -> bool:
+def nodes_are_symmetric(nodes: Sequence[tuple[float, float]]) -> bool:
     """Whether the nodes are invariant under ``s -> 1 - s`` with equal weights."""
     a = sorted((round(float(s), 12), round(float(w), 12)) for s, w in nodes)
     b = sorted((round(1.0 - float(s), 12), round(float(w), 12)) for s, w in nodes)
@@ -164,49 +169,143 @@ def is_flow(Q: Manifold) -> bool:
     return d < 1e-12
 
 
-class DiscreteLagrangian:
-    """What every discrete Lagrangian offers a scheme (a rule is one small class + :func:`register_rule`).
+class StepContext(NamedTuple):
+    """What a step passes to a discrete Lagrangian besides the point ``(q0, xi)``.
 
     Attributes
     ----------
-    name : str
-    order : int
-        Declared order of the variational integrator (verified where the
-        rule is built: see :class:`QuadratureRule` and
-        :class:`~manifold_dirac.mechanics.galerkin.GalerkinRule`).
-    symmetric : bool
-    degenerate_safe : bool
-    constrained_order : int or None
-        The order measured with the symmetric nonholonomic scheme, when it is
-        lower than ``order`` (``docs/schemes.md``); None: no cap.
+    h : scalar
+        The step size (may be traced).
+    t0 : scalar
+        The time at the start of the step (forces are evaluated at ``t0 + s h``).
+    params : pytree, optional
+        The system's parameters (``None``: the system's own).
+    u : array, shape=[n], optional
+        A control covector held over the step (added to the force).
+    extra_nodes : tuple of float
+        Curve parameters ``s`` whose :class:`NodeGeometry` the scheme needs
+        (``(0.5,)`` for the symmetric scheme); static Python floats.
+    """
+
+    h: Scalar
+    t0: Scalar = 0.0
+    params: Params = None
+    u: Covector | None = None
+    extra_nodes: tuple[float, ...] = ()
+
+
+class DiscreteLagrangian(abc.ABC):
+    """The contract of a discrete Lagrangian ``L_d(q0, q1) ~ int L dt`` (one step of size ``h``).
+
+    A scheme (:class:`~manifold_dirac.mechanics.schemes.Scheme`) and the step
+    (:class:`~manifold_dirac.mechanics.step.StepMap`) use a discrete
+    Lagrangian only through the members below. A new kind of discrete
+    Lagrangian is one subclass in one file, made available by name with
+    :func:`register_rule` (an instance, or ``@register_rule`` on a class
+    with a default constructor); nothing else in the library changes.
+
+    **What an implementation provides** (abstract here):
+
+    1. ``name`` (str), ``order`` (int >= 1), ``symmetric`` (bool) and
+       ``nodes`` (tuple of ``(s, w)``: where ``L`` and the force are
+       evaluated along the step, used to diagnose a failed step) -- class
+       attributes, dataclass fields or properties.
+    2. :meth:`order_on` and :meth:`symmetric_on`: the order and the
+       self-adjointness reached with a manifold's retraction; a
+       ``ValueError`` saying why for a manifold the rule cannot serve.
+    3. :meth:`value`: ``L_d(q0, R_{q0}(xi))``, a scalar (laws and tests
+       differentiate it to check :meth:`evaluate`).
+    4. :meth:`evaluate`: everything the step equations need at
+       ``(q0, q1 = R_{q0}(xi))`` as a :class:`RuleValue` -- ``q1``, the
+       Jacobians of ``xi = R_{q0}^{-1}(q1)``, ``D1 L_d``, ``D2 L_d``, the
+       discrete forces of (24), a scale, a finiteness flag, the node geometry
+       of ``ctx.extra_nodes`` (:func:`node_geometry`) and, for a rule with
+       stages, their equations. It is traced by JAX (no Python branches on
+       array values) and runs for one trajectory member (a batch is
+       ``vmap`` outside).
+
+    **What an implementation may override** (declared here with defaults):
+
+    5. ``degenerate_safe`` (False): known to be stable for Lagrangians
+       linear in some velocities; ``constrained_order`` (None): a measured
+       cap of the order with nonholonomic constraints.
+    6. Internal stages (a Galerkin rule): :meth:`n_stages` (0),
+       :meth:`n_curve_stages`, :meth:`warm_stages`, :meth:`stored_stages`.
+       The stages are extra unknowns of the step's Newton solve; their
+       equations are ``RuleValue.stage_residual``.
 
     Notes
     -----
-    A rule without internal stages has ``n_stages = 0`` and its
-    :meth:`evaluate` takes no ``stages``; a rule with stages (Galerkin)
-    receives them as extra unknowns of the step's Newton solve and returns
-    their equations in ``RuleValue.stage_residual``.
+    The step's equations (Parks & Leok (52)/(53) with the forces of (24))
+    use ``p_k = -D1 L_d - f^-`` (plus the scheme's reaction) and
+    ``p_{k+1} = D2 L_d + f^+``; the rule never sees the constraints of the
+    scheme, only the node geometry the scheme asks for.
     """
 
-    constrained_order: int | None = None
+    name: str
+    """Registry name (``discrete_lagrangian=name``)."""
+    order: int
+    """Declared order of the variational integrator (verified where the rule is built)."""
+    symmetric: bool
+    """Whether ``L_d(q0, q1; h) = -L_d(q1, q0; -h)`` for a symmetric retraction (:meth:`symmetric_on` decides)."""
+    nodes: tuple[tuple[float, float], ...]
+    """``(s, w)``: the curve parameters where ``L`` and the force are evaluated, with their weights."""
 
-    def n_stages(self, n: int) -> int:
-        """Number of extra unknowns per step for a manifold of dimension ``n``."""
+    degenerate_safe: bool = False
+    """Whether the rule is known to be stable for Lagrangians linear in some velocities."""
+    constrained_order: int | None = None
+    """The order measured with the symmetric nonholonomic scheme when lower than ``order`` (None: no cap)."""
+
+    # ------------------------------------------------------------ the contract
+    @abc.abstractmethod
+    def order_on(self, Q: Manifold) -> int:
+        """The order this rule attains with ``Q``'s retraction (``ValueError`` for a manifold it cannot serve)."""
+
+    @abc.abstractmethod
+    def symmetric_on(self, Q: Manifold) -> bool:
+        """Whether the rule is self-adjoint with ``Q``'s retraction."""
+
+    @abc.abstractmethod
+    def value(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, h: Scalar, params: Params = None) -> jax.Array:
+        """``L_d(q0, R_{q0}(xi))`` at one point, shape ``()``."""
+
+    @abc.abstractmethod
+    def evaluate(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, ctx: StepContext,
+                 stages: jax.Array | None = None) -> RuleValue:
+        """``D1 L_d``, ``D2 L_d``, the discrete forces (and the stage equations) at ``(q0, R_{q0}(xi))``.
+
+        Parameters
+        ----------
+        system : LagrangeDiracSystem
+        q0 : point
+        xi : array, shape=[n]
+            ``q1 = R_{q0}(xi)``.
+        ctx : StepContext
+            Step size, time, parameters, control and the nodes the scheme needs.
+        stages : array, shape=[n_stages], optional
+            The current values of the rule's internal stages (None or empty for a rule without stages).
+
+        Returns
+        -------
+        RuleValue
+        """
+
+    # ------------------------------------------------------- internal stages
+    def n_stages(self, n: int, r: int = 0) -> int:
+        """Number of extra unknowns per step for a manifold of dimension ``n`` with ``r`` holonomic constraints."""
         return 0
 
-    def warm_stages(self, xi: jax.Array, stored: jax.Array) -> jax.Array:
+    def n_curve_stages(self, n: int) -> int:
+        """The part of the stages scaled like momenta (the rest are displacement-like multipliers)."""
+        return self.n_stages(n)
+
+    def warm_stages(self, xi: Vector, stored: jax.Array) -> jax.Array:
         """The stages' warm start from the step's warm start ``xi`` and the stored ``stored``."""
         return stored
 
-    def stored_stages(self, xi: jax.Array, stages: jax.Array) -> jax.Array:
+    def stored_stages(self, xi: Vector, stages: jax.Array) -> jax.Array:
         """What the state keeps of a solved step's stages (for the next warm start)."""
         return stages
-
-    def order_on(self, Q: Manifold) -> int:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def symmetric_on(self, Q: Manifold) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -300,23 +399,15 @@ class QuadratureRule(DiscreteLagrangian):
         inner = any(0.0 < s < 1.0 for s, _ in self.nodes)
         return (not inner) or is_flow(Q)
 
-    def value(self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, h: Any, params: Any = None) -> jax.Array:
+    def value(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, h: Scalar, params: Params = None) -> jax.Array:
         """``L_d(q0, R_{q0}(xi))`` at one point (scalar)."""
         Q, v = system.Q, xi / h
         return h * sum(w * system.lagrangian(Q.retract(q0, s * xi), v, params) for s, w in self.nodes)
 
-    def evaluate(
-        self,
-        system: LagrangeDiracSystem,
-        q0: Any,
-        xi: jax.Array,
-        h: Any,
-        t0: Any,
-        params: Any = None,
-        u: jax.Array | None = None,
-        extra_nodes: tuple[float, ...] = (),
-    ) -> RuleValue:
-        """``D1 L_d``, ``D2 L_d`` and the discrete forces at ``(q0, R_{q0}(xi))`` (see Notes)."""
+    def evaluate(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, ctx: StepContext,
+                 stages: jax.Array | None = None) -> RuleValue:
+        """``D1 L_d``, ``D2 L_d`` and the discrete forces at ``(q0, R_{q0}(xi))`` (see Notes; no stages)."""
+        h, t0, params, u, extra_nodes = ctx
         Q = system.Q
         q1, J0, J1 = Q.retract_with_inverse_jacobians(q0, xi)
         v = xi / h
@@ -348,34 +439,60 @@ RECTANGLE_MINUS = QuadratureRule("rectangle-", ((1.0, 1.0),), order=1, symmetric
 MIDPOINT = QuadratureRule("midpoint", ((0.5, 1.0),), order=2, symmetric=True, degenerate_safe=True)
 TRAPEZOID = QuadratureRule("trapezoid", ((0.0, 0.5), (1.0, 0.5)), order=2, symmetric=True)
 
-RULES: dict[str, QuadratureRule] = {r.name: r for r in (RECTANGLE_PLUS, RECTANGLE_MINUS, MIDPOINT, TRAPEZOID)}
-
-
-def register_rule(rule: DiscreteLagrangian, *, overwrite: bool = False) -> DiscreteLagrangian:
-    """Make ``rule`` available by its name (``discrete_lagrangian=rule.name``)."""
+def _check_rule(name: str, rule: object) -> None:
     if not isinstance(rule, DiscreteLagrangian):
-        raise TypeError(f"register_rule: give a QuadratureRule or GalerkinRule instance, got {type(rule).__name__}")
-    if rule.name in RULES and not overwrite:
-        raise ValueError(f"a discrete Lagrangian named {rule.name!r} exists; pass overwrite=True")
-    RULES[rule.name] = rule
+        raise TypeError(f"register_rule: give a DiscreteLagrangian instance (or a subclass with a default "
+                        f"constructor), got {type(rule).__name__}")
+    if getattr(rule, "name", None) != name:
+        raise ValueError(f"register_rule: a discrete Lagrangian is registered under its own name "
+                         f"{getattr(rule, 'name', None)!r}, not {name!r}")
+
+
+RULES: Registry[DiscreteLagrangian] = Registry(
+    "discrete Lagrangian", hint="add one with register_rule", check=_check_rule)
+"""Every discrete Lagrangian available by name (``discrete_lagrangian="midpoint"``)."""
+
+
+def register_rule(rule: Any = None, *, overwrite: bool = False) -> Any:
+    """Make a discrete Lagrangian available by its name (``discrete_lagrangian=rule.name``).
+
+    Parameters
+    ----------
+    rule : DiscreteLagrangian or DiscreteLagrangian subclass, optional
+        An instance; or a subclass with a default constructor, whose instance
+        is registered (``@register_rule`` on the class; the class is returned).
+        Without it, a decorator: ``@register_rule(overwrite=True)``.
+    overwrite : bool
+        Replace another rule of the same name.
+
+    Returns
+    -------
+    What was given (so that it works as a decorator).
+
+    Raises
+    ------
+    TypeError
+        For something that is not a :class:`DiscreteLagrangian`.
+    ValueError
+        For a name taken by another rule (without ``overwrite``).
+    """
+    if rule is None:
+        return lambda r: register_rule(r, overwrite=overwrite)
+    inst = rule() if isinstance(rule, type) and issubclass(rule, DiscreteLagrangian) else rule
+    if not isinstance(inst, DiscreteLagrangian):
+        raise TypeError(f"register_rule: give a DiscreteLagrangian instance (or a subclass with a default "
+                        f"constructor), got {type(rule).__name__}")
+    RULES.register(inst.name, inst, overwrite=overwrite)
     return rule
 
 
 def get_rule(rule: str | DiscreteLagrangian) -> DiscreteLagrangian:
-    """Look a rule up by name (or pass an instance through)."""
+    """Look a rule up by name (or pass an instance through); a ``ValueError`` lists the valid names."""
     if isinstance(rule, DiscreteLagrangian):
         return rule
-    try:
-        return RULES[rule]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"unknown discrete Lagrangian {rule!r}; valid: " + ", ".join(repr(k) for k in RULES)
-            + " (add one with register_rule)"
-        ) from None
+    return RULES.get(rule)
 
 
-# the Galerkin rules live in their own module (which imports this one): registered here so that
-# get_rule("gauss4") works wherever rules are looked up by name (Integrator, study, CLI)
-from .galerkin import GAUSS4, GAUSS6  # noqa: E402
-
-RULES.update({GAUSS4.name: GAUSS4, GAUSS6.name: GAUSS6})
+for _rule in (RECTANGLE_PLUS, RECTANGLE_MINUS, MIDPOINT, TRAPEZOID):
+    register_rule(_rule)
+# the Galerkin rules register themselves where they are defined (galerkin.py, imported by the package)

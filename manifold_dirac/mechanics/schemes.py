@@ -59,8 +59,10 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
+from .._registry import Registry
 from ..manifolds.base import Manifold
-from .rules import QuadratureRule, RuleValue
+from ..types import Covector, Params, Point, Vector
+from .rules import DiscreteLagrangian, RuleValue
 from .system import LagrangeDiracSystem
 
 __all__ = ["SCHEMES", "Minus", "Plus", "Scheme", "Symmetric", "get_scheme", "register_scheme"]
@@ -84,6 +86,25 @@ class Scheme(abc.ABC):
         Whether the state's momentum is the pre-momentum ``p~_k`` (minus).
     extra_nodes : tuple of float
         Nodes of the retraction curve whose geometry :meth:`discrete_constraint` needs.
+    dirac_sign : {'+', '-'} or None
+        The discrete Dirac structure whose membership is this scheme's step,
+        for the independent route (:func:`~manifold_dirac.dirac.route.dirac_route`,
+        :func:`~manifold_dirac.dirac.route.verify`): ``'+'``, (50) in the
+        chart at ``q_k``; ``'-'``, (51) in the chart at ``q_{k+1}``. None
+        (the default for a new scheme): ``verify`` checks the scheme's own
+        step equations (:meth:`discrete_constraint`, :meth:`reaction`,
+        :meth:`reported_momentum`) with the route's independent ``L_d``.
+    dirac_midpoint : bool
+        With ``dirac_sign='+'``: the structure's velocity condition is taken
+        on the tangent of the retraction curve at its midpoint (the symmetric scheme).
+
+    Notes
+    -----
+    A new scheme is a subclass with ``name``, ``order``, ``symmetric`` and
+    :meth:`discrete_constraint` (and, as needed, ``reaction_sign``,
+    ``carries_pre_momentum``, ``extra_nodes``), decorated by
+    :func:`register_scheme`; the integrator, ``rollout`` and ``verify`` then
+    accept its name.
     """
 
     name: ClassVar[str]
@@ -92,15 +113,17 @@ class Scheme(abc.ABC):
     reaction_sign: ClassVar[float] = 1.0
     carries_pre_momentum: ClassVar[bool] = False
     extra_nodes: ClassVar[tuple[float, ...]] = ()
+    dirac_sign: ClassVar[str | None] = None
+    dirac_midpoint: ClassVar[bool] = False
 
     @abc.abstractmethod
     def discrete_constraint(
-        self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, ld: RuleValue, params: Any
+        self, system: LagrangeDiracSystem, q0: Point, xi: Vector, ld: RuleValue, params: Params
     ) -> jax.Array:
         """``c(xi)`` of the one-forms ``A`` (``system.one_form_matrix``), shape ``(m,)``, at one point."""
 
     def constraint_residual(
-        self, system: LagrangeDiracSystem, q0: Any, xi: jax.Array, ld: RuleValue, params: Any
+        self, system: LagrangeDiracSystem, q0: Point, xi: Vector, ld: RuleValue, params: Params
     ) -> jax.Array:
         """All ``m + r`` constraint equations of the step: ``c(xi)`` and the scaled ``g(q_{k+1})``.
 
@@ -115,17 +138,18 @@ class Scheme(abc.ABC):
         g = system.holonomic(ld.q1, params) / jnp.where(norm > 0, norm, 1.0)
         return jnp.concatenate([c.astype(g.dtype), g]) if system.n_one_forms else g
 
-    def reaction(self, system: LagrangeDiracSystem, q0: Any, params: Any) -> jax.Array:
+    def reaction(self, system: LagrangeDiracSystem, q0: Point, params: Params) -> jax.Array:
         """``G``, shape ``(n, m)``: ``r1 = ... - G mu``."""
         return self.reaction_sign * system.constraint_matrix(q0, params).T
 
-    def reported_momentum(self, system: LagrangeDiracSystem, q0: Any, p_in: jax.Array, mu: jax.Array, params: Any) -> jax.Array:
+    def reported_momentum(self, system: LagrangeDiracSystem, q0: Point, p_in: Covector, mu: jax.Array,
+                          params: Params) -> Covector:
         """The momentum ``p_k`` at the start of a solved step."""
         if self.carries_pre_momentum and system.n_constraints:
             return p_in + system.constraint_matrix(q0, params).T @ mu
         return p_in
 
-    def order_with(self, rule: QuadratureRule, Q: Manifold, constrained: bool = True) -> int:
+    def order_with(self, rule: DiscreteLagrangian, Q: Manifold, constrained: bool = True) -> int:
         """Declared order with ``rule`` on ``Q``'s retraction (constrained by one-forms or not).
 
         Holonomic constraints alone do not lower the order: every scheme is
@@ -133,7 +157,7 @@ class Scheme(abc.ABC):
         of the rule's order.
         """
         o = rule.order_on(Q)
-        if constrained and getattr(rule, "constrained_order", None) is not None:
+        if constrained and rule.constrained_order is not None:
             o = min(o, rule.constrained_order)  # measured with constraints (docs/schemes.md)
         return o if (not constrained or self.symmetric) else min(o, self.order)
 
@@ -153,6 +177,7 @@ class Plus(Scheme):
     name = "plus"
     order = 1
     symmetric = False
+    dirac_sign = "+"
 
     def discrete_constraint(self, system, q0, xi, ld, params):
         return system.one_form_matrix(q0, params) @ xi
@@ -166,6 +191,7 @@ class Minus(Scheme):
     symmetric = False
     reaction_sign = -1.0
     carries_pre_momentum = True
+    dirac_sign = "-"
 
     def discrete_constraint(self, system, q0, xi, ld, params):
         return -system.one_form_matrix(ld.q1, params) @ system.Q.inverse_retract(ld.q1, q0)
@@ -178,35 +204,50 @@ class Symmetric(Scheme):
     order = 2
     symmetric = True
     extra_nodes = (0.5,)
+    dirac_sign = "+"
+    dirac_midpoint = True
 
     def discrete_constraint(self, system, q0, xi, ld, params):
         mid = ld.nodes[0.5]
         return system.one_form_matrix(mid.point, params) @ (mid.Jxi @ xi)
 
 
-SCHEMES: dict[str, type[Scheme]] = {cls.name: cls for cls in (Plus, Minus, Symmetric)}
-
-
-def register_scheme(cls: type[Scheme], *, overwrite: bool = False) -> type[Scheme]:
-    """Make a :class:`Scheme` subclass available by its ``name`` (usable as a decorator)."""
+def _check_scheme(name: str, cls: object) -> None:
     if not (isinstance(cls, type) and issubclass(cls, Scheme)):
         raise TypeError(f"register_scheme: give a Scheme subclass, got {cls!r}")
-    if cls.name in SCHEMES and not overwrite:
-        raise ValueError(f"a scheme named {cls.name!r} exists; pass overwrite=True")
-    SCHEMES[cls.name] = cls
-    return cls
+
+
+SCHEMES: Registry[type[Scheme]] = Registry("scheme", hint="add one with register_scheme", check=_check_scheme)
+"""Every scheme class available by name (``scheme="symmetric"``)."""
+
+
+def register_scheme(cls: type[Scheme] | None = None, *, overwrite: bool = False) -> Any:
+    """Make a :class:`Scheme` subclass available by its ``name``; a class decorator.
+
+    ``@register_scheme`` or ``@register_scheme(overwrite=True)`` on the
+    class, or ``register_scheme(cls)``; the class is returned unchanged.
+
+    Raises
+    ------
+    TypeError
+        For something that is not a :class:`Scheme` subclass.
+    ValueError
+        For a name taken by another scheme (without ``overwrite``).
+    """
+    if cls is None:
+        return lambda c: register_scheme(c, overwrite=overwrite)
+    _check_scheme("", cls)
+    return SCHEMES.register(cls.name, cls, overwrite=overwrite)
 
 
 def get_scheme(scheme: str | Scheme | type[Scheme]) -> Scheme:
-    """A scheme instance from a name, a class or an instance."""
+    """A scheme instance from a name, a class or an instance (a ``ValueError`` lists the valid names)."""
     if isinstance(scheme, Scheme):
         return scheme
     if isinstance(scheme, type) and issubclass(scheme, Scheme):
         return scheme()
-    try:
-        return SCHEMES[scheme]()  # type: ignore[index]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"unknown scheme {scheme!r}; valid: " + ", ".join(repr(k) for k in SCHEMES)
-            + " (add one with register_scheme)"
-        ) from None
+    return SCHEMES.get(scheme)()
+
+
+for _cls in (Plus, Minus, Symmetric):
+    register_scheme(_cls)

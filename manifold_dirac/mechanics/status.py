@@ -9,10 +9,18 @@ status, with the step, the time, the residual and the hint below.
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
+
+import jax
+import jax.numpy as jnp
 
 from ..errors import ConvergenceError, IllPosedStepError, NonFiniteError, StepDomainError, StepError
 
-__all__ = ["Status"]
+if TYPE_CHECKING:
+    from ..manifolds.base import Manifold
+    from ..types import Covector, Point, Vector
+
+__all__ = ["Status", "classify_step"]
 
 
 class Status(enum.IntEnum):
@@ -92,3 +100,40 @@ _DEFAULT_DETAIL: dict[Status, str] = {
     Status.ILL_POSED: "singular Newton matrix",
 }
 """The ``detail`` of a message when the failure was not refined (see :meth:`Status.describe`)."""
+
+
+def classify_step(newton_status: jax.Array, Q: Manifold, xi: Vector, q1: Point, p1: Covector) -> jax.Array:
+    """The status of one solved step from Newton's status and what the step computed (traced, int32).
+
+    Parameters
+    ----------
+    newton_status : int array, shape=[]
+        What the Newton solve reported (``OK``, ``NO_CONVERGENCE``, ``ILL_POSED``, ``NONFINITE``).
+    Q : Manifold
+        The configuration manifold (its retraction's domain).
+    xi : array, shape=[n]
+        The step's chart coordinate: the solution, or Newton's last iterate.
+    q1, p1 : point, array of shape [n]
+        The step's end point and momentum.
+
+    Returns
+    -------
+    int32 array, shape=[]
+
+    Notes
+    -----
+    Two refinements of Newton's verdict, in this order:
+
+    1. a converged solution whose ``q_{k+1}`` or ``p_{k+1}`` is not finite (a
+       function finite in the residual only) is ``NONFINITE``;
+    2. a finite ``xi`` outside the retraction's domain (a converged solution
+       or an unconverged last iterate) is ``DOMAIN``: the step is too large
+       for the chart, which is not a convergence failure.
+    """
+    status = jnp.asarray(newton_status)
+    finite_out = jnp.all(jnp.isfinite(p1)) & jnp.all(jnp.stack([jnp.all(jnp.isfinite(x))
+                                                               for x in jax.tree.leaves(q1)]))
+    status = jnp.where((status == Status.OK) & ~finite_out, Status.NONFINITE, status)
+    outside = ~Q.in_domain(xi) & jnp.all(jnp.isfinite(xi))
+    return jnp.where(outside & ((status == Status.OK) | (status == Status.NO_CONVERGENCE)), Status.DOMAIN,
+                     status).astype(jnp.int32)

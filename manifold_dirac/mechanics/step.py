@@ -17,9 +17,9 @@ import numpy as np
 
 from ..manifolds.base import tree_where
 from .newton import SolverOptions, newton
-from .rules import DiscreteLagrangian
+from .rules import DiscreteLagrangian, StepContext
 from .schemes import Scheme
-from .status import Status
+from .status import Status, classify_step
 from .system import LagrangeDiracSystem
 
 __all__ = ["FAIL_ENERGY", "FAIL_ITERATE", "FAIL_SOLUTION", "State", "StepMap", "StepRecord"]
@@ -132,11 +132,8 @@ class StepMap:
                  options: SolverOptions):
         self.system, self.scheme, self.rule, self.options = system, scheme, rule, options
         self.n, self.m = system.dim, system.n_constraints
-        if getattr(rule, "constrains_stages", False):  # Galerkin: node multipliers of the holonomic constraints
-            self.ns = rule.n_stages(self.n, system.n_holonomic)
-            self.ns_curve = rule.n_curve_stages(self.n)
-        else:
-            self.ns = self.ns_curve = rule.n_stages(self.n)
+        self.ns = rule.n_stages(self.n, system.n_holonomic)
+        self.ns_curve = rule.n_curve_stages(self.n)
         if self.ns:
             rule.order_on(system.Q)  # a manifold the rule cannot serve is refused here, with the reason
 
@@ -161,10 +158,7 @@ class StepMap:
         """
         sysm, n, ns = self.system, self.n, self.ns
         xi, st, mu = z[:n], z[n:n + ns], z[n + ns:]
-        if ns:
-            ld = self.rule.evaluate(sysm, q0, xi, h, t0, params, u, self.scheme.extra_nodes, stages=st)
-        else:
-            ld = self.rule.evaluate(sysm, q0, xi, h, t0, params, u, self.scheme.extra_nodes)
+        ld = self.rule.evaluate(sysm, q0, xi, StepContext(h, t0, params, u, self.scheme.extra_nodes), st)
         r1 = p_in + ld.D1 + ld.f_minus + jnp.where(ld.finite, 0.0, jnp.nan)  # a NaN/inf L fails the step
         s1 = jnp.maximum(jnp.max(jnp.abs(p_in)), ld.scale)
         if self.m:
@@ -220,17 +214,8 @@ class StepMap:
                      floor=lambda z: self.roundoff_floor(z, state.q, state.p, t, h, params, u))
         q1, p_out, c = res.aux
         xi, st, mu = res.z[:n], res.z[n:n + self.ns], res.z[n + self.ns:]
-        status = res.status
-        converged = status == Status.OK
-        # a converged solution with a non-finite q_(k+1) or p_(k+1) (a function finite in the residual only)
-        finite_out = jnp.all(jnp.isfinite(p_out)) & jnp.all(jnp.stack([jnp.all(jnp.isfinite(x))
-                                                                       for x in jax.tree.leaves(q1)]))
-        status = jnp.where(converged & ~finite_out, Status.NONFINITE, status)
-        # the solution, or Newton's last iterate when it did not converge, outside the retraction's domain:
-        # the step is too large for the chart (an unconverged solve there is not a convergence failure)
-        outside = ~sysm.Q.in_domain(xi) & jnp.all(jnp.isfinite(xi))
-        status = jnp.where(outside & ((status == Status.OK) | (status == Status.NO_CONVERGENCE)), Status.DOMAIN,
-                           status).astype(jnp.int32)
+        converged = res.status == Status.OK
+        status = classify_step(res.status, sysm.Q, xi, q1, p_out)
         newly_failed = active & (status != Status.OK)
         status = jnp.where(active, status, state.status)
         ok = status == Status.OK

@@ -281,7 +281,7 @@ def chaplygin_sled_reference(t, pose0=(0.0, 0.0, 0.0), omega0: float = 1.0, vx0:
     t = np.atleast_1d(np.asarray(t, dtype=float))
 
     def f(_, y):
-        x, yy, th, w, vx = y
+        _, _, th, w, vx = y
         return [vx * np.cos(th), vx * np.sin(th), w, -m * a * vx * w / (J + m * a * a), a * w * w]
 
     y0 = [pose0[0], pose0[1], pose0[2], omega0, vx0]

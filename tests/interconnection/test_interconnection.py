@@ -42,7 +42,7 @@ from manifold_dirac.manifolds.se2 import SE2
 from manifold_dirac.manifolds.so3 import SO3
 from manifold_dirac.mechanics.integrate import integrate
 from manifold_dirac.mechanics.newton import SolverOptions
-from manifold_dirac.mechanics.rules import get_rule
+from manifold_dirac.mechanics.rules import StepContext, get_rule
 from manifold_dirac.mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import harmonic_oscillator, pendulum
 from manifold_dirac.systems import interconnected as S
@@ -258,7 +258,7 @@ def test_the_two_routes_give_the_same_step_equations(name):
     def both(q, v, xi, u):
         out = []
         for s_ in (sysm, hand):
-            ld = (sub if s_ is sysm else rule).evaluate(s_, q, xi, h, t0, s_.params, u, (0.5,))
+            ld = (sub if s_ is sysm else rule).evaluate(s_, q, xi, StepContext(h, t0, s_.params, u, (0.5,)))
             nodes = [x for key in (0.0, 0.5, 1.0)
                      for x in (*jax.tree.leaves(ld.nodes[key].point), *ld.nodes[key][1:])]
             p = s_.params
@@ -328,7 +328,7 @@ def _discrete_lagrangian_along(sysm, q, h):
 
     def one(q0, q1):
         xi = sysm.Q.inverse_retract(q0, q1)
-        ld = rule.evaluate(sysm, q0, xi, h, 0.0, sysm.params)
+        ld = rule.evaluate(sysm, q0, xi, StepContext(h, 0.0, sysm.params))
         return xi, sysm.Q.inverse_retract(q1, q0), ld.D1, ld.D2
 
     @jax.jit  # one small compile instead of many eager primitives
@@ -629,7 +629,7 @@ def test_subsystem_rule_misuse_is_refused():
         SubsystemDiscreteLagrangian(forced, ["midpoint", "trapezoid"])
     other = SubsystemDiscreteLagrangian(forced, "midpoint")
     with pytest.raises(ValueError, match="build one for the system you integrate"):
-        other.evaluate(torn, worked("mass_spring")[1], jnp.zeros(3), 0.1, 0.0)
+        other.evaluate(torn, worked("mass_spring")[1], jnp.zeros(3), StepContext(0.1, 0.0))
     assert subsystem_rule("mass_spring", "midpoint") == SubsystemDiscreteLagrangian(torn, "midpoint")
     assert subsystem_rule("mass_spring", "midpoint") != other
 

@@ -95,14 +95,14 @@ def test_register_and_unregister() -> None:
     register_manifold("euclidean2-test", lambda: Euclidean(2))
     try:
         assert "euclidean2-test" in registered_manifolds()
-        with pytest.raises(ValueError, match="already registered; pass replace=True"):
+        with pytest.raises(ValueError, match="already registered; pass overwrite=True"):
             register_manifold("euclidean2-test", lambda: Euclidean(2))
         register_manifold("euclidean2-test", lambda: Euclidean(2), replace=True)
         with pytest.raises(TypeError, match="factory must be callable"):
             register_manifold("x", 3)  # type: ignore[arg-type]
     finally:
         unregister_manifold("euclidean2-test")
-    with pytest.raises(ValueError, match="'euclidean2-test' is not registered"):
+    with pytest.raises(ValueError, match="unknown manifold 'euclidean2-test'; valid:"):
         unregister_manifold("euclidean2-test")
 
 

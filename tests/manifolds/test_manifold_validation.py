@@ -100,7 +100,7 @@ def test_se2_wrong_shape_nan_and_type():
     ],
 )
 def test_unknown_retraction_lists_valid_ones(factory, valid):
-    with pytest.raises(ValueError, match=rf"unknown retraction 'qr'; valid retractions are {valid}\."):
+    with pytest.raises(ValueError, match=rf"unknown retraction 'qr'; valid: {valid} \(add one"):
         factory("qr")
 
 

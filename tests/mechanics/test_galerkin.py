@@ -27,7 +27,7 @@ from manifold_dirac.analysis import observed_order
 from manifold_dirac.manifolds import SE2, SO3, Euclidean, ProductManifold, Sphere2
 from manifold_dirac.mechanics.galerkin import GalerkinRule, _lagrange_tables, gauss_legendre, lobatto_interior
 from manifold_dirac.mechanics.integrate import Integrator, integrate
-from manifold_dirac.mechanics.rules import RULES, QuadratureRule, RuleOrderWarning, get_rule
+from manifold_dirac.mechanics.rules import RULES, QuadratureRule, RuleOrderWarning, StepContext, get_rule
 from manifold_dirac.mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import (cartesian_spherical_pendulum, damped_oscillator_exact, four_bar, four_bar_initial,
                                     rigid_bodies)
@@ -243,7 +243,7 @@ def test_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
     sysm = new("heavy_top", retraction="cayley")
     q0, xi, h = jnp.asarray(R0), jnp.array([0.05, -0.02, 0.2]), 0.1
     st = rule.solve_stages(sysm, q0, xi, h)
-    ld = rule.evaluate(sysm, q0, xi, h, 0.0, stages=st)
+    ld = rule.evaluate(sysm, q0, xi, StepContext(h, 0.0), stages=st)
     assert np.max(np.abs(ld.stage_residual)) < 1e-13
     g = jax.grad(lambda y: rule.action(sysm, q0, xi, y, h))(st)  # the stage equations are dA/dX
     assert np.max(np.abs(g)) < 1e-13
@@ -251,7 +251,7 @@ def test_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
     scale = np.max(np.abs(fd2))
     assert np.max(np.abs(np.asarray(ld.D1) - fd1)) < 1e-8 * scale
     assert np.max(np.abs(np.asarray(ld.D2) - fd2)) < 1e-8 * scale
-    off = rule.evaluate(sysm, q0, xi, h, 0.0, stages=st + 1e-3)
+    off = rule.evaluate(sysm, q0, xi, StepContext(h, 0.0), stages=st + 1e-3)
     assert np.max(np.abs(np.asarray(off.D2) - fd2)) > 1e-6 * scale
 
 
@@ -441,7 +441,7 @@ def _constrained_solver(rule, sysm):
     @jax.jit
     def solve(q0, xi, h):
         def res(z):
-            return rule.evaluate(sysm, q0, xi, h, 0.0, stages=z).stage_residual
+            return rule.evaluate(sysm, q0, xi, StepContext(h, 0.0), stages=z).stage_residual
 
         st = rule.warm_stages(xi, jnp.zeros(rule.n_stages(n, r)))
         return jax.lax.fori_loop(0, 25, lambda _, z: z - jnp.linalg.solve(jax.jacfwd(res)(z), res(z)), st)
@@ -474,7 +474,7 @@ def test_constrained_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
     q0, h = jnp.asarray(X0), 0.1
     xi = jnp.asarray(cartesian_reference(h) - X0)
     st = _constrained_stages(rule, sysm, q0, xi, h)
-    ld = rule.evaluate(sysm, q0, xi, h, 0.0, stages=st)
+    ld = rule.evaluate(sysm, q0, xi, StepContext(h, 0.0), stages=st)
     assert np.max(np.abs(ld.stage_residual)) < 1e-13
 
     def value(a, b):  # L_d^N(a, b) with the stages re-solved
@@ -486,7 +486,7 @@ def test_constrained_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
     scale = np.max(np.abs(fd2))
     assert np.max(np.abs(np.asarray(ld.D1) - fd1)) < 1e-8 * scale, (ld.D1, fd1)
     assert np.max(np.abs(np.asarray(ld.D2) - fd2)) < 1e-8 * scale, (ld.D2, fd2)
-    off = rule.evaluate(sysm, q0, xi, h, 0.0, stages=st.at[-1].add(1e-2))  # a wrong multiplier
+    off = rule.evaluate(sysm, q0, xi, StepContext(h, 0.0), stages=st.at[-1].add(1e-2))  # a wrong multiplier
     assert np.max(np.abs(np.asarray(off.D1) - fd1)) > 1e-6 * scale
 
 

@@ -33,6 +33,7 @@ import pytest
 from manifold_dirac.errors import StepError
 from manifold_dirac.manifolds import SO3, Euclidean, ProductManifold
 from manifold_dirac.mechanics.integrate import CHUNK, Integrator, integrate
+from manifold_dirac.mechanics.rules import StepContext
 from manifold_dirac.mechanics.system import LagrangeDiracSystem
 from manifold_dirac.mechanics.trajectory import FORMAT, FORMAT_VERSION, Trajectory
 
@@ -158,7 +159,8 @@ def test_minus_scheme_reports_the_momentum_of_53d():
     tr = integrate(ke, ke.Q.identity(), v0=np.array([1.0, 1.0, 0.0]), h=0.1, n_steps=5, scheme="minus")
     # p_k = -D1 L_d(q_k, q_{k+1}) exactly (53c); the last point has a closing solve
     rule = Integrator(ke, 0.1, "minus").rule
-    D1 = jax.jit(lambda q0, q1, t: rule.evaluate(ke, q0, ke.Q.inverse_retract(q0, q1), 0.1, t, ke.params).D1)
+    D1 = jax.jit(lambda q0, q1, t: rule.evaluate(ke, q0, ke.Q.inverse_retract(q0, q1),
+                                                 StepContext(0.1, t, ke.params)).D1)
     for k in range(5):
         np.testing.assert_allclose(tr.p[k], -np.asarray(D1(tr.q[k], tr.q[k + 1], tr.t[k])), atol=1e-12)
 
