@@ -53,6 +53,7 @@ from .base import (
     Retraction,
     concrete_array,
     first_index,
+    first_member,
     register_retraction,
     resolve_retraction,
 )
@@ -62,6 +63,7 @@ __all__ = ["GeomstatsManifold", "MetricExp", "Sphere2", "sphere_exp", "sphere_fr
 _INV_SQRT2 = 1.0 / np.sqrt(2.0)
 _CHART_BAND = 1e-3  # random points keep this distance (in |z|) from the chart switch
 _VALUES = ("closed_form", "geomstats")
+_SPHERE_MAX_ANGLE = float(np.pi - 1e-8)
 
 
 def _dot(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -436,6 +438,29 @@ class Sphere2(GeomstatsManifold):
                 r = rng.uniform(0.1, 2.5, batch_shape)
             return jnp.asarray(r[..., None] * d)
         return super().sample_tangent(rng, batch_shape, regime)
+
+    def _domain_violations(self, method, given):
+        """Eager: the inverse retraction and the inverse Jacobians refuse the antipode and its ``1e-8`` neighbourhood.
+
+        ``log_{q0}(q1)`` is not defined at ``q1 = -q0`` and its direction is
+        lost to round-off near it (relative error ``eps/(pi - angle)``); the
+        inverse Jacobians, derivatives of that logarithm, blow up there.
+        """
+        if method == "inverse_retract":
+            q0, q1 = np.broadcast_arrays(given["q0"], given["q1"])
+            angle = np.arctan2(np.linalg.norm(np.cross(q0, q1), axis=-1), np.sum(q0 * q1, axis=-1))
+            what = "q1 is {} rad from q0"
+        elif method == "retract_with_inverse_jacobians":
+            angle = np.linalg.norm(given["xi"], axis=-1)
+            what = "|xi| = {}: R_q0(xi) is that far from q0"
+        else:
+            return []
+        bad = angle > _SPHERE_MAX_ANGLE
+        if not np.any(bad):
+            return []
+        return [(bad, what.format(first_member(angle, bad)) + "; the inverse retraction of Sphere2 (the sphere's "
+                 "logarithm) is not defined at the antipode, angle pi, and is computed for angles up to "
+                 f"pi - 1e-8 = {_SPHERE_MAX_ANGLE:.10g}")]
 
     def _check_values(self, where: str, name: str, q: Any) -> None:
         a = concrete_array(q)
