@@ -40,7 +40,7 @@ __all__ = ["CAYLEY_MAX_ROTATION", "Cayley", "Exp", "GroupRetraction", "MatrixLie
 
 
 CAYLEY_MAX_ROTATION = float(np.real(next(r for r in np.roots([0.25, 0.0, 1.0, -np.pi]) if abs(r.imag) < 1e-12)))
-"""The Cayley retraction's step domain, ``|w| < CAYLEY_MAX_ROTATION``: the root of ``m (1 + m^2/4) = pi`` (1.7715...)."""
+"""The Cayley retraction's step domain, ``|w| < CAYLEY_MAX_ROTATION``: the root of ``m (1 + m^2/4) = pi`` (1.7656...)."""
 
 _CAYLEY_INVERSE_MAX_ANGLE = float(np.pi - 1e-4)
 _EXP_JACOBIAN_INV_MAX = float(2.0 * np.pi - 1e-6)
@@ -382,8 +382,8 @@ class Cayley(GroupRetraction):
     Notes
     -----
     **Step domain** (:meth:`in_domain`): a rotation part ``w`` of ``xi`` with
-    ``|w| (1 + |w|^2/4) < pi``, i.e. ``|w| < 1.7715`` (:data:`CAYLEY_MAX_ROTATION`),
-    a rotation by ``2 atan(|w|/2) < 1.3148`` rad per step. ``cay`` maps all
+    ``|w| (1 + |w|^2/4) < pi``, i.e. ``|w| < 1.7656`` (:data:`CAYLEY_MAX_ROTATION`),
+    a rotation by ``2 atan(|w|/2) < 1.4465`` rad per step. ``cay`` maps all
     of ``R^3`` onto the rotations by less than pi, so a step never leaves its
     image; what goes wrong on a large step is the velocity. On SO(3),
     ``J_r^{-1}(w) w = J_l^{-1}(w) w = w (1 + |w|^2/4)``, so the discrete
@@ -405,7 +405,7 @@ class Cayley(GroupRetraction):
 
     name = "cayley"
     symmetric = True
-    max_rotation = float(2.0 * np.tan(0.5 * (np.pi - 0.1)))  # refuses rotations within 0.1 rad of pi (changed in the next commit)
+    max_rotation = CAYLEY_MAX_ROTATION
 
     def tau(self, G, xi):
         X = G.hat(xi)
