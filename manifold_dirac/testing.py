@@ -62,6 +62,7 @@ of a composition of ``retract`` and ``inverse_retract`` along
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -183,14 +184,9 @@ def _register_builtins() -> None:
 
     register_manifold("euclidean1", lambda: Euclidean(1))
     register_manifold("euclidean3", lambda: Euclidean(3))
-    register_manifold("so3-exp", lambda: SO3("exp"))
-    register_manifold("so3-cayley", lambda: SO3("cayley"))
-    register_manifold("se2-exp", lambda: SE2("exp"))
-    register_manifold("se2-cayley", lambda: SE2("cayley"))
-    register_manifold("se2-so2xr2", lambda: SE2("so2xr2"))
-    register_manifold("se3-exp", lambda: SE3("exp"))
-    register_manifold("se3-cayley", lambda: SE3("cayley"))
-    register_manifold("se3-so3xr3", lambda: SE3("so3xr3"))
+    for group in (SO3, SE2, SE3):  # every retraction registered on a built-in group: a new one needs no line here
+        for retraction in group.retraction_names():
+            register_manifold(f"{group.__name__.lower()}-{retraction}", functools.partial(group, retraction))
     register_manifold("so3xr2", lambda: ProductManifold(SO3(), Euclidean(2)))
     register_manifold(
         "nested-product", lambda: ProductManifold(SE2("so2xr2"), ProductManifold(SO3("cayley"), Euclidean(1)))
@@ -1245,7 +1241,9 @@ def check_domain_edges(manifold: Manifold, q: Any, xi: Any) -> None:
     group also ``exp``, ``exp_right_jacobian`` and its inverse);
     ``inverse_retract(q, q1)`` gets the points ``q1 = R_q(s d)`` and, on a
     group, ``q exp(s d)`` (every rotation angle: pi, just below and above
-    it, 2 pi), and a ``q1`` with a NaN entry. Every call must return finite
+    it, 2 pi), and a ``q1`` with a NaN entry; ``to_coordinates`` gets the
+    same points and ``from_coordinates`` coordinates with a NaN or an
+    infinite entry. Every call must return finite
     values or raise a :class:`~manifold_dirac.errors.RetractionDomainError`
     naming the primitive; ``in_domain`` must hold at 0 and fail at 1.5 times
     its edge. Eager calls only: inside ``jit`` the integrator's step status
@@ -1294,9 +1292,16 @@ def check_domain_edges(manifold: Manifold, q: Any, xi: Any) -> None:
                 targets.append((q1, s))
     targets.append((jax.tree.map(lambda a: jnp.asarray(a).at[(0,) * jnp.ndim(a)].set(jnp.nan), q0), float("nan")))
     for q1, s in targets:
-        why = _eager_outcome(M, "inverse_retract", (q0, q1))
+        for method, args in (("inverse_retract", (q0, q1)), ("to_coordinates", (q1,))):
+            why = _eager_outcome(M, method, args)
+            if why:
+                findings.append(f"{method} at q1 built from |xi| = {s:.10g}: {why}")
+    c = np.array(M.to_coordinates(q0))
+    for bad in (np.nan, np.inf):
+        c[..., 0] = bad
+        why = _eager_outcome(M, "from_coordinates", (c,))
         if why:
-            findings.append(f"inverse_retract(q, q1) with q1 built from |xi| = {s:.10g}: {why}")
+            findings.append(f"from_coordinates at {c}: {why}")
     if findings:
         raise AssertionError(f"{M!r}: primitives at the edges of their domains:\n  " + "\n  ".join(findings))
 

@@ -26,8 +26,9 @@ Validation of the primitives' arguments (what is checked where):
 
 * **shapes, always.** Every primitive listed in ``Manifold._validated``
   (``retract``, ``inverse_retract``, the two fused Jacobian methods,
-  ``in_domain``, ``ambient_tangent``; on a Lie group also ``exp``, ``log``,
-  ``exp_right_jacobian(_inv)``, ``exp_in_domain``) checks the trailing
+  ``in_domain``, ``ambient_tangent``, ``to_coordinates``,
+  ``from_coordinates`` (whose shapes it checks itself); on a Lie group also
+  ``exp``, ``log``, ``exp_right_jacobian(_inv)``, ``exp_in_domain``) checks the trailing
   shape of each argument -- a point ``(..., *point_shape)`` (on a product a
   tuple with one point per factor), a tangent vector ``(..., dim)`` -- and
   that the batch shapes broadcast, raising a ``ValueError`` that names the
@@ -76,7 +77,6 @@ from ..errors import RetractionDomainError
 
 __all__ = [
     "VALUE_ATOL",
-    "Chart",
     "Manifold",
     "Point",
     "Retraction",
@@ -171,7 +171,7 @@ def first_member(a: Any, bad: np.ndarray, k: int = 0) -> str:
 
 
 def _member(a: np.ndarray, bad: np.ndarray, role: str, M: Manifold) -> str:
-    return first_member(a, bad, 1 if role == "tangent" else len(M.point_shape))
+    return first_member(a, bad, 1 if role in ("tangent", "coordinates") else len(M.point_shape))
 
 
 def tree_where(cond: Any, a: Point, b: Point) -> Point:
@@ -290,27 +290,6 @@ _RETIRED_ATTRIBUTES = {
 """Attributes of earlier versions that a manifold subclass may no longer define: name -> what replaces it."""
 
 
-class Chart:
-    """Local coordinates centred at ``q``: ``phi_q = R_q^{-1}``, ``phi_q^{-1} = R_q``.
-
-    Parameters
-    ----------
-    manifold : Manifold
-    center : point
-    """
-
-    def __init__(self, manifold: Manifold, center: Any):
-        self.manifold, self.center = manifold, center
-
-    def to_local(self, q1: Any) -> jax.Array:
-        """Coordinates ``R_q^{-1}(q1)``, ``(*batch, dim)``."""
-        return self.manifold.inverse_retract(self.center, q1)
-
-    def from_local(self, xi: Any) -> Any:
-        """The point ``R_q(xi)``."""
-        return self.manifold.retract(self.center, jnp.asarray(xi))
-
-
 class Manifold(abc.ABC):
     """A configuration manifold with a retraction, its inverse and Jacobians.
 
@@ -346,11 +325,14 @@ class Manifold(abc.ABC):
         "retract_with_jacobians": (("q", "point"), ("xi", "tangent")),
         "in_domain": (("xi", "tangent"),),
         "ambient_tangent": (("q", "point_shape"), ("eta", "tangent")),
+        "to_coordinates": (("q", "point"),),
+        "from_coordinates": (("c", "coordinates"),),
     }
     """The primitives whose arguments are validated: method -> ((argument, role), ...).
 
     Roles: ``"point"`` (shape always, values in eager calls: :meth:`_check_values`),
-    ``"point_shape"`` (shape only), ``"tangent"`` (frame coordinates ``(..., dim)``).
+    ``"point_shape"`` (shape only), ``"tangent"`` (frame coordinates ``(..., dim)``),
+    ``"coordinates"`` (human coordinates: no shape check here, the method's own; finite in eager calls).
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -469,6 +451,8 @@ class Manifold(abc.ABC):
             if name not in given:
                 continue
             a = given[name]
+            if role == "coordinates":
+                continue
             if role == "tangent":
                 batches.append((name, self._tangent_batch(where, name, a)))
             else:
@@ -522,8 +506,8 @@ class Manifold(abc.ABC):
     # ------------------------------------------------------ domain checks
     def _member_finite(self, role: str, a: Any) -> np.ndarray:
         """Per batch member: every entry of the argument ``a`` (numpy leaves) is finite."""
-        if role == "tangent":
-            return np.all(np.isfinite(a), axis=-1)
+        if role in ("tangent", "coordinates"):
+            return np.all(np.isfinite(a), axis=-1) if np.ndim(a) else np.isfinite(a)
         k = len(self.point_shape)
         return np.all(np.isfinite(a), axis=tuple(range(-k, 0))) if k else np.isfinite(a)
 
@@ -555,7 +539,7 @@ class Manifold(abc.ABC):
         arrays = {}
         for name, role in roles:
             if name in given:
-                a = concrete_array(given[name]) if role == "tangent" or self.point_shape else None
+                a = concrete_array(given[name]) if role in ("tangent", "coordinates") or self.point_shape else None
                 if a is None:
                     return None
                 arrays[name] = (role, a)
@@ -566,7 +550,7 @@ class Manifold(abc.ABC):
                 raise RetractionDomainError(
                     f"{where}: {name} has non-finite entries at batch index {first_index(bad)} ({name} = "
                     f"{_member(a, bad, role, self)}); the domain of {method} is finite "
-                    f"{'points' if role != 'tangent' else 'tangent vectors'}"
+                    f"{ {'tangent': 'tangent vectors', 'coordinates': 'coordinates'}.get(role, 'points') }"
                 )
         for bad, why in self._domain_violations(method, {n: a for n, (_, a) in arrays.items()}):
             if np.any(bad):
@@ -620,10 +604,6 @@ class Manifold(abc.ABC):
             )
         return xi
 
-    def chart(self, q: Point) -> Chart:
-        """The chart centred at ``q``."""
-        return Chart(self, q)
-
     def batch_shape(self, q: Point) -> tuple[int, ...]:
         """The leading batch shape of a point."""
         return tuple(jnp.shape(q)[: jnp.ndim(q) - len(self.point_shape)])
@@ -631,10 +611,6 @@ class Manifold(abc.ABC):
     def broadcast_point(self, q: Point, batch_shape: tuple[int, ...]) -> Point:
         """Broadcast a point to ``batch_shape``."""
         return jnp.broadcast_to(q, (*batch_shape, *self.point_shape))
-
-    def distance_proxy(self, q0: Point, q1: Point) -> jax.Array:
-        """``|R_{q0}^{-1}(q1)|``, a distance-like error measure, ``(*batch,)``."""
-        return jnp.linalg.norm(self.inverse_retract(q0, q1), axis=-1)
 
     def random_tangent(
         self, rng: np.random.Generator, batch_shape: tuple[int, ...] = (), scale: float = 1.0

@@ -177,8 +177,9 @@ class MatrixLieGroup(Manifold):
 
         Raises ``ValueError`` for ``g`` of another shape (always) and, in
         eager calls, for a concrete ``g`` that is not in the group (where
-        the group defines :meth:`_defects`: SO(3), SE(2)); see
-        :mod:`manifold_dirac.manifolds.base`.
+        the group defines :meth:`_defects`: SO(3), SE(2), SE(3); tolerance
+        ``1e-6``) or has a non-finite entry (:class:`RetractionDomainError`);
+        traced calls check shapes only. See :mod:`manifold_dirac.manifolds.base`.
         """
 
     @abc.abstractmethod
@@ -245,6 +246,40 @@ class MatrixLieGroup(Manifold):
         by default (no value check); SO(3) and SE(2) define it.
         """
         return ()
+
+    _noun: ClassVar[str] = "an element"
+    """How :meth:`check_point`'s messages call a point (``"a rotation matrix"``, ``"a pose"``)."""
+
+    def _point_defects(self, a: np.ndarray) -> tuple[tuple[str, np.ndarray], ...]:
+        """What :meth:`check_point` measures of ``a`` ``(*batch, N, N)``: ``(label, error (*batch,))`` pairs
+        (empty by default). The label precedes the number in the message."""
+        return ()
+
+    def _rotation_block(self, a: np.ndarray) -> np.ndarray | None:
+        """The rotation block of ``a`` whose determinant must be +1 (None: no such check)."""
+        return None
+
+    _reflection: ClassVar[str] = "the rotation block has det = -1 (a reflection)"
+
+    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
+        """Validate a point: shape ``(..., N, N)``, finite, each :meth:`_point_defects` below ``atol``,
+        and a rotation block of determinant +1; returns it as a float64 array."""
+        group = type(self).__name__
+        a = self._as_matrix_array(q, self.matrix_size, name, group)
+        for what, err in self._point_defects(a):
+            if err.size and np.max(err) > atol:
+                idx = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
+                raise ValueError(
+                    f"{name}: not {self._noun} ({group}) at batch index {[int(i) for i in idx]}: "
+                    f"{what} {np.max(err):.3e} > atol = {atol:.1e}"
+                )
+        R = self._rotation_block(a)
+        if R is not None:
+            det = np.linalg.det(R)
+            if np.any(det < 0):
+                idx = np.argwhere(det < 0)[0].tolist() if np.ndim(det) else []
+                raise ValueError(f"{name}: not {self._noun} ({group}) at batch index {idx}: {self._reflection}")
+        return jnp.asarray(a)
 
     def _check_values(self, where: str, name: str, q: Any) -> None:
         a = concrete_array(q)

@@ -57,7 +57,7 @@ def test_the_edge_law_fails_without_the_domain_checks(monkeypatch):
     returns inf/NaN again, and the law says so."""
     monkeypatch.setattr(BaseManifold, "_check_domain", lambda self, *a: None)
     M = SO3("cayley")
-    with pytest.raises(AssertionError, match=r"inverse_retract\(q, q1\) .*returned non-finite values without an error"):
+    with pytest.raises(AssertionError, match=r"inverse_retract at q1 .*returned non-finite values without an error"):
         check_domain_edges(M, *draw_sample(M, SEED, (), "generic"))
 
 
