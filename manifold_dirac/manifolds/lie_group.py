@@ -201,8 +201,20 @@ class MatrixLieGroup(Manifold):
         return jnp.sum(xi[..., a:b] ** 2, axis=-1)
 
     def rotation_angle(self, g: Any) -> np.ndarray:
-        """The rotation angle in ``[0, pi]`` of elements ``g`` ``(*batch, N, N)``: ``|rotation part of log g|`` (eager)."""
-        return np.sqrt(np.asarray(self.rotation_norm2(self.log(g))))
+        """The rotation angle in ``[0, pi]`` of elements ``g`` ``(*batch, N, N)`` (eager, numpy).
+
+        From the rotation block ``R`` (:meth:`_rotation_block`, ``n x n``,
+        ``n = 2, 3``): ``atan2(|R - R^T|_F / (2 sqrt 2), (tr R - n + 2)/2)``,
+        accurate to round-off up to pi; ``|rotation part of log g|`` for a
+        group without a rotation block.
+        """
+        a = np.asarray(g, dtype=float)
+        R = self._rotation_block(a)
+        if R is None:
+            return np.sqrt(np.asarray(self.rotation_norm2(self.log(g))))
+        n = R.shape[-1]
+        s = np.linalg.norm(R - np.swapaxes(R, -1, -2), axis=(-2, -1)) / (2.0 * np.sqrt(2.0))
+        return np.arctan2(s, 0.5 * (np.trace(R, axis1=-2, axis2=-1) - n + 2))
 
     # ---------------------------------------------------------- group layer
     def identity(self, batch_shape: tuple[int, ...] = ()) -> jax.Array:

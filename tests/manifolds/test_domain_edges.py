@@ -119,3 +119,14 @@ def test_inside_jit_nothing_raises():
     assert not np.all(np.isfinite(np.asarray(out)))
     jax.jit(SO3().exp_right_jacobian_inv)(jnp.array([0.0, 0.0, 2 * np.pi]))
     jax.vmap(SO3("cayley").retract, (None, 0))(jnp.eye(3), jnp.array([[0.0, 0.0, 1e160]]))
+
+
+def test_rotation_angle_equals_the_norm_of_the_logarithm():
+    """The numpy angle the Cayley inverse's domain check reads equals |rotation part of log g|, up to pi."""
+    rng = np.random.default_rng(3)
+    for G in (SO3(), SE2(), SE3()):
+        g = np.asarray(G.retract(G.random_point(rng, (64,)), G.sample_tangent(rng, (64,), "generic")))
+        t = np.asarray(G.exp(np.concatenate([np.full((1, 1), np.pi), np.zeros((1, G.dim - 1))], -1)))
+        g = np.concatenate([g, t])
+        ref = np.sqrt(np.asarray(G.rotation_norm2(G.log(g))))
+        np.testing.assert_allclose(G.rotation_angle(g), ref, rtol=0, atol=1e-14)
