@@ -32,7 +32,6 @@ from .manifolds import (  # noqa: E402
     Sphere2,
     register_retraction,
 )
-from .manifolds.base import Chart  # noqa: E402
 from .mechanics import (  # noqa: E402
     Integrator,
     LagrangeDiracSystem,
@@ -63,7 +62,7 @@ from .interconnection import (  # noqa: E402
 __version__ = "0.2.0"
 
 __all__ = [
-    "Manifold", "Chart", "Retraction", "GroupRetraction", "register_retraction", "MatrixLieGroup", "Euclidean",
+    "Manifold", "Retraction", "GroupRetraction", "register_retraction", "MatrixLieGroup", "Euclidean",
     "SO3", "SE2", "SE3", "ProductManifold", "GeomstatsManifold", "Sphere2",
     "LagrangeDiracSystem", "QuadratureRule", "register_rule", "Scheme", "register_scheme", "SolverOptions",
     "Integrator", "RunState", "State", "StepRecord", "Status", "integrate", "Trajectory", "rollout", "Rollout",

@@ -1,22 +1,25 @@
 """Compatibility shims for optional third-party packages.
 
 The core of manifold_dirac never imports geomstats; the adapter
-(:mod:`manifold_dirac.manifolds.geomstats_adapter`) and the cross-check tests
-do, through :func:`import_geomstats`.
+(:mod:`manifold_dirac.manifolds.geomstats_adapter`), ``Sphere2(values="geomstats")``
+and the cross-check tests do, through :func:`import_geomstats`.
 
 geomstats 2.8.0 (its latest release) fails to import with numpy >= 2.4:
-its numpy backend does ``from numpy import trapz``, and numpy 2.4 removed
-``trapz`` (deprecated since 2.0 in favour of ``trapezoid``, the same
-function). :func:`import_geomstats` installs the alias ``np.trapz =
-np.trapezoid`` -- only if ``trapz`` is missing -- before the first geomstats
-import. ``docs/dependencies.md`` records why this was chosen over pinning
-numpy or vendoring geomstats.
+its numpy backend does ``from numpy import trapz`` at import time, and numpy
+2.4 removed ``trapz`` (deprecated since 2.0 in favour of ``trapezoid``, the
+same function). :func:`import_geomstats` lends numpy the alias
+``trapz = trapezoid`` for the duration of the import only (the backend keeps
+its own reference) and removes it afterwards, so numpy is left as it was for
+every other user: nothing is patched globally. ``docs/dependencies.md``
+records why this was chosen over pinning numpy or vendoring geomstats.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+from collections.abc import Iterator
 from types import ModuleType
 
 import numpy as np
@@ -28,29 +31,34 @@ class GeomstatsUnavailableError(ImportError):
     """geomstats is not installed (``pip install manifold_dirac[geomstats]``)."""
 
 
-def _patch_numpy_for_geomstats() -> bool:
-    """Alias ``np.trapz`` to ``np.trapezoid`` where numpy no longer has it.
+@contextlib.contextmanager
+def _numpy_trapz_alias() -> Iterator[bool]:
+    """Within the block, ``np.trapz`` is ``np.trapezoid`` if numpy lacks it; removed again on exit.
 
-    Returns
-    -------
-    bool
-        Whether the alias was installed by this call.
+    Yields whether the alias was lent (False where numpy has its own ``trapz``).
     """
-    if hasattr(np, "trapz"):
-        return False
-    trapezoid = getattr(np, "trapezoid", None)
-    if trapezoid is None:  # pragma: no cover - numpy < 2.0 always has trapz
-        return False
-    np.trapz = trapezoid  # type: ignore[attr-defined]
-    return True
+    lend = not hasattr(np, "trapz") and hasattr(np, "trapezoid")
+    if lend:
+        np.trapz = np.trapezoid  # type: ignore[attr-defined]
+    try:
+        yield lend
+    finally:
+        if lend:
+            del np.trapz  # type: ignore[attr-defined]
 
 
-def import_geomstats() -> ModuleType:
-    """Import and return :mod:`geomstats`, working around numpy >= 2.4.
+def import_geomstats(*submodules: str) -> ModuleType:
+    """Import and return :mod:`geomstats` (and import ``geomstats.<submodule>`` for each name given).
 
     Sets ``GEOMSTATS_BACKEND=numpy`` if the variable is unset (geomstats
-    reads it at its first import; manifold_dirac computes with numpy) and
-    aliases ``np.trapz = np.trapezoid`` if numpy lacks ``trapz``.
+    reads it at its first import; manifold_dirac computes with numpy). The
+    imports run with ``np.trapz`` aliased to ``np.trapezoid`` where numpy
+    lacks it; the alias is removed when they return.
+
+    Parameters
+    ----------
+    *submodules : str
+        Submodules to import inside the same scope, e.g. ``"geometry.hypersphere"``.
 
     Returns
     -------
@@ -63,9 +71,12 @@ def import_geomstats() -> ModuleType:
         If geomstats is not installed; the message says how to install it.
     """
     os.environ.setdefault("GEOMSTATS_BACKEND", "numpy")
-    _patch_numpy_for_geomstats()
     try:
-        return importlib.import_module("geomstats")
+        with _numpy_trapz_alias():
+            module = importlib.import_module("geomstats")
+            for name in submodules:
+                importlib.import_module(f"geomstats.{name}")
+        return module
     except ModuleNotFoundError as exc:
         if exc.name is not None and exc.name.split(".")[0] == "geomstats":
             raise GeomstatsUnavailableError(

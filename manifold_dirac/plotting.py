@@ -645,7 +645,7 @@ def plot_trajectory(
     matplotlib.figure.Figure
     """
     from .manifolds import SE2, SO3
-    from .manifolds.geomstats_adapter import Sphere2
+    from .manifolds.sphere import Sphere2
 
     Q = system.Q if system is not None else manifold
     q = _get(trajectory, "q")

@@ -62,6 +62,7 @@ of a composition of ``retract`` and ``inverse_retract`` along
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -76,6 +77,7 @@ from .manifolds.product import ProductManifold
 
 __all__ = [
     "BATCH_SHAPES",
+    "EDGE_SCALES",
     "GROUP_LAWS",
     "LAWS",
     "REGIMES",
@@ -86,6 +88,7 @@ __all__ = [
     "check_batch_consistency",
     "check_derivatives_finite",
     "check_differential_at_zero",
+    "check_domain_edges",
     "check_exp_log",
     "check_float64",
     "check_fused_equals_composition",
@@ -186,14 +189,9 @@ def _register_builtins() -> None:
 
     register_manifold("euclidean1", lambda: Euclidean(1))
     register_manifold("euclidean3", lambda: Euclidean(3))
-    register_manifold("so3-exp", lambda: SO3("exp"))
-    register_manifold("so3-cayley", lambda: SO3("cayley"))
-    register_manifold("se2-exp", lambda: SE2("exp"))
-    register_manifold("se2-cayley", lambda: SE2("cayley"))
-    register_manifold("se2-so2xr2", lambda: SE2("so2xr2"))
-    register_manifold("se3-exp", lambda: SE3("exp"))
-    register_manifold("se3-cayley", lambda: SE3("cayley"))
-    register_manifold("se3-so3xr3", lambda: SE3("so3xr3"))
+    for group in (SO3, SE2, SE3):  # every retraction registered on a built-in group: a new one needs no line here
+        for retraction in group.retraction_names():
+            register_manifold(f"{group.__name__.lower()}-{retraction}", functools.partial(group, retraction))
     register_manifold("so3xr2", lambda: ProductManifold(SO3(), Euclidean(2)))
     register_manifold(
         "nested-product", lambda: ProductManifold(SE2("so2xr2"), ProductManifold(SO3("cayley"), Euclidean(1)))
@@ -1194,6 +1192,123 @@ def check_group_inverse(group: MatrixLieGroup, q: Any, xi: Any) -> None:
         assert_close(g @ gi, e, 0, 1e-13 * sc, f"{group!r}: {name} {name}^-1 = e")
         assert_close(gi @ g, e, 0, 1e-13 * sc, f"{group!r}: {name}^-1 {name} = e")
         assert_close(gi, np.linalg.inv(g), 1e-11, 1e-13 * sc, f"{group!r}: inverse({name}) vs numpy inv")
+
+
+# ------------------------------------------------- domain edges (eager calls)
+EDGE_SCALES: tuple[float, ...] = (0.0, 1e-300, 1e-8, np.pi - 1e-6, np.pi, np.pi + 1e-6, 2 * np.pi, 1e17, 1e160)
+"""Norms of the tangent vectors (and of the rotations ``exp`` builds) of :func:`check_domain_edges`."""
+
+_EDGE_RELATIVE = (1.0 - 1e-9, 1.0, 1.0 + 1e-9, 2.0)  # multiples of the step domain's edge along a direction
+
+
+def _edge_along(manifold: Manifold, d: np.ndarray) -> float | None:
+    """Where :meth:`Manifold.in_domain` ends along the unit vector ``d`` (bisection), None if not below 1e6."""
+    if bool(np.asarray(manifold.in_domain(jnp.asarray(1e6 * d)))):
+        return None
+    lo, hi = 0.0, 1e6
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if bool(np.asarray(manifold.in_domain(jnp.asarray(mid * d)))) else (lo, mid)
+    return hi
+
+
+def _eager_outcome(manifold: Manifold, method: str, args: tuple) -> str | None:
+    """Call ``manifold.method(*args)`` eagerly: None if it returned finite values or raised a
+    :class:`RetractionDomainError` naming the primitive; otherwise what went wrong."""
+    from .errors import RetractionDomainError
+
+    def names(M: Manifold) -> list[str]:
+        return [f"{M!r}."] + [n for f in getattr(M, "factors", ()) for n in names(f)]
+
+    try:
+        out = getattr(manifold, method)(*args)
+    except RetractionDomainError as exc:
+        if not any(n in str(exc) for n in names(manifold)):
+            return f"raised a RetractionDomainError that does not name the primitive: {exc}"
+        return None
+    except Exception as exc:  # noqa: BLE001 - any other exception is the finding
+        return f"raised {type(exc).__name__}: {exc}"
+    leaves = [np.asarray(x) for x in jax.tree.leaves(out)]
+    if not all(x.dtype == bool or np.all(np.isfinite(x)) for x in leaves):
+        return "returned non-finite values without an error"
+    return None
+
+
+def check_domain_edges(manifold: Manifold, q: Any, xi: Any) -> None:
+    """Eager primitives at and around the edges of their domains: finite values or a clear error.
+
+    Along the direction ``d`` of ``xi`` (its first member; a fixed random
+    direction if that is zero) the tangent vectors ``s d`` for every ``s``
+    in :data:`EDGE_SCALES`, ``s`` at the step domain's edge ``e`` along
+    ``d`` (from :meth:`Manifold.in_domain`) times ``1 - 1e-9, 1, 1 + 1e-9,
+    2``, and ``d`` with a NaN or an infinite entry go to ``retract``, both
+    fused Jacobian methods, ``in_domain`` and ``ambient_tangent`` (on a
+    group also ``exp``, ``exp_right_jacobian`` and its inverse);
+    ``inverse_retract(q, q1)`` gets the points ``q1 = R_q(s d)`` and, on a
+    group, ``q exp(s d)`` (every rotation angle: pi, just below and above
+    it, 2 pi), and a ``q1`` with a NaN entry; ``to_coordinates`` gets the
+    same points and ``from_coordinates`` coordinates with a NaN or an
+    infinite entry. Every call must return finite
+    values or raise a :class:`~manifold_dirac.errors.RetractionDomainError`
+    naming the primitive; ``in_domain`` must hold at 0 and fail at 1.5 times
+    its edge. Eager calls only: inside ``jit`` the integrator's step status
+    reports a step outside the domain.
+    """
+    M = manifold
+    batch = _batch(M, q, xi)
+    first = (0,) * len(batch)
+    q0 = _index_point(M.broadcast_point(q, batch), first)
+    d = np.array(np.broadcast_to(np.asarray(xi, dtype=float), (*batch, M.dim))[first])
+    if not np.linalg.norm(d) > 0:
+        d = _direction(M.dim, ())
+    d = d / np.linalg.norm(d)
+    edge = _edge_along(M, d)
+    scales = list(EDGE_SCALES) + ([edge * r for r in _EDGE_RELATIVE] if edge is not None else [])
+    tangents = [(s, jnp.asarray(s * d)) for s in scales]
+    for bad in (np.nan, np.inf):
+        e = d.copy()
+        e[0] = bad
+        tangents.append((bad, jnp.asarray(e)))
+    findings = []
+    if not bool(np.asarray(M.in_domain(jnp.zeros(M.dim)))):
+        findings.append("in_domain(0) is false")
+    if edge is not None and bool(np.asarray(M.in_domain(jnp.asarray(1.5 * edge * d)))):
+        findings.append(f"in_domain holds at 1.5 times its edge {edge:.6g} along xi")
+    group = isinstance(M, MatrixLieGroup)
+    builders = [M.retract] + ([lambda a, b: M.compose(a, M.exp(b))] if group else [])
+    targets = []
+    for s, x in tangents:
+        calls = [("retract", (q0, x)), ("retract_with_inverse_jacobians", (q0, x)),
+                 ("retract_with_jacobians", (q0, x)), ("in_domain", (x,)), ("ambient_tangent", (q0, x))]
+        if group:
+            calls += [("exp", (x,)), ("exp_right_jacobian", (x,)), ("exp_right_jacobian_inv", (x,))]
+        for method, args in calls:
+            why = _eager_outcome(M, method, args)
+            if why:
+                findings.append(f"{method} at xi = {np.asarray(x)}: {why}")
+        if not np.all(np.isfinite(np.asarray(x))):
+            continue
+        for build in builders:
+            try:
+                q1 = build(q0, x)
+            except ValueError:
+                continue  # refused (the calls above judge that)
+            if all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(q1)):
+                targets.append((q1, s))
+    targets.append((jax.tree.map(lambda a: jnp.asarray(a).at[(0,) * jnp.ndim(a)].set(jnp.nan), q0), float("nan")))
+    for q1, s in targets:
+        for method, args in (("inverse_retract", (q0, q1)), ("to_coordinates", (q1,))):
+            why = _eager_outcome(M, method, args)
+            if why:
+                findings.append(f"{method} at q1 built from |xi| = {s:.10g}: {why}")
+    c = np.array(M.to_coordinates(q0))
+    for bad in (np.nan, np.inf):
+        c[..., 0] = bad
+        why = _eager_outcome(M, "from_coordinates", (c,))
+        if why:
+            findings.append(f"from_coordinates at {c}: {why}")
+    if findings:
+        raise AssertionError(f"{M!r}: primitives at the edges of their domains:\n  " + "\n  ".join(findings))
 
 
 LAWS: dict[str, Law] = {

@@ -9,12 +9,13 @@ from .base import (
     tree_where,
 )
 from .euclidean import Euclidean
-from .geomstats_adapter import GeomstatsManifold, Sphere2
+from .geomstats_adapter import GeomstatsManifold
 from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
 from .product import ProductManifold, ProductRetraction, block_diag
 from .se2 import SE2
 from .se3 import SE3
 from .so3 import SO3
+from .sphere import Sphere2
 
 __all__ = [
     "Cayley", "Euclidean", "Exp", "GeomstatsManifold", "GroupRetraction", "Manifold", "MatrixLieGroup",

@@ -26,8 +26,9 @@ Validation of the primitives' arguments (what is checked where):
 
 * **shapes, always.** Every primitive listed in ``Manifold._validated``
   (``retract``, ``inverse_retract``, the two fused Jacobian methods,
-  ``in_domain``, ``ambient_tangent``; on a Lie group also ``exp``, ``log``,
-  ``exp_right_jacobian(_inv)``, ``exp_in_domain``) checks the trailing
+  ``in_domain``, ``ambient_tangent``, ``to_coordinates``,
+  ``from_coordinates`` (whose shapes it checks itself); on a Lie group also
+  ``exp``, ``log``, ``exp_right_jacobian(_inv)``, ``exp_in_domain``) checks the trailing
   shape of each argument -- a point ``(..., *point_shape)`` (on a product a
   tuple with one point per factor), a tangent vector ``(..., dim)`` -- and
   that the batch shapes broadcast, raising a ``ValueError`` that names the
@@ -41,12 +42,24 @@ Validation of the primitives' arguments (what is checked where):
   on SO(3) and SE(2) (``log``, ``retract``, ``inverse_retract``, the fused
   Jacobian methods) and on ``Sphere2``, with the loose tolerance
   :data:`VALUE_ATOL` (a guard against passing the wrong thing, not a
-  precision test: :meth:`Manifold.check_point` is that). Members with
-  non-finite entries are skipped (the NaN of a failed batch member passes
-  through). Inside compiled code nothing is checked per call: the entry
-  points validate once (``integrate`` and ``Integrator.initial_state`` call
+  precision test: :meth:`Manifold.check_point` is that). Inside compiled
+  code nothing is checked per call: the entry points validate once
+  (``integrate`` and ``Integrator.initial_state`` call
   :meth:`Manifold.check_point` on ``q0``), and each step's chart coordinate
   is tested with :meth:`Manifold.in_domain`.
+* **domains, in eager calls only.** Every validated primitive (but
+  ``in_domain``) raises :class:`RetractionDomainError` -- naming the
+  primitive, the batch index, the argument and the domain -- for an
+  argument with a non-finite entry, for an argument outside the domain the
+  manifold declares (:meth:`Manifold._domain_violations`: the Cayley
+  inverse at rotations by more than ``pi - 1e-4``, the inverse Jacobians of
+  ``exp`` at a rotation part of norm ``2 pi - 1e-6`` or more, the sphere's
+  logarithm within ``1e-8`` of the antipode), and for a non-finite result
+  from finite arguments (an overflow, ``|xi| > 1e154``). So an eager call
+  returns finite values or raises; it never returns inf or NaN. Traced
+  calls are not checked (no Python exception on a tracer): inside a run a
+  step outside the domain is the step's status ``DOMAIN``
+  (:class:`~manifold_dirac.errors.StepDomainError`).
 """
 
 from __future__ import annotations
@@ -65,12 +78,12 @@ from ..errors import RetractionDomainError
 
 __all__ = [
     "VALUE_ATOL",
-    "Chart",
     "Manifold",
     "Point",
     "Retraction",
     "RetractionDomainError",
     "concrete_array",
+    "first_member",
     "register_retraction",
     "resolve_retraction",
     "shape_of",
@@ -133,11 +146,33 @@ def _validating(fn: Callable, method: str, roles: tuple[tuple[str, str], ...]) -
 
     @functools.wraps(fn)
     def checked(self, *args, **kwargs):
-        self._validate(method, roles, args, kwargs)
-        return fn(self, *args, **kwargs)
+        given = self._validate(method, roles, args, kwargs)
+        arrays = self._check_domain(method, roles, given)
+        out = fn(self, *args, **kwargs)
+        if arrays is not None:
+            self._check_result(method, arrays, out)
+        return out
 
     checked._validates_arguments = True  # type: ignore[attr-defined]
     return checked
+
+
+def first_member(a: Any, bad: np.ndarray, k: int = 0) -> str:
+    """The member of ``a`` ``(*batch_a, *trailing)`` (``k`` trailing axes) at the first True of ``bad``, as text.
+
+    ``bad`` ``(*batch)`` has the broadcast batch shape; ``a``'s batch axes
+    broadcast to it (size-1 axes read index 0). For messages.
+    """
+    a = np.asarray(a)
+    idx = first_index(bad)
+    nb = a.ndim - k
+    idx = [i if n > 1 else 0 for i, n in zip(idx[len(idx) - nb:] if nb else [], a.shape[:nb])]
+    x = a[tuple(idx)]
+    return np.array2string(x, precision=10, separator=", ").replace("\n", "") if np.ndim(x) else f"{float(x):.10g}"
+
+
+def _member(a: np.ndarray, bad: np.ndarray, role: str, M: Manifold) -> str:
+    return first_member(a, bad, 1 if role in ("tangent", "coordinates") else len(M.point_shape))
 
 
 def tree_where(cond: Any, a: Point, b: Point) -> Point:
@@ -260,27 +295,6 @@ _RETIRED_ATTRIBUTES = {
 """Attributes of earlier versions that a manifold subclass may no longer define: name -> what replaces it."""
 
 
-class Chart:
-    """Local coordinates centred at ``q``: ``phi_q = R_q^{-1}``, ``phi_q^{-1} = R_q``.
-
-    Parameters
-    ----------
-    manifold : Manifold
-    center : point
-    """
-
-    def __init__(self, manifold: Manifold, center: Any):
-        self.manifold, self.center = manifold, center
-
-    def to_local(self, q1: Any) -> jax.Array:
-        """Coordinates ``R_q^{-1}(q1)``, ``(*batch, dim)``."""
-        return self.manifold.inverse_retract(self.center, q1)
-
-    def from_local(self, xi: Any) -> Any:
-        """The point ``R_q(xi)``."""
-        return self.manifold.retract(self.center, jnp.asarray(xi))
-
-
 class Manifold(abc.ABC):
     """A configuration manifold with a retraction, its inverse and Jacobians.
 
@@ -318,11 +332,14 @@ class Manifold(abc.ABC):
         "retract_with_jacobians": (("q", "point"), ("xi", "tangent")),
         "in_domain": (("xi", "tangent"),),
         "ambient_tangent": (("q", "point_shape"), ("eta", "tangent")),
+        "to_coordinates": (("q", "point"),),
+        "from_coordinates": (("c", "coordinates"),),
     }
     """The primitives whose arguments are validated: method -> ((argument, role), ...).
 
     Roles: ``"point"`` (shape always, values in eager calls: :meth:`_check_values`),
-    ``"point_shape"`` (shape only), ``"tangent"`` (frame coordinates ``(..., dim)``).
+    ``"point_shape"`` (shape only), ``"tangent"`` (frame coordinates ``(..., dim)``),
+    ``"coordinates"`` (human coordinates: no shape check here, the method's own; finite in eager calls).
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -359,9 +376,10 @@ class Manifold(abc.ABC):
     def inverse_retract(self, q0: Point, q1: Point) -> jax.Array:
         """``xi = R_{q0}^{-1}(q1)``, ``(*batch, dim)``.
 
-        Outside the inverse's domain the value is unspecified (finite where
-        possible); :meth:`in_domain` says where it is valid. Eager callers who
-        want an error use :meth:`checked_inverse_retract`.
+        Eager calls raise :class:`RetractionDomainError` outside the
+        inverse's domain (module docstring); traced calls return an
+        unspecified value there. :meth:`checked_inverse_retract` also refuses
+        a result outside the step domain :meth:`in_domain`.
         """
 
     @abc.abstractmethod
@@ -432,7 +450,7 @@ class Manifold(abc.ABC):
         """The point with human coordinates ``c`` ``(*batch, k)``."""
 
     # ----------------------------------------------------- argument checks
-    def _validate(self, method: str, roles: tuple[tuple[str, str], ...], args: tuple, kwargs: dict) -> None:
+    def _validate(self, method: str, roles: tuple[tuple[str, str], ...], args: tuple, kwargs: dict) -> dict:
         """Check the arguments of ``method`` (module docstring): shapes always, values when concrete."""
         given = {name: a for (name, _), a in zip(roles, args)}
         given.update((name, kwargs[name]) for name, _ in roles if name in kwargs)
@@ -442,6 +460,8 @@ class Manifold(abc.ABC):
             if name not in given:
                 continue
             a = given[name]
+            if role == "coordinates":
+                continue
             if role == "tangent":
                 batches.append((name, self._tangent_batch(where, name, a)))
             else:
@@ -458,6 +478,7 @@ class Manifold(abc.ABC):
         for name, role in roles:
             if role == "point" and name in given:
                 self._check_values(where, name, given[name])
+        return given
 
     def _tangent_batch(self, where: str, name: str, xi: Any) -> tuple[int, ...]:
         """The batch shape of frame coordinates ``xi`` ``(..., dim)``; ValueError for another shape."""
@@ -491,6 +512,90 @@ class Manifold(abc.ABC):
         and skip batch members with non-finite entries.
         """
 
+    # ------------------------------------------------------ domain checks
+    def _member_finite(self, role: str, a: Any) -> np.ndarray:
+        """Per batch member: every entry of the argument ``a`` (numpy leaves) is finite."""
+        if role in ("tangent", "coordinates"):
+            return np.all(np.isfinite(a), axis=-1) if np.ndim(a) else np.isfinite(a)
+        k = len(self.point_shape)
+        return np.all(np.isfinite(a), axis=tuple(range(-k, 0))) if k else np.isfinite(a)
+
+    def _domain_violations(self, method: str, given: dict[str, np.ndarray]) -> list[tuple[np.ndarray, str]]:
+        """Where concrete arguments of ``method`` lie outside its domain: ``[(bad (*batch,), why), ...]``.
+
+        ``why`` completes "``<primitive>``: at batch index ``i``, ..." and names
+        the domain. Empty by default (a primitive defined for every finite
+        argument); the groups and the sphere refine it.
+        """
+        return []
+
+    def _check_domain(self, method: str, roles: tuple[tuple[str, str], ...], given: dict) -> dict | None:
+        """Eager calls: :class:`RetractionDomainError` for an argument outside ``method``'s domain.
+
+        Two checks before the call, each naming the primitive, the batch
+        index, the argument and the domain: a non-finite entry in an argument;
+        an argument outside the domain the manifold declares
+        (:meth:`_domain_violations`). After the call, :meth:`_check_result`
+        refuses a non-finite result from finite arguments (an overflow).
+        Nothing is checked when an argument is traced (inside ``jit``,
+        ``vmap``, ``grad``): there the integrator's :meth:`in_domain` test and
+        its step status report a step outside the domain. Returns the
+        arguments as numpy arrays, ``{name: (role, array)}``, or None when
+        nothing is checked.
+        """
+        if method == "in_domain" or given is None:
+            return None
+        arrays = {}
+        for name, role in roles:
+            if name in given:
+                a = concrete_array(given[name]) if role in ("tangent", "coordinates") or self.point_shape else None
+                if a is None:
+                    return None
+                arrays[name] = (role, a)
+        where = f"{self!r}.{method}"
+        for name, (role, a) in arrays.items():
+            bad = ~self._member_finite(role, a)
+            if np.any(bad):
+                raise RetractionDomainError(
+                    f"{where}: {name} has non-finite entries at batch index {first_index(bad)} ({name} = "
+                    f"{_member(a, bad, role, self)}); the domain of {method} is finite "
+                    f"{ {'tangent': 'tangent vectors', 'coordinates': 'coordinates'}.get(role, 'points') }"
+                )
+        for bad, why in self._domain_violations(method, {n: a for n, (_, a) in arrays.items()}):
+            if np.any(bad):
+                raise RetractionDomainError(f"{where}: at batch index {first_index(bad)}, {why}")
+        return arrays
+
+    def _check_result(self, method: str, arrays: dict, out: Any) -> None:
+        """Eager calls: :class:`RetractionDomainError` for a non-finite result from finite arguments."""
+        leaves = jax.tree.leaves(out)
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+            return
+        values = [np.asarray(leaf) for leaf in leaves]
+        if all(x.dtype == bool or np.all(np.isfinite(x)) for x in values):
+            return
+        batch = np.broadcast_shapes(*(np.shape(self._member_finite(r, a)) for r, a in arrays.values())) \
+            if arrays else ()
+        bad = np.ones(batch, dtype=bool)
+        for x in values:  # locate the member (for the message): try 2, 1, 0 trailing axes
+            if x.dtype == bool or np.all(np.isfinite(x)):
+                continue
+            for k in (2, 1, 0):
+                nb = x.ndim - k
+                m = ~np.all(np.isfinite(x.reshape(x.shape[:nb] + (-1,))), axis=-1) if nb >= 0 else None
+                try:
+                    bad = np.broadcast_to(m, batch) if m is not None else bad
+                    break
+                except ValueError:
+                    continue
+            break
+        args = ", ".join(f"{n} = {_member(a, bad, r, self)}" for n, (r, a) in arrays.items())
+        raise RetractionDomainError(
+            f"{self!r}.{method}: a non-finite result from finite arguments at batch index {first_index(bad)} "
+            f"({args}): the arguments are outside the range where {method} is computed "
+            "(an overflow, or a singular point of the map)"
+        )
+
     # --------------------------------------------------------------- shared
     def first_order_curve(self, q: Point, eta: jax.Array) -> Point:
         """``q + ambient_tangent(q, eta)``: ``R_q(eta)`` to first order in ``eta``."""
@@ -508,10 +613,6 @@ class Manifold(abc.ABC):
             )
         return xi
 
-    def chart(self, q: Point) -> Chart:
-        """The chart centred at ``q``."""
-        return Chart(self, q)
-
     def batch_shape(self, q: Point) -> tuple[int, ...]:
         """The leading batch shape of a point."""
         return tuple(jnp.shape(q)[: jnp.ndim(q) - len(self.point_shape)])
@@ -519,10 +620,6 @@ class Manifold(abc.ABC):
     def broadcast_point(self, q: Point, batch_shape: tuple[int, ...]) -> Point:
         """Broadcast a point to ``batch_shape``."""
         return jnp.broadcast_to(q, (*batch_shape, *self.point_shape))
-
-    def distance_proxy(self, q0: Point, q1: Point) -> jax.Array:
-        """``|R_{q0}^{-1}(q1)|``, a distance-like error measure, ``(*batch,)``."""
-        return jnp.linalg.norm(self.inverse_retract(q0, q1), axis=-1)
 
     def random_tangent(
         self, rng: np.random.Generator, batch_shape: tuple[int, ...] = (), scale: float = 1.0

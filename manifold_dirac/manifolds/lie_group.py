@@ -31,11 +31,19 @@ from .base import (
     Retraction,
     concrete_array,
     first_index,
+    first_member,
     register_retraction,
     resolve_retraction,
 )
 
-__all__ = ["Cayley", "Exp", "GroupRetraction", "MatrixLieGroup", "register_retraction"]
+__all__ = ["CAYLEY_MAX_ROTATION", "Cayley", "Exp", "GroupRetraction", "MatrixLieGroup", "register_retraction"]
+
+
+CAYLEY_MAX_ROTATION = float(np.real(next(r for r in np.roots([0.25, 0.0, 1.0, -np.pi]) if abs(r.imag) < 1e-12)))
+"""The Cayley retraction's step domain, ``|w| < CAYLEY_MAX_ROTATION``: the root of ``m (1 + m^2/4) = pi`` (1.7656...)."""
+
+_CAYLEY_INVERSE_MAX_ANGLE = float(np.pi - 1e-4)
+_EXP_JACOBIAN_INV_MAX = float(2.0 * np.pi - 1e-6)
 
 
 class GroupRetraction(Retraction):
@@ -67,9 +75,35 @@ class GroupRetraction(Retraction):
     def right_jacobian_inv(self, G: MatrixLieGroup, xi: jax.Array) -> jax.Array:
         """``J_r(xi)^{-1}``, ``(*batch, dim, dim)``."""
 
-    @abc.abstractmethod
+    max_rotation: ClassVar[float] = float(np.pi)
+    """The step domain: the rotation part of ``xi`` (:meth:`MatrixLieGroup.rotation_norm2`) below this norm.
+
+    ``pi`` for ``exp`` and the split retractions: beyond it the chart
+    coordinate of a step aliases a rotation by more than half a turn. See
+    :class:`Cayley` for its smaller bound and why.
+    """
+
     def in_domain(self, G: MatrixLieGroup, xi: jax.Array) -> jax.Array:
-        """Boolean ``(*batch,)``: ``xi`` inside the domain where ``tau`` is injective."""
+        """Boolean ``(*batch,)``: ``xi`` inside the step domain, ``|rotation part of xi| < max_rotation``.
+
+        What the integrator tests at every step (a step outside is refused
+        with the status ``DOMAIN``, :class:`~manifold_dirac.errors.StepDomainError`).
+        """
+        return G.rotation_norm2(xi) < self.max_rotation**2
+
+    def inverse_domain(self, G: MatrixLieGroup, g: np.ndarray) -> list[tuple[np.ndarray, str]]:
+        """Eager check of ``tau^{-1}``'s argument ``g`` ``(*batch, N, N)`` (numpy): ``[(bad (*batch,), why)]``.
+
+        Empty by default: ``tau^{-1}`` defined on the whole group (``log``).
+        """
+        return []
+
+    def inverse_jacobian_domain(self, G: MatrixLieGroup, xi: np.ndarray) -> list[tuple[np.ndarray, str]]:
+        """Eager check of the argument of ``J_r^{-1}``, ``J_l^{-1}`` (numpy): ``[(bad (*batch,), why)]``.
+
+        Empty by default (inverse Jacobians defined for every ``xi``).
+        """
+        return []
 
     def left_jacobian_inv(self, G: MatrixLieGroup, xi: jax.Array) -> jax.Array:
         """``J_l(xi)^{-1}``; for ``tau(-xi) = tau(xi)^{-1}`` it is ``J_r(-xi)^{-1}``."""
@@ -107,6 +141,10 @@ class MatrixLieGroup(Manifold):
     matrix_size: ClassVar[int]
     """Size ``N`` of the ``N x N`` matrices representing group elements."""
 
+    rotation_axes: ClassVar[tuple[int, int] | None] = None
+    """The frame coordinates ``xi[..., a:b]`` of the rotation part (``(0, 3)`` on SO(3) and SE(3),
+    ``(0, 1)`` on SE(2)); ``None``: all of ``xi``. The step domains of the retractions bound its norm."""
+
     _validated: ClassVar[dict[str, tuple[tuple[str, str], ...]]] = {
         **Manifold._validated,
         "exp": (("xi", "tangent"),),
@@ -139,8 +177,9 @@ class MatrixLieGroup(Manifold):
 
         Raises ``ValueError`` for ``g`` of another shape (always) and, in
         eager calls, for a concrete ``g`` that is not in the group (where
-        the group defines :meth:`_defects`: SO(3), SE(2)); see
-        :mod:`manifold_dirac.manifolds.base`.
+        the group defines :meth:`_defects`: SO(3), SE(2), SE(3); tolerance
+        ``1e-6``) or has a non-finite entry (:class:`RetractionDomainError`);
+        traced calls check shapes only. See :mod:`manifold_dirac.manifolds.base`.
         """
 
     @abc.abstractmethod
@@ -151,9 +190,31 @@ class MatrixLieGroup(Manifold):
     def exp_right_jacobian_inv(self, xi: jax.Array) -> jax.Array:
         """``J_r(xi)^{-1}`` of ``exp``, ``(*batch, dim, dim)``."""
 
-    @abc.abstractmethod
     def exp_in_domain(self, xi: jax.Array) -> jax.Array:
-        """Boolean ``(*batch,)``: ``xi`` inside the injectivity domain of ``exp``."""
+        """Boolean ``(*batch,)``: ``xi`` inside the injectivity domain of ``exp``, a rotation part below ``pi``."""
+        return self.rotation_norm2(xi) < np.pi**2
+
+    def rotation_norm2(self, xi: jax.Array) -> jax.Array:
+        """``|rotation part of xi|^2`` ``(*batch,)`` (:attr:`rotation_axes`); ``|xi|^2`` for a group without one."""
+        xi = jnp.asarray(xi)
+        a, b = self.rotation_axes or (0, self.dim)
+        return jnp.sum(xi[..., a:b] ** 2, axis=-1)
+
+    def rotation_angle(self, g: Any) -> np.ndarray:
+        """The rotation angle in ``[0, pi]`` of elements ``g`` ``(*batch, N, N)`` (eager, numpy).
+
+        From the rotation block ``R`` (:meth:`_rotation_block`, ``n x n``,
+        ``n = 2, 3``): ``atan2(|R - R^T|_F / (2 sqrt 2), (tr R - n + 2)/2)``,
+        accurate to round-off up to pi; ``|rotation part of log g|`` for a
+        group without a rotation block.
+        """
+        a = np.asarray(g, dtype=float)
+        R = self._rotation_block(a)
+        if R is None:
+            return np.sqrt(np.asarray(self.rotation_norm2(self.log(g))))
+        n = R.shape[-1]
+        s = np.linalg.norm(R - np.swapaxes(R, -1, -2), axis=(-2, -1)) / (2.0 * np.sqrt(2.0))
+        return np.arctan2(s, 0.5 * (np.trace(R, axis1=-2, axis2=-1) - n + 2))
 
     # ---------------------------------------------------------- group layer
     def identity(self, batch_shape: tuple[int, ...] = ()) -> jax.Array:
@@ -166,6 +227,10 @@ class MatrixLieGroup(Manifold):
     def compose(self, a: jax.Array, b: jax.Array) -> jax.Array:
         """The product ``a b``."""
         return a @ b
+
+    def between(self, g0: jax.Array, g1: jax.Array) -> jax.Array:
+        """``g0^{-1} g1`` (subclasses override where a closed form avoids cancellation)."""
+        return self.compose(self.inverse(g0), g1)
 
     def inverse(self, g: jax.Array) -> jax.Array:
         """The inverse ``g^{-1}`` (subclasses override with closed forms)."""
@@ -194,6 +259,40 @@ class MatrixLieGroup(Manifold):
         """
         return ()
 
+    _noun: ClassVar[str] = "an element"
+    """How :meth:`check_point`'s messages call a point (``"a rotation matrix"``, ``"a pose"``)."""
+
+    def _point_defects(self, a: np.ndarray) -> tuple[tuple[str, np.ndarray], ...]:
+        """What :meth:`check_point` measures of ``a`` ``(*batch, N, N)``: ``(label, error (*batch,))`` pairs
+        (empty by default). The label precedes the number in the message."""
+        return ()
+
+    def _rotation_block(self, a: np.ndarray) -> np.ndarray | None:
+        """The rotation block of ``a`` whose determinant must be +1 (None: no such check)."""
+        return None
+
+    _reflection: ClassVar[str] = "the rotation block has det = -1 (a reflection)"
+
+    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
+        """Validate a point: shape ``(..., N, N)``, finite, each :meth:`_point_defects` below ``atol``,
+        and a rotation block of determinant +1; returns it as a float64 array."""
+        group = type(self).__name__
+        a = self._as_matrix_array(q, self.matrix_size, name, group)
+        for what, err in self._point_defects(a):
+            if err.size and np.max(err) > atol:
+                idx = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
+                raise ValueError(
+                    f"{name}: not {self._noun} ({group}) at batch index {[int(i) for i in idx]}: "
+                    f"{what} {np.max(err):.3e} > atol = {atol:.1e}"
+                )
+        R = self._rotation_block(a)
+        if R is not None:
+            det = np.linalg.det(R)
+            if np.any(det < 0):
+                idx = np.argwhere(det < 0)[0].tolist() if np.ndim(det) else []
+                raise ValueError(f"{name}: not {self._noun} ({group}) at batch index {idx}: {self._reflection}")
+        return jnp.asarray(a)
+
     def _check_values(self, where: str, name: str, q: Any) -> None:
         a = concrete_array(q)
         if a is None or a.size == 0:
@@ -209,20 +308,62 @@ class MatrixLieGroup(Manifold):
                     f"({type(self).__name__}().check_point validates one); this check runs in eager calls only"
                 )
 
+    # ------------------------------------------------------------- sampling
+    def sample_tangent(self, rng, batch_shape, regime):
+        """As :meth:`Manifold.sample_tangent`; ``near_singular``: the rotation part just inside the step domain.
+
+        Its norm is ``max_rotation (1 - 10^u)``, ``u`` uniform in ``[-6, -2]``
+        (:attr:`GroupRetraction.max_rotation`), in a random direction; the
+        other coordinates standard normal.
+        """
+        if regime != "near_singular":
+            return super().sample_tangent(rng, batch_shape, regime)
+        xi = rng.standard_normal((*batch_shape, self.dim))
+        a, b = self.rotation_axes or (0, self.dim)
+        d = xi[..., a:b] / np.linalg.norm(xi[..., a:b], axis=-1, keepdims=True)
+        r = self.retraction.max_rotation * (1.0 - 10.0 ** rng.uniform(-6, -2, batch_shape))
+        xi[..., a:b] = r[..., None] * d
+        return jnp.asarray(xi)
+
+    # ------------------------------------------------------ domain checks
+    def _domain_violations(self, method, given):
+        if method == "inverse_retract":
+            return self.retraction.inverse_domain(self, np.asarray(self.between(given["q0"], given["q1"])))
+        if method == "retract_with_inverse_jacobians":
+            return self.retraction.inverse_jacobian_domain(self, given["xi"])
+        if method == "exp_right_jacobian_inv":
+            return self.exp_jacobian_inv_domain(given["xi"])
+        return []
+
+    def exp_jacobian_inv_domain(self, xi: np.ndarray) -> list[tuple[np.ndarray, str]]:
+        """Eager check of ``J_r(xi)^{-1}`` of ``exp``: singular where the rotation part has norm ``2 pi k``, ``k >= 1``.
+
+        Refused for a rotation part of norm ``>= 2 pi - 1e-6`` (the inverse
+        Jacobians of ``exp`` hold ``(t/2) cot(t/2)``, which has its first pole
+        at ``t = 2 pi``; a step never needs more than ``pi``).
+        """
+        t = np.sqrt(np.asarray(self.rotation_norm2(xi)))
+        bad = t >= _EXP_JACOBIAN_INV_MAX
+        if not np.any(bad):
+            return []
+        return [(bad, f"xi = {first_member(xi, bad, 1)} has a rotation part of norm {first_member(t, bad)}; "
+                      "the inverse Jacobian of exp is singular at 2 pi, and computed for a rotation part of norm below "
+                      f"2 pi - 1e-6 = {_EXP_JACOBIAN_INV_MAX:.10g}")]
+
     # ------------------------------------------------- Manifold implementation
     def retract(self, q, xi):
-        return q @ self.retraction.tau(self, jnp.asarray(xi))
+        return self.compose(q, self.retraction.tau(self, jnp.asarray(xi)))
 
     def inverse_retract(self, q0, q1):
-        return self.retraction.tau_inv(self, self.inverse(q0) @ q1)
+        return self.retraction.tau_inv(self, self.between(q0, q1))
 
     def retract_with_inverse_jacobians(self, q0, xi):
         t, J0, J1 = self.retraction.tau_with_inverse_jacobians(self, jnp.asarray(xi))
-        return q0 @ t, J0, J1
+        return self.compose(q0, t), J0, J1
 
     def retract_with_jacobians(self, q, xi):
         t, Jq, Jx = self.retraction.tau_with_jacobians(self, jnp.asarray(xi))
-        return q @ t, Jq, Jx
+        return self.compose(q, t), Jq, Jx
 
     def in_domain(self, xi):
         return self.retraction.in_domain(self, jnp.asarray(xi))
@@ -270,6 +411,9 @@ class Exp(GroupRetraction):
     def in_domain(self, G, xi):
         return G.exp_in_domain(xi)
 
+    def inverse_jacobian_domain(self, G, xi):
+        return G.exp_jacobian_inv_domain(xi)
+
 
 class Cayley(GroupRetraction):
     """``tau = cay(xi) = (I - X/2)^{-1} (I + X/2)``, ``X = hat(xi)`` (symmetric).
@@ -281,10 +425,34 @@ class Cayley(GroupRetraction):
 
     Jacobians: ``J_r^{-1} eta = vee((I + X/2) hat(eta) (I - X/2))`` and
     ``J_l^{-1} eta = vee((I - X/2) hat(eta) (I + X/2))``.
+
+    Notes
+    -----
+    **Step domain** (:meth:`in_domain`): a rotation part ``w`` of ``xi`` with
+    ``|w| (1 + |w|^2/4) < pi``, i.e. ``|w| < 1.7656`` (:data:`CAYLEY_MAX_ROTATION`),
+    a rotation by ``2 atan(|w|/2) < 1.4465`` rad per step. ``cay`` maps all
+    of ``R^3`` onto the rotations by less than pi, so a step never leaves its
+    image; what goes wrong on a large step is the velocity. On SO(3),
+    ``J_r^{-1}(w) w = J_l^{-1}(w) w = w (1 + |w|^2/4)``, so the discrete
+    Legendre transforms of a body spinning about a principal axis at the
+    rate ``Omega`` (momentum ``I Omega``) give ``|w| (1 + |w|^2/4) = Omega h``,
+    where ``exp`` gives ``|w| = Omega h``. Bounding ``|w| (1 + |w|^2/4)`` by
+    pi refuses exactly the steps that ``exp`` refuses (``Omega h >= pi``, a
+    rotation by half a turn or more per step, which the step cannot
+    resolve); without the bound, Cayley returned a step rotating
+    ``2 atan(|w|/2) < pi`` with ``ok=True`` and an aliased recorded
+    velocity (3.03 rad/s for a body spinning at 10 rad/s with ``h = 1``).
+
+    **Inverse** (eager calls, :meth:`inverse_domain`): ``cay^{-1}`` is
+    refused for a rotation by more than ``pi - 1e-4`` rad, where
+    ``|xi| = 2 tan(theta/2) > 4e4`` and the closed form
+    ``2 vee(R - R^T)/(1 + tr R)`` keeps fewer than 7 significant digits
+    (its denominator is ``4 cos^2(theta/2)``).
     """
 
     name = "cayley"
     symmetric = True
+    max_rotation = CAYLEY_MAX_ROTATION
 
     def tau(self, G, xi):
         X = G.hat(xi)
@@ -313,14 +481,23 @@ class Cayley(GroupRetraction):
     def left_jacobian_inv(self, G, xi):
         return self._jac_inv(G, xi, -1.0)
 
-    def in_domain(self, G, xi):
-        # tau is injective on all of R^dim; its image misses the rotations by
-        # pi, approached as |xi| -> inf. Refuse chart coordinates of rotations
-        # within ~0.1 rad of pi (|xi| = 2 tan(theta/2)), where the inverse loses digits.
-        return jnp.sum(xi * xi, axis=-1) < _CAYLEY_MAX_NORM2
+    def inverse_domain(self, G, g):
+        if G.rotation_axes is None:  # a group without a rotation part: g + I singular to working precision
+            eye = np.eye(G.matrix_size)
+            c = np.linalg.cond(g + eye)
+            bad = ~(c < 1e8)
+            if not np.any(bad):
+                return []
+            return [(bad, f"g + I is singular (condition number {first_member(c, bad)} >= 1e8): g is outside the "
+                          "image of the Cayley map")]
+        theta = G.rotation_angle(g)
+        bad = theta > _CAYLEY_INVERSE_MAX_ANGLE
+        if not np.any(bad):
+            return []
+        return [(bad, f"q0^-1 q1 is a rotation by {first_member(theta, bad)} rad; the inverse of the Cayley "
+                      "retraction is defined for rotations by less than pi, and computed for rotations by at "
+                      f"most pi - 1e-4 = {_CAYLEY_INVERSE_MAX_ANGLE:.10g} rad (|xi| = 2 tan(theta/2) <= 4e4)")]
 
-
-_CAYLEY_MAX_NORM2 = float((2.0 * np.tan(0.5 * (np.pi - 0.1))) ** 2)
 
 register_retraction(MatrixLieGroup)(Exp)
 register_retraction(MatrixLieGroup)(Cayley)

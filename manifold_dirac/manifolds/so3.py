@@ -21,7 +21,7 @@ import numpy as np
 from .base import register_retraction
 from .lie_group import Cayley, Exp, MatrixLieGroup
 
-__all__ = ["SO3", "SO3Cayley", "SO3Exp"]
+__all__ = ["SO3", "SO3Cayley", "SO3Exp", "rodrigues", "rotation_log"]
 
 _SMALL = 1e-3  # threshold on theta^2 for the Taylor branches (next term < 1e-17)
 _EYE = np.eye(3)
@@ -111,6 +111,7 @@ class SO3(MatrixLieGroup):
 
     dim = 3
     matrix_size: ClassVar[int] = 3
+    rotation_axes = (0, 3)
     coordinate_names = ("rx", "ry", "rz")
 
     def hat(self, xi):
@@ -124,57 +125,25 @@ class SO3(MatrixLieGroup):
     def inverse(self, g):
         return jnp.swapaxes(g, -1, -2)
 
+    def compose(self, a, b):
+        return mm(a, b)
+
     def adjoint(self, g):
         return g
 
     def ad(self, xi):
         return skew(xi)
 
-    def retract(self, q, xi):
-        return mm(q, self.retraction.tau(self, jnp.asarray(xi)))
-
-    def inverse_retract(self, q0, q1):
-        return self.retraction.tau_inv(self, mm(jnp.swapaxes(q0, -1, -2), q1))
-
-    def retract_with_inverse_jacobians(self, q0, xi):
-        t, J0, J1 = self.retraction.tau_with_inverse_jacobians(self, jnp.asarray(xi))
-        return mm(q0, t), J0, J1
-
-    def retract_with_jacobians(self, q, xi):
-        t, Jq, Jx = self.retraction.tau_with_jacobians(self, jnp.asarray(xi))
-        return mm(q, t), Jq, Jx
-
     def ambient_tangent(self, q, eta):
         return mm(q, skew(eta))
 
     # ---------------------------------------------------------------- exp/log
     def exp(self, xi):
-        xi = jnp.asarray(xi)
-        a, b = coefficients(jnp.sum(xi * xi, axis=-1), "ab")
-        X = skew(xi)
-        return _EYE + _c(a) * X + _c(b) * mm(X, X)
+        return rodrigues(xi)
 
     def log(self, g):
-        """The rotation vector ``(*batch, 3)`` of rotations ``g`` ``(*batch, 3, 3)``, angle in ``[0, pi]``.
-
-        Raises
-        ------
-        ValueError
-            For ``g`` of another shape (always), and in eager calls for a
-            concrete ``g`` that is not a rotation (``|g^T g - I|`` or
-            ``|det g - 1|`` above ``1e-6``; members with NaN entries pass).
-            Traced calls (inside ``jit``) check shapes only.
-        """
-        q = self.as_quaternion(g)  # (x, y, z, w) with w >= 0
-        v, w = q[..., :3], q[..., 3]
-        s2 = jnp.sum(v * v, axis=-1)
-        # xi = (2 atan2(s, w) / s) v; at s -> 0, 2 atan(x)/(x w) = (2/w)(1 - x^2/3), x = s/w
-        small = s2 < 1e-16 * w * w
-        ws = jnp.where(small, w, 1.0)
-        series = 2.0 / ws * (1 - s2 / (3 * ws * ws))
-        ss = jnp.sqrt(jnp.where(small, 1.0, s2))
-        direct = 2.0 * jnp.arctan2(ss, w) / ss
-        return jnp.where(small, series, direct)[..., None] * v
+        """The rotation vector ``(*batch, 3)`` of rotations ``g`` ``(*batch, 3, 3)``, angle in ``[0, pi]``."""
+        return rotation_log(g)
 
     def exp_right_jacobian(self, xi):
         xi = jnp.asarray(xi)
@@ -188,47 +157,26 @@ class SO3(MatrixLieGroup):
         X = skew(xi)
         return _EYE + 0.5 * X + _c(k) * mm(X, X)
 
-    def exp_in_domain(self, xi):
-        return jnp.sum(xi * xi, axis=-1) < np.pi**2
-
     # ------------------------------------------------------------- sampling
     def random_point(self, rng, batch_shape=()):
         q = rng.standard_normal((*batch_shape, 4))
         return self.from_quaternion(q / np.linalg.norm(q, axis=-1, keepdims=True))
 
-    def sample_tangent(self, rng, batch_shape, regime):
-        if regime == "near_singular":
-            d = rng.standard_normal((*batch_shape, 3))
-            d /= np.linalg.norm(d, axis=-1, keepdims=True)
-            if self.retraction.name == "cayley":
-                r = 10.0 ** rng.uniform(0.5, 1.0, batch_shape)  # rotations approaching the refused band near pi
-            else:
-                r = np.pi - 10.0 ** rng.uniform(-6, -2, batch_shape)  # rotations by nearly pi
-            return jnp.asarray(r[..., None] * d)
-        return super().sample_tangent(rng, batch_shape, regime)
-
     # ---------------------------------------------------------- validation
+    _noun = "a rotation matrix"
+    _reflection = "det = -1 (a reflection)"
+
+    def _point_defects(self, a):
+        return (("|R^T R - I| =", np.linalg.norm(np.swapaxes(a, -1, -2) @ a - _EYE, axis=(-2, -1))),)
+
+    def _rotation_block(self, a):
+        return a
+
     def _defects(self, a):
         return (
             ("|g^T g - I|", np.linalg.norm(np.swapaxes(a, -1, -2) @ a - _EYE, axis=(-2, -1))),
             ("|det g - 1| (det -1: a reflection)", np.abs(np.linalg.det(a) - 1.0)),
         )
-
-    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
-        a = self._as_matrix_array(q, 3, name, "SO3")
-        err = np.linalg.norm(np.swapaxes(a, -1, -2) @ a - _EYE, axis=(-2, -1))
-        worst = float(np.max(err)) if err.size else 0.0
-        if worst > atol:
-            idx = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
-            raise ValueError(
-                f"{name}: not a rotation matrix (SO3) at batch index {[int(i) for i in idx]}: "
-                f"|R^T R - I| = {worst:.3e} > atol = {atol:.1e}"
-            )
-        det = np.linalg.det(a)
-        if np.any(det < 0):
-            idx = np.argwhere(det < 0)[0].tolist() if np.ndim(det) else []
-            raise ValueError(f"{name}: not a rotation matrix (SO3) at batch index {idx}: det = -1 (a reflection)")
-        return jnp.asarray(a)
 
     # ------------------------------------------------------ human coordinates
     def to_coordinates(self, q):
@@ -376,6 +324,28 @@ class SO3(MatrixLieGroup):
                 -2,
             )
         )
+
+
+def rodrigues(xi: jax.Array) -> jax.Array:
+    """``exp`` of SO(3), ``(*batch, 3) -> (*batch, 3, 3)`` (Rodrigues; unchecked: :meth:`SO3.exp` checks)."""
+    xi = jnp.asarray(xi)
+    a, b = coefficients(jnp.sum(xi * xi, axis=-1), "ab")
+    X = skew(xi)
+    return _EYE + _c(a) * X + _c(b) * mm(X, X)
+
+
+def rotation_log(g: jax.Array) -> jax.Array:
+    """The principal rotation vector ``(*batch, 3)`` of rotations ``(*batch, 3, 3)`` (unchecked: :meth:`SO3.log` checks)."""
+    q = SO3.as_quaternion(g)  # (x, y, z, w) with w >= 0
+    v, w = q[..., :3], q[..., 3]
+    s2 = jnp.sum(v * v, axis=-1)
+    # xi = (2 atan2(s, w) / s) v; at s -> 0, 2 atan(x)/(x w) = (2/w)(1 - x^2/3), x = s/w
+    small = s2 < 1e-16 * w * w
+    ws = jnp.where(small, w, 1.0)
+    series = 2.0 / ws * (1 - s2 / (3 * ws * ws))
+    ss = jnp.sqrt(jnp.where(small, 1.0, s2))
+    direct = 2.0 * jnp.arctan2(ss, w) / ss
+    return jnp.where(small, series, direct)[..., None] * v
 
 
 def _parse_euler(seq: Any, who: str) -> tuple[list[int], bool]:

@@ -266,7 +266,7 @@ def _linkages():
 
 def _cartesian_pendulum_initial():
     """The ``spherical_pendulum`` example's start in Cartesian coordinates: ``x = q``, ``v = E(q) v_S2``."""
-    from ..manifolds.geomstats_adapter import Sphere2
+    from ..manifolds.sphere import Sphere2
 
     S2 = Sphere2()
     q = np.asarray(S2.from_coordinates([2.5, 0.3]))

@@ -242,7 +242,7 @@ def spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 
     ``dL/dq`` along ``q -> R_q(e eta)`` with ``v`` fixed is ``-m g l E(q)^T e3``
     (the frame is orthonormal, so ``|v|`` does not depend on ``q``).
     """
-    from ..manifolds.geomstats_adapter import Sphere2
+    from ..manifolds.sphere import Sphere2
 
     S2 = Sphere2()
     P = {"ml2": np.float64(mass * length**2), "mgl": np.float64(mass * gravity * length)}

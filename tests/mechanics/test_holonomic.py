@@ -13,7 +13,7 @@ import pytest
 
 from manifold_dirac import LagrangeDiracSystem, integrate
 from manifold_dirac.manifolds import Euclidean
-from manifold_dirac.manifolds.geomstats_adapter import Sphere2
+from manifold_dirac.manifolds.sphere import Sphere2
 from manifold_dirac.mechanics.integrate import Integrator
 from manifold_dirac.systems import pendulums
 from manifold_dirac.systems.linkages import (
