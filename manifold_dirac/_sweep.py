@@ -49,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from ._spawn import hide_main_script, refuse_in_bootstrapping_worker
+
 __all__ = ["clear_store", "sweep", "load_dataset", "save_dataset"]
 
 OK = "ok"
@@ -261,10 +263,17 @@ def _client(client: Any, workers: int | None, processes: bool) -> tuple[Any, lis
                             f"got {type(client).__name__}")
         return client, []
     n = _cpu_count() if workers is None else workers
-    cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                                       dashboard_address=":0")
+    refuse_in_bootstrapping_worker("sweep")
+    shown = hide_main_script() if processes else None  # the workers do not run the script again (no guard needed)
+    try:
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
+                                           dashboard_address=":0")
+    except BaseException:
+        if shown is not None:
+            shown.close()
+        raise
     c = distributed.Client(cluster)
-    return c, [c, cluster]
+    return c, [c, cluster] + ([shown] if shown is not None else [])
 
 
 def _warm_worker() -> None:
