@@ -318,7 +318,8 @@ def sweep(
         Called with one keyword per axis (and ``members=`` for an ensemble);
         returns named metrics, each a number or a small array of a fixed
         shape. It runs on the workers: it must be picklable (a function of
-        an importable module, or a ``functools.partial`` of one).
+        an importable module or of the script itself -- Dask sends those by
+        value -- or a ``functools.partial`` of one).
     axes : mapping ``name -> sequence``
         The grid: values are str, int or float (distinct). Put the axes that
         change the compiled program (system, retraction, scheme, rule) first
@@ -394,6 +395,28 @@ def sweep(
     cells failed and ``ds.message`` why. A cell keyed by its coordinates and
     member block: a rerun on a larger grid (more step sizes, say) with the
     same store and ``resume=True`` computes only the new cells.
+
+    A script that calls ``sweep`` at its top level needs no
+    ``if __name__ == "__main__":`` guard: while its own local cluster runs,
+    the worker processes do not run the script again (``docs/sweeps.md``,
+    "From a plain script").
+
+    Examples
+    --------
+    The final angle of a pendulum over a grid of step sizes and amplitudes,
+    in this process (``workers=0``; without it, on a local Dask cluster):
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> def cell(h, amplitude):
+    ...     sysm = md.example_system(md.get_example("pendulum"))    # built once per process
+    ...     tr = md.integrate(sysm, np.array([amplitude]), v0=np.array([0.0]), h=h, n_steps=20)
+    ...     return {"q_end": tr.q[-1, 0], "energy_error": tr.energy_error}
+    >>> ds = md.sweep(cell, {"h": [0.1, 0.05], "amplitude": [1.0, 0.5]}, workers=0, progress=False)
+    >>> ds.q_end.dims, ds.q_end.shape
+    (('h', 'amplitude'), (2, 2))
+    >>> [str(s) for s in np.unique(ds.status.values)]
+    ['ok']
     """
     xr = _require("xarray")
     if not isinstance(axes, Mapping) or not axes:

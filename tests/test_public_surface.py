@@ -294,3 +294,73 @@ def test_the_public_submodules_names_are_documented_attributes():
         assert mod.__doc__, name
         for attr in getattr(mod, "__all__", ()):
             assert hasattr(mod, attr), (name, attr)
+
+
+# ------------------------------------------------------------------ the reference of the core API
+CORE = ("integrate", "Integrator", "rollout", "LagrangeDiracSystem", "interconnect", "sweep", "Trajectory")
+
+
+def _griffe_object(name: str):
+    griffe = pytest.importorskip("griffe")
+    package = griffe.load("manifold_dirac", search_paths=[str(ROOT)], docstring_parser="numpy",
+                          resolve_aliases=True, resolve_external=False)
+    obj = getattr(md, name)
+    path = f"{obj.__module__}.{obj.__qualname__}"
+    return package[path.removeprefix("manifold_dirac.")]
+
+
+def documented(obj) -> tuple[list[str], bool]:
+    """The parameters of ``obj`` (a griffe object) without a description, and whether it has Examples."""
+    sections = obj.docstring.parsed if obj.docstring else []
+    described = {}
+    for s in sections:
+        if s.kind.value in ("parameters", "attributes", "other parameters"):
+            for p in s.value:
+                for n in p.name.split(","):
+                    described[n.strip().lstrip("*")] = bool(p.description.strip())
+    if obj.is_class:
+        init = obj.members.get("__init__")
+        names = [p.name for p in init.parameters] if init is not None else [
+            n for n, m in obj.members.items() if m.is_attribute and not n.startswith("_") and m.annotation is not None]
+    else:
+        names = [p.name for p in obj.parameters]
+    missing = [n for n in names if n not in ("self", "kwargs", "args") and not described.get(n, False)]
+    return missing, any(s.kind.value == "examples" for s in sections)
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_the_core_api_is_documented(name):
+    missing, examples = documented(_griffe_object(name))
+    assert not missing, f"{name}: parameters without a description: {missing}"
+    assert examples, f"{name}: no Examples section"
+
+
+def test_the_documentation_check_sees_a_missing_description():
+    griffe = pytest.importorskip("griffe")
+    mod = griffe.visit("m", filepath=Path("m.py"), code=textwrap.dedent('''
+        def f(a, b):
+            """Do.
+
+            Parameters
+            ----------
+            a : int
+                The a.
+            b : int
+            """
+    '''), docstring_parser=griffe.Parser.numpy)
+    assert documented(mod["f"]) == (["b"], False)
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_the_core_api_examples_run(name, tmp_path, monkeypatch):
+    import doctest
+
+    pytest.importorskip("xarray")
+    monkeypatch.chdir(tmp_path)
+    obj = getattr(md, name)
+    tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, name, globs={}) if t.examples]
+    assert tests, f"{name} has no examples"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for t in tests:
+        runner.run(t)
+    assert runner.failures == 0, f"{name}: {runner.failures} of its examples failed (output above)"

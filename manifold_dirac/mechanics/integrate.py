@@ -366,17 +366,39 @@ class Integrator:
     Parameters
     ----------
     system : LagrangeDiracSystem
+        The system to integrate (its manifold ``system.Q``, ``n = Q.dim``).
     h : float
         Time step (> 0); traced, so another ``h`` does not recompile.
     scheme : {"symmetric", "plus", "minus"} or Scheme
         The default is second order for nonholonomic systems.
-    discrete_lagrangian : {"midpoint", "trapezoid", "rectangle+", "rectangle-"} or QuadratureRule
+    discrete_lagrangian : {"midpoint", "trapezoid", "rectangle+", "rectangle-", "gauss4", "gauss6"} or QuadratureRule
+        The quadrature of the action over a step (a registered name or a
+        rule object); ``gauss4``/``gauss6`` are the Galerkin rules of order 4
+        and 6 (``docs/galerkin.md``).
     solver : SolverOptions, optional
+        Newton's tolerances and iteration limit (default ``SolverOptions()``).
     on_failure : {"raise", "mark"}, optional
         ``raise`` (default for a single trajectory) raises the
         :class:`~manifold_dirac.errors.StepError` subclass of the failure with
         the partial trajectory; ``mark`` (default for a batch) marks the
         failed member, freezes it, and goes on with the others.
+
+    Examples
+    --------
+    Step by step (a control loop), then a run from where the steps ended:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> pendulum = md.systems.pendulum()
+    >>> integ = md.Integrator(pendulum, h=0.05)
+    >>> state = integ.initial_state(np.array([0.5]), v0=np.array([0.0]))
+    >>> for k in range(3):
+    ...     state, record = integ.step(state, u=np.array([0.1]))   # a control torque
+    >>> state.k
+    3
+    >>> tr = integ.run(state, 10)
+    >>> tr.q.shape, tr.t[-1].round(2)
+    ((11, 1), np.float64(0.65))
     """
 
     def __init__(
@@ -1104,12 +1126,16 @@ def integrate(
     Parameters
     ----------
     system : LagrangeDiracSystem
+        The system (its manifold ``system.Q``, of dimension ``n = Q.dim``).
     q0 : point, shape=[*B, *point_shape]
-        Initial configuration; leading axes ``*B`` integrate a batch.
-    v0, p0 : array-like, shape=[*B, n]
-        Initial velocity and/or momentum (see :meth:`Integrator.initial_state`).
+        Initial configuration, float64 in the manifold's representation
+        (``(*B, n)`` on ``Euclidean(n)``, ``(*B, 3, 3)`` rotation matrices on
+        SO(3), a tuple on a product); leading axes ``*B`` integrate a batch.
+    v0, p0 : array-like of float, shape=[*B, n]
+        Initial velocity and/or momentum in frame coordinates (see
+        :meth:`Integrator.initial_state`); give at least one.
     h : float
-        Time step.
+        Time step (> 0); another ``h`` does not recompile.
     n_steps : int, optional
         Number of steps. Give it or ``t_final``.
     t_final : float, optional
@@ -1122,16 +1148,24 @@ def integrate(
     scheme : {"symmetric", "plus", "minus"} or Scheme
         ``plus`` is (52), ``minus`` (53), ``symmetric`` the second-order
         scheme with the constraint at the retraction midpoint (default).
-    discrete_lagrangian : {"midpoint", "trapezoid", "rectangle+", "rectangle-"} or QuadratureRule
+    discrete_lagrangian : {"midpoint", "trapezoid", "rectangle+", "rectangle-", "gauss4", "gauss6"} or QuadratureRule
+        The quadrature of the action over a step; ``gauss4``/``gauss6`` are
+        of order 4 and 6 without constraint one-forms (``docs/galerkin.md``).
     t0 : float
+        The time of the initial data (``t_k = t0 + k h``).
     stride : int
         Store every ``stride``-th point (and the last).
-    controls : array-like, shape=[n_steps, *B, n], optional
+    controls : array-like of float, shape=[n_steps, *B, n], optional
         Control covectors added to the force, one per step.
     progress, callback
         See :meth:`Integrator.run`.
     on_failure : {"raise", "mark"}, optional
+        What a failed step does: ``raise`` (the default for one trajectory)
+        raises a :class:`~manifold_dirac.errors.StepError` with the partial
+        trajectory; ``mark`` (the default for a batch) records the member's
+        status and goes on with the others.
     solver : SolverOptions, optional
+        Newton's tolerances and iteration limit.
     params : pytree, optional
         The system's parameters for this run, overriding ``system.params``
         (which stays unchanged): same structure and leaf shapes, real finite
@@ -1140,11 +1174,32 @@ def integrate(
     Returns
     -------
     Trajectory
+        The stored points (numpy float64 arrays with a leading time axis),
+        the steps' records, statuses and metadata.
 
     Notes
     -----
     Each step solves the scheme's equations (``docs/schemes.md``) by Newton's
     method in the chart centred at ``q_k``; see :class:`StepMap`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> pendulum = md.systems.pendulum()
+    >>> tr = md.integrate(pendulum, np.array([1.0]), v0=np.array([0.0]), h=0.05, n_steps=100)
+    >>> tr.q.shape, tr.ok
+    ((101, 1), True)
+    >>> bool(tr.energy_error < 1e-2)                     # bounded energy error, no drift
+    True
+
+    A batch of three initial angles, and other parameters for one call:
+
+    >>> batch = md.integrate(pendulum, np.array([[0.1], [0.5], [1.0]]), v0=np.zeros((3, 1)), h=0.05, n_steps=100)
+    >>> batch.q.shape
+    (101, 3, 1)
+    >>> heavier = md.integrate(pendulum, np.array([1.0]), v0=np.array([0.0]), h=0.05, n_steps=100,
+    ...                        params={"ml2": 2.0, "mgl": 19.62})
     """
     if any(isinstance(x, jax.core.Tracer)
            for x in jax.tree.leaves((q0, v0, p0, h, t0, controls, system.params, params))):

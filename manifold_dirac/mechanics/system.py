@@ -168,9 +168,15 @@ class LagrangeDiracSystem:
         Analytic partials in frame coordinates (``dL/dq`` along
         ``q -> R_q(e eta)`` with ``v`` fixed); by default automatic.
     name : str, optional
+        A name for messages, figures and saved trajectories.
     params : pytree, optional
-        Parameters passed to every user function as the last argument; they
-        are traced (changing them does not recompile) and differentiable.
+        Parameters passed to every user function as the last argument (a
+        dict, tuple or array of float64 values); they are traced (changing
+        them does not recompile) and differentiable. They are kept as the
+        attribute ``system.params``; ``integrate(..., params=)``,
+        ``Integrator.run(..., params=)`` and ``rollout(..., params=)`` use
+        other values of the same structure and shapes for one call,
+        leaving ``system.params`` as it is.
     holonomic : callable ``g(q) -> (r,)``, optional
         Holonomic constraints ``g(q) = 0`` on positions (``g(q, params)``
         with ``params``), written with ``jax.numpy`` for one point. Their
@@ -215,6 +221,27 @@ class LagrangeDiracSystem:
     ``v0`` uses it), :meth:`one_form_matrix` the one-forms ``A(q)`` alone;
     :attr:`n_constraints` is ``m + r``, :attr:`n_one_forms` is ``m``,
     :attr:`n_holonomic` is ``r``.
+
+    Examples
+    --------
+    A skate on a plane inclined along ``x``: ``(x, y, theta)`` on
+    ``Euclidean(3)``, the knife-edge constraint ``sin(theta) x' - cos(theta) y' = 0``,
+    and the slope as a parameter:
+
+    >>> import jax.numpy as jnp
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> def L(q, v, p):
+    ...     return 0.5 * (v[0] ** 2 + v[1] ** 2) + 0.25 * v[2] ** 2 + p["g"] * q[0]
+    >>> skate = md.LagrangeDiracSystem(
+    ...     md.Euclidean(3, names=("x", "y", "theta")), L,
+    ...     constraint=lambda q, p: jnp.array([[jnp.sin(q[2]), -jnp.cos(q[2]), 0.0]]),
+    ...     name="skate", params={"g": 2.0})
+    >>> skate.dim, skate.n_constraints
+    (3, 1)
+    >>> tr = md.integrate(skate, np.zeros(3), v0=np.array([0.0, 0.0, 1.0]), h=0.05, n_steps=20)
+    >>> bool(tr.constraint_residual.max() < 1e-12)
+    True
     """
 
     def __init__(
