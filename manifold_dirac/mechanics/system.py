@@ -202,14 +202,14 @@ class LagrangeDiracSystem:
         dict), complex values ("must return real values"), integer or
         boolean values, or cannot be traced by JAX.
 
+    Notes
+    -----
     Each user function is traced once here (``jax.eval_shape`` at the
     manifold's default point, ``v = 0``, ``t = 0``; nothing is compiled), so
-    these errors come before any work. Values -- NaN, inf, a rank-deficient
+    the errors above come before any work. Values -- NaN, inf, a rank-deficient
     ``A`` -- can only be seen where they are computed: at the initial state
     (``A(q0)``, ``dL/dv(q0, v0)``) and in each step.
 
-    Notes
-    -----
     ``dL/dq_j`` is the derivative of ``e -> L(q + e T_q(e_j), v)`` at 0 with
     ``T_q(eta) = Q.ambient_tangent(q, eta)``: the straight line agrees with
     the retraction curve to first order, so autodiff never passes through
