@@ -24,8 +24,8 @@ from typing import Any
 __all__ = ["GUARD_ADVICE", "hide_main_script", "refuse_in_bootstrapping_worker"]
 
 GUARD_ADVICE = (
-    'put the lines that start the work under the guard `if __name__ == "__main__":` at the end of the script, '
-    "for example\n\n"
+    'put the lines that start the work under the guard `if __name__ == "__main__":` at the end of the '
+    "script, for example\n\n"
     '    if __name__ == "__main__":\n'
     "        ds = md.sweep(cell, axes)\n\n"
     "(the functions the workers call, such as the cell, stay at top level)"

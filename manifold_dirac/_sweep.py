@@ -264,7 +264,8 @@ def _client(client: Any, workers: int | None, processes: bool) -> tuple[Any, lis
         return client, []
     n = _cpu_count() if workers is None else workers
     refuse_in_bootstrapping_worker("sweep")
-    shown = hide_main_script() if processes else None  # the workers do not run the script again (no guard needed)
+    # the workers do not run the script again (no __main__ guard needed)
+    shown = hide_main_script() if processes else None
     try:
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
                                            dashboard_address=":0")

@@ -175,6 +175,7 @@ def plot_se2_path(
     length_unit : str
         Unit shown on the axes.
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
         Write the figure there.
 
@@ -252,10 +253,13 @@ def plot_so3_body_axes(
     trajectory : Trajectory or array-like
         Rotations ``R`` (body to space), shape=[K+1, *B, 3, 3].
     ax : matplotlib 3-D Axes, optional
+        Draw into this 3-D axes instead of a new figure.
     member : int or tuple of int, optional
         Which batch member to draw (default: the first).
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
 
     Returns
     -------
@@ -301,9 +305,14 @@ def plot_angular_momentum_sphere(
         On SO(3): ``q`` shape=[K+1, *B, 3, 3], ``p`` shape=[K+1, *B, 3]
         (body angular momenta). Each batch member is one orbit.
     ax : matplotlib 3-D Axes, optional
+        Draw into this 3-D axes instead of a new figure.
     frame : {"body", "spatial"}
+        Draw the body direction ``p/|p|`` (closed orbits for a free body) or the spatial one ``R p/|p|``
+        (a fixed point for a free body).
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
 
     Returns
     -------
@@ -382,11 +391,15 @@ def plot_energy_and_constraint(
         ``t`` shape=[K+1], ``energy`` shape=[K+1, *B],
         ``constraint_residual`` shape=[K, *B], ``mu`` shape=[K, *B, m].
     relative : bool, optional
+        Divide by ``|E_0|`` (default: when ``E_0 != 0`` for every member).
     floor : float
         Smallest value drawn on the log axes (> 0).
     time_unit : str
+        Unit of time on the axis labels.
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
 
     Returns
     -------
@@ -482,12 +495,15 @@ def plot_convergence(
         Reference slopes to draw (default: the observed orders rounded to
         integers).
     ax : matplotlib Axes, optional
+        Draw into this axes instead of a new figure.
     time_unit : str
         Unit of ``h``.
     error_name : str
         What the error measures (y-axis label).
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
 
     Returns
     -------
@@ -551,9 +567,13 @@ def plot_work_precision(
     per_step : bool
         Plot the wall time per step instead of the total.
     ax : matplotlib Axes, optional
+        Draw into this axes instead of a new figure.
     error_name : str
+        What the error measures (axis label).
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
 
     Returns
     -------
@@ -637,6 +657,7 @@ def plot_trajectory(
         the shape of ``trajectory.q``.
     manifold : Manifold, optional
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
     **kwargs
         Passed on to the specific function.
 

@@ -78,7 +78,8 @@ def resolve(target: str) -> str | None:
         return _INDEX[f"manifold_dirac.{t}"]
     head, _, rest = t.partition(".")
     candidates = [p for p in _BY_NAME.get(t.rsplit(".", 1)[-1], []) if p.endswith("." + t)]
-    if not candidates and rest and f"manifold_dirac.{head}" in _INDEX:  # an alias then a member: Integrator.run
+    # an alias then a member: Integrator.run
+    if not candidates and rest and f"manifold_dirac.{head}" in _INDEX:
         base = _INDEX[f"manifold_dirac.{head}"]
         if f"{base}.{rest}" in _INDEX:
             return _INDEX[f"{base}.{rest}"]

@@ -371,10 +371,11 @@ class Integrator:
         Time step (> 0); traced, so another ``h`` does not recompile.
     scheme : {"symmetric", "plus", "minus"} or Scheme
         The default is second order for nonholonomic systems.
-    discrete_lagrangian : {"midpoint", "trapezoid", "rectangle+", "rectangle-", "gauss4", "gauss6"} or QuadratureRule
-        The quadrature of the action over a step (a registered name or a
-        rule object); ``gauss4``/``gauss6`` are the Galerkin rules of order 4
-        and 6 (``docs/galerkin.md``).
+    discrete_lagrangian : str or QuadratureRule
+        The quadrature of the action over a step: a registered name
+        (``"midpoint"``, ``"trapezoid"``, ``"rectangle+"``, ``"rectangle-"``,
+        ``"gauss4"``, ``"gauss6"``) or a rule object; ``gauss4``/``gauss6``
+        are the Galerkin rules of order 4 and 6 (``docs/galerkin.md``).
     solver : SolverOptions, optional
         Newton's tolerances and iteration limit (default ``SolverOptions()``).
     on_failure : {"raise", "mark"}, optional
@@ -1019,16 +1020,17 @@ def run_params(system: LagrangeDiracSystem, params: Any, where: str) -> Any:
         return jax.tree.map(np.asarray, system.params)
     if system.params is None:
         raise ValueError(
-            f"{where}: params given, but {system.name or 'this system'} has no parameters (system.params is None): "
-            "build it with LagrangeDiracSystem(..., params=...) and functions that take params as their last argument")
+            f"{where}: params given, but {system.name or 'this system'} has no parameters (system.params is "
+            "None): build it with LagrangeDiracSystem(..., params=...) and functions that take params as "
+            "their last argument")
     ref, _ = jax.tree_util.tree_flatten_with_path(system.params)
     try:
         leaves, treedef = jax.tree_util.tree_flatten_with_path(params)
     except Exception as exc:  # noqa: BLE001
         raise TypeError(f"{where}: params is not a pytree ({exc})") from None
     if treedef != jax.tree.structure(system.params):
-        raise ValueError(f"{where}: params must have the structure of system.params, {jax.tree.structure(system.params)}; "
-                         f"got {treedef}")
+        raise ValueError(f"{where}: params must have the structure of system.params, "
+                         f"{jax.tree.structure(system.params)}; got {treedef}")
     out = []
     for (path, x), (_, r) in zip(leaves, ref):
         name = "params" + jax.tree_util.keystr(path)
@@ -1036,11 +1038,12 @@ def run_params(system: LagrangeDiracSystem, params: Any, where: str) -> Any:
             a = np.asarray(x)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{where}: {name} must be an array of real numbers ({exc})") from None
-        if a.dtype == object or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        real = np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)
+        if a.dtype == object or not real:
             raise TypeError(f"{where}: {name} must be real numbers, got dtype {a.dtype}")
         if a.shape != np.shape(r):
-            raise ValueError(f"{where}: {name} has shape {a.shape}, system.params has {np.shape(r)}: the shapes must "
-                             "match (a parameter of another shape is another system)")
+            raise ValueError(f"{where}: {name} has shape {a.shape}, system.params has {np.shape(r)}: "
+                             "the shapes must match (a parameter of another shape is another system)")
         if not np.all(np.isfinite(a)):
             raise ValueError(f"{where}: {name} contains non-finite values (NaN/inf)")
         rd = np.asarray(r).dtype
@@ -1148,8 +1151,10 @@ def integrate(
     scheme : {"symmetric", "plus", "minus"} or Scheme
         ``plus`` is (52), ``minus`` (53), ``symmetric`` the second-order
         scheme with the constraint at the retraction midpoint (default).
-    discrete_lagrangian : {"midpoint", "trapezoid", "rectangle+", "rectangle-", "gauss4", "gauss6"} or QuadratureRule
-        The quadrature of the action over a step; ``gauss4``/``gauss6`` are
+    discrete_lagrangian : str or QuadratureRule
+        The quadrature of the action over a step (``"midpoint"``,
+        ``"trapezoid"``, ``"rectangle+"``, ``"rectangle-"``, ``"gauss4"``,
+        ``"gauss6"``, or a rule object); ``gauss4``/``gauss6`` are
         of order 4 and 6 without constraint one-forms (``docs/galerkin.md``).
     t0 : float
         The time of the initial data (``t_k = t0 + k h``).
@@ -1195,7 +1200,8 @@ def integrate(
 
     A batch of three initial angles, and other parameters for one call:
 
-    >>> batch = md.integrate(pendulum, np.array([[0.1], [0.5], [1.0]]), v0=np.zeros((3, 1)), h=0.05, n_steps=100)
+    >>> q0 = np.array([[0.1], [0.5], [1.0]])
+    >>> batch = md.integrate(pendulum, q0, v0=np.zeros((3, 1)), h=0.05, n_steps=100)
     >>> batch.q.shape
     (101, 3, 1)
     >>> heavier = md.integrate(pendulum, np.array([1.0]), v0=np.array([0.0]), h=0.05, n_steps=100,

@@ -106,7 +106,8 @@ class Trajectory:
     --------
     >>> import numpy as np
     >>> import manifold_dirac as md
-    >>> tr = md.integrate(md.systems.pendulum(), np.array([1.0]), v0=np.array([0.0]), h=0.1, n_steps=50, stride=10)
+    >>> pendulum = md.systems.pendulum()
+    >>> tr = md.integrate(pendulum, np.array([1.0]), v0=np.array([0.0]), h=0.1, n_steps=50, stride=10)
     >>> tr.t.shape, tr.q.shape, tr.energy.shape        # every 10th point and the last
     ((6,), (6, 1), (6,))
     >>> path = tr.save("pendulum.npz")
