@@ -204,6 +204,7 @@ def clear_store(store: str | Path) -> int:
     Parameters
     ----------
     store : str or Path
+        The directory a sweep wrote with ``store=``.
 
     Returns
     -------
@@ -569,7 +570,9 @@ def save_dataset(ds: Any, path: str | Path) -> Path:
     Parameters
     ----------
     ds : xarray.Dataset
+        The Dataset :func:`sweep` returned.
     path : str or Path
+        The NetCDF file (``.nc``).
 
     Returns
     -------
@@ -588,6 +591,7 @@ def load_dataset(path: str | Path) -> Any:
     Parameters
     ----------
     path : str or Path
+        The NetCDF file (``.nc``).
 
     Returns
     -------

@@ -222,6 +222,11 @@ def linear_interaction(coefficients: Coefficients | Sequence[Coefficients],
         Each row is ``sum c v_name[component] = 0``; names may be dotted
         (``"left.body"``) to reach into nested interconnections.
     label : str
+        A name used in error messages.
+
+    Returns
+    -------
+    Interaction
     """
     rows = [coefficients] if isinstance(coefficients, Mapping) else list(coefficients)
 
@@ -243,6 +248,16 @@ def equal_velocities(a: tuple[str, int], b: tuple[str, int], ratio: float = 1.0)
     a, b : (name, component)
         Subsystem names (dotted for nested ones) and frame-coordinate indices.
     ratio : float
+        The factor between the two components.
+
+    Returns
+    -------
+    Interaction
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> gear = md.equal_velocities(("motor", 0), ("wheel", 0), ratio=3.0)   # v_motor = 3 v_wheel
     """
     return linear_interaction({a: 1.0, b: -float(ratio)}, label=f"equal_velocities{a}{b}")
 
@@ -253,6 +268,19 @@ def rolling_without_slipping(body: str, wheel: str, radius: float, body_componen
 
     With a planar body on SE(2) (twist ``(omega, v_x, v_y)``) the default is
     ``v_x = r phi'``: the body frame's forward velocity equals the rim speed.
+
+    Parameters
+    ----------
+    body, wheel : str
+        The names of the two subsystems (dotted for nested ones).
+    radius : float
+        The wheel's radius ``r`` (> 0).
+    body_component, wheel_component : int
+        The frame-coordinate indices of ``v_body`` and ``v_wheel`` that are tied.
+
+    Returns
+    -------
+    Interaction
     """
     if not (np.isfinite(radius) and radius > 0):
         raise ValueError(f"rolling_without_slipping: radius must be positive, got {radius!r}")
@@ -267,6 +295,19 @@ def rolling_ball_on_plane(ball: str, centre: str, radius: float) -> Interaction:
 
     Configuration dependent: the rows are ``(-r R[1, :], 1, 0)`` and
     ``(r R[0, :], 0, 1)`` in the ``(w, x')`` columns. Both names may be dotted.
+
+    Parameters
+    ----------
+    ball : str
+        The name of the ball's subsystem (on SO(3), 3 velocity components).
+    centre : str
+        The name of the subsystem of the ball's centre (on R^2).
+    radius : float
+        The ball's radius ``r`` (> 0).
+
+    Returns
+    -------
+    Interaction
     """
     if not (np.isfinite(radius) and radius > 0):
         raise ValueError(f"rolling_ball_on_plane: radius must be positive, got {radius!r}")
@@ -678,6 +719,17 @@ def pin_joint(a: str, b: str | None, anchor_a: Any, anchor_b: Any) -> Callable:
 
     With ``b=None`` the body ``a`` is pinned to the fixed point ``anchor_b``
     (a spherical pendulum of a rigid body). Names may be dotted.
+
+    Parameters
+    ----------
+    a : str
+        The name of the first body's subsystem.
+    b : str or None
+        The name of the second body's subsystem, or None for a fixed pivot.
+    anchor_a : array-like of float, shape=[3]
+        The joint in body ``a``'s frame.
+    anchor_b : array-like of float, shape=[3]
+        The joint in body ``b``'s frame (with ``b=None``: the fixed pivot in space).
 
     Returns
     -------

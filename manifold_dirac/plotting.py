@@ -652,10 +652,12 @@ def plot_trajectory(
     Parameters
     ----------
     trajectory : Trajectory
+        The run to draw (its ``q`` and ``t``; a batch draws one curve per member).
     system : LagrangeDiracSystem, optional
         Its manifold ``system.Q`` decides; otherwise ``manifold``, otherwise
         the shape of ``trajectory.q``.
     manifold : Manifold, optional
+        The manifold, when ``system`` is not given.
     path : str or Path, optional
         Write the figure there (the format from the suffix, e.g. ``.png``).
     **kwargs

@@ -278,6 +278,7 @@ def example_system(example: Example, retraction: str | None = None) -> Any:
     Parameters
     ----------
     example : Example
+        An entry of the catalog (:func:`~manifold_dirac.systems.catalog.get_example`).
     retraction : str, optional
         Default: the example's first.
 
