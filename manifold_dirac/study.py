@@ -290,6 +290,13 @@ def example_system(example: Example, retraction: str | None = None) -> Any:
     ------
     ValueError
         For a retraction the example does not offer.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> ex = md.get_example("pendulum")
+    >>> md.example_system(ex) is md.example_system(ex)     # the same object: compiled once per process
+    True
     """
     ret = retraction or example.retractions[0]
     key = (example.build, ret)
