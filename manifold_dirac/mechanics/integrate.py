@@ -68,6 +68,7 @@ class RunState:
     members : State
         The per-member state, batch axis flattened to one leading axis (or none).
     batch_shape : tuple of int
+        The leading batch axes ``B`` of the run (``()`` for one trajectory).
     q_prev : point or None
         ``q_{k-1}`` (for the central velocity at ``q_k``).
     v_init : array or None
