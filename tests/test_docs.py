@@ -133,6 +133,11 @@ def test_the_hook_turns_roles_into_cross_references():
     assert api_refs.resolve("~manifold_dirac.errors.StepError") == "manifold_dirac.errors.StepError"
     assert api_refs.resolve("Integrator.run") == "manifold_dirac.mechanics.integrate.Integrator.run"
     assert api_refs.resolve("no_such_thing") is None
+    # a name defined in several places resolves to the one nearest the docstring that uses it
+    many = list(api_refs._BY_NAME.get("step", []))
+    assert len(many) >= 2, many
+    for p in many:
+        assert api_refs.resolve("step", context=p.rsplit(".", 1)[0]) == p
     out = api_refs.rewrite(":class:<code>~manifold_dirac.errors.StepError</code> and <code>f ``x``</code>")
     assert out == ('<autoref identifier="manifold_dirac.errors.StepError" optional><code>StepError</code></autoref>'
                    " and <code>f x</code>")

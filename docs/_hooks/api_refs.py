@@ -67,8 +67,12 @@ def on_config(config: Any, **kwargs: Any) -> Any:
     return config
 
 
-def resolve(target: str) -> str | None:
-    """The canonical path of the object a Sphinx role names, or None."""
+def resolve(target: str, context: str = "") -> str | None:
+    """The canonical path of the object a Sphinx role names, or None.
+
+    ``context`` is the path of the object whose docstring holds the role: among
+    several objects of that name, the one nearest to it (longest common prefix) wins.
+    """
     t = target.strip().lstrip("~!").strip("()")
     t = t.replace("manifold_dirac.sweep.", "manifold_dirac._sweep.")
     if t in _INDEX:
@@ -85,7 +89,15 @@ def resolve(target: str) -> str | None:
             return _INDEX[f"{base}.{rest}"]
     if not candidates:
         return None
-    return min(candidates, key=lambda p: (p.count("."), p))
+
+    def shared(p: str) -> int:
+        a, b = p.split("."), context.split(".")
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        return n
+
+    return min(candidates, key=lambda p: (-shared(p), p.count("."), p))
 
 
 def _title(target: str) -> str:
@@ -95,10 +107,13 @@ def _title(target: str) -> str:
     return t.lstrip("!.")
 
 
-def _role(match: re.Match) -> str:
+_ANCHOR = re.compile(r'id="(manifold_dirac[\w.]*)"')
+
+
+def _role(match: re.Match, context: str = "") -> str:
     target = html.unescape(match["target"])
     title = html.escape(_title(target))
-    path = resolve(target)
+    path = resolve(target, context)
     if path is None:
         return f"<code>{title}</code>"
     return f'<autoref identifier="{html.escape(path)}" optional><code>{title}</code></autoref>'
@@ -112,7 +127,17 @@ def _inside_code(match: re.Match) -> str:
 
 def rewrite(text: str) -> str:
     """The HTML of a page with its Sphinx roles as cross-references and no double backticks in code."""
-    text = _ROLE_CODE.sub(_role, text)
+    anchors = [(m.start(), m.group(1)) for m in _ANCHOR.finditer(text)]
+
+    def role(match: re.Match) -> str:  # the object whose docstring this is: the last anchor before it
+        context = ""
+        for pos, path in anchors:
+            if pos > match.start():
+                break
+            context = path
+        return _role(match, context)
+
+    text = _ROLE_CODE.sub(role, text)
     return _CODE.sub(_inside_code, text)
 
 
