@@ -358,7 +358,8 @@ def test_the_documentation_check_sees_a_missing_description():
 
 @pytest.mark.parametrize("name", CORE + ("register_rule", "get_rule", "get_scheme", "equal_velocities", "observed_order",
                                          "energy_drift", "SO3", "SE2", "SE3", "Euclidean", "ProductManifold",
-                                         "get_example", "example_system"))
+                                         "get_example", "example_system", "SolverOptions", "Status",
+                                         "cache_directory"))
 def test_the_core_api_examples_run(name, tmp_path, monkeypatch):
     import doctest
 
@@ -375,7 +376,7 @@ def test_the_core_api_examples_run(name, tmp_path, monkeypatch):
 
 # what the rest of the public namespace still lacks: it may only shrink
 MAX_UNDESCRIBED_PARAMETERS = 26
-MAX_WITHOUT_EXAMPLES = 50
+MAX_WITHOUT_EXAMPLES = 47
 
 
 def test_the_rest_of_the_reference_does_not_get_worse():
