@@ -88,7 +88,6 @@ from .mechanics import (  # noqa: E402
     rollout,
 )
 from .mechanics.differentiable import solve_step  # noqa: E402
-from .mechanics.integrate import legendre_inverse  # noqa: E402
 from .interconnection import (  # noqa: E402
     Interaction,
     InterconnectedSystem,
@@ -144,7 +143,7 @@ __all__ = [
     "MatrixLieGroup", "Euclidean", "SO3", "SE2", "SE3", "ProductManifold", "GeomstatsManifold", "Sphere2",
     "LagrangeDiracSystem", "QuadratureRule", "GalerkinRule", "register_rule", "get_rule", "Scheme",
     "register_scheme", "get_scheme", "SolverOptions", "StepMap",
-    "Integrator", "RunState", "State", "StepRecord", "Status", "integrate", "Trajectory", "legendre_inverse",
+    "Integrator", "RunState", "State", "StepRecord", "Status", "integrate", "Trajectory",
     "rollout", "Rollout", "solve_step",
     "interconnect", "Interaction", "InterconnectedSystem", "equal_velocities", "linear_interaction",
     "pin_joint", "rolling_without_slipping", "rolling_ball_on_plane",
