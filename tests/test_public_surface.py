@@ -221,6 +221,7 @@ def test_a_sweep_runs_from_a_script_without_a_main_guard(tmp_path):
     assert "main restored True" in lines  # the script's __file__ is back after the sweep
 
 
+@pytest.mark.slow  # a cluster that fails to start: ~40 s on two loaded cores
 def test_without_hiding_the_script_the_workers_rerun_it(tmp_path):
     """What the hiding prevents: with it switched off, each worker runs the script and starts a cluster."""
     prelude = "import manifold_dirac._sweep as s; s.hide_main_script = lambda: type('N', (), {'close': print})()"
