@@ -7,7 +7,7 @@ import numpy as np
 from _common import output_dir
 
 from manifold_dirac import integrate
-from manifold_dirac.errors import DegenerateLagrangianWarning, StepError
+from manifold_dirac import DegenerateLagrangianWarning, StepError
 from manifold_dirac.plotting import plot_trajectory
 from manifold_dirac.systems import LOTKA_VOLTERRA_INITIAL, lc_circuit, lc_circuit_exact, lotka_volterra
 

@@ -5,7 +5,7 @@ from _common import output_dir
 
 from manifold_dirac import integrate
 from manifold_dirac.plotting import plot_trajectory
-from manifold_dirac.systems.linkages import four_bar, four_bar_initial
+from manifold_dirac.systems import four_bar, four_bar_initial
 
 out = output_dir(__doc__)
 linkage = four_bar()                                   # q = (theta1, theta2, theta3), 2 constraints

@@ -7,7 +7,7 @@ from _common import output_dir
 from manifold_dirac import integrate
 from manifold_dirac.plotting import plot_trajectory
 from manifold_dirac.systems import rolling_ball, rolling_ball_exact
-from manifold_dirac.systems.catalog import get_example
+from manifold_dirac import get_example
 
 out = output_dir(__doc__)
 ball = rolling_ball(0.5)

@@ -7,7 +7,7 @@ from _common import output_dir
 from manifold_dirac import integrate
 from manifold_dirac.plotting import plot_se2_path
 from manifold_dirac.systems import two_wheel_cart, two_wheel_cart_flat
-from manifold_dirac.systems.catalog import get_example
+from manifold_dirac import get_example
 
 out = output_dir(__doc__)
 cart = two_wheel_cart(1.0, 0.5)  # Newton iterates each step to round-off: no tightened solver options

@@ -4,8 +4,7 @@ made from the study's sweep Dataset (saved as NetCDF beside them)."""
 
 from _common import output_dir
 
-from manifold_dirac.study import retraction_study
-from manifold_dirac._sweep import save_dataset
+from manifold_dirac import retraction_study, save_dataset
 
 out = output_dir(__doc__)
 # 3 retractions x 2 schemes x 1 rule x 3 step sizes = 18 cells, in this process

@@ -8,7 +8,7 @@ from _common import output_dir
 from manifold_dirac import integrate
 from manifold_dirac.plotting import plot_trajectory
 from manifold_dirac.systems import se3_spatial_momentum, tumbling_brick
-from manifold_dirac.systems.catalog import get_example
+from manifold_dirac import get_example
 
 out = output_dir(__doc__)
 ex = get_example("tumbling_brick")

@@ -7,7 +7,7 @@ from _common import output_dir
 from manifold_dirac import SO3, integrate
 from manifold_dirac.plotting import plot_angular_momentum_sphere, plot_so3_body_axes
 from manifold_dirac.systems import free_rigid_body, heavy_top, spatial_angular_momentum
-from manifold_dirac.systems.catalog import get_example
+from manifold_dirac import get_example
 
 out = output_dir(__doc__)
 # free rigid body: a batch of 6 initial angular velocities advanced together

@@ -49,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from ._spawn import hide_main_script, refuse_in_bootstrapping_worker
+
 __all__ = ["clear_store", "sweep", "load_dataset", "save_dataset"]
 
 OK = "ok"
@@ -202,6 +204,7 @@ def clear_store(store: str | Path) -> int:
     Parameters
     ----------
     store : str or Path
+        The directory a sweep wrote with ``store=``.
 
     Returns
     -------
@@ -261,10 +264,18 @@ def _client(client: Any, workers: int | None, processes: bool) -> tuple[Any, lis
                             f"got {type(client).__name__}")
         return client, []
     n = _cpu_count() if workers is None else workers
-    cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                                       dashboard_address=":0")
+    refuse_in_bootstrapping_worker("sweep")
+    # the workers do not run the script again (no __main__ guard needed)
+    shown = hide_main_script() if processes else None
+    try:
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
+                                           dashboard_address=":0")
+    except BaseException:
+        if shown is not None:
+            shown.close()
+        raise
     c = distributed.Client(cluster)
-    return c, [c, cluster]
+    return c, [c, cluster] + ([shown] if shown is not None else [])
 
 
 def _warm_worker() -> None:
@@ -309,7 +320,8 @@ def sweep(
         Called with one keyword per axis (and ``members=`` for an ensemble);
         returns named metrics, each a number or a small array of a fixed
         shape. It runs on the workers: it must be picklable (a function of
-        an importable module, or a ``functools.partial`` of one).
+        an importable module or of the script itself -- Dask sends those by
+        value -- or a ``functools.partial`` of one).
     axes : mapping ``name -> sequence``
         The grid: values are str, int or float (distinct). Put the axes that
         change the compiled program (system, retraction, scheme, rule) first
@@ -385,6 +397,28 @@ def sweep(
     cells failed and ``ds.message`` why. A cell keyed by its coordinates and
     member block: a rerun on a larger grid (more step sizes, say) with the
     same store and ``resume=True`` computes only the new cells.
+
+    A script that calls ``sweep`` at its top level needs no
+    ``if __name__ == "__main__":`` guard: while its own local cluster runs,
+    the worker processes do not run the script again (``docs/sweeps.md``,
+    "From a plain script").
+
+    Examples
+    --------
+    The final angle of a pendulum over a grid of step sizes and amplitudes,
+    in this process (``workers=0``; without it, on a local Dask cluster):
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> def cell(h, amplitude):
+    ...     sysm = md.example_system(md.get_example("pendulum"))    # built once per process
+    ...     tr = md.integrate(sysm, np.array([amplitude]), v0=np.array([0.0]), h=h, n_steps=20)
+    ...     return {"q_end": tr.q[-1, 0], "energy_error": tr.energy_error}
+    >>> ds = md.sweep(cell, {"h": [0.1, 0.05], "amplitude": [1.0, 0.5]}, workers=0, progress=False)
+    >>> ds.q_end.dims, ds.q_end.shape
+    (('h', 'amplitude'), (2, 2))
+    >>> [str(s) for s in np.unique(ds.status.values)]
+    ['ok']
     """
     xr = _require("xarray")
     if not isinstance(axes, Mapping) or not axes:
@@ -536,7 +570,9 @@ def save_dataset(ds: Any, path: str | Path) -> Path:
     Parameters
     ----------
     ds : xarray.Dataset
+        The Dataset :func:`sweep` returned.
     path : str or Path
+        The NetCDF file (``.nc``).
 
     Returns
     -------
@@ -555,6 +591,7 @@ def load_dataset(path: str | Path) -> Any:
     Parameters
     ----------
     path : str or Path
+        The NetCDF file (``.nc``).
 
     Returns
     -------

@@ -31,7 +31,19 @@ CACHE_MAX_BYTES = 2 * 1024**3
 
 
 def cache_directory() -> Path | None:
-    """The persistent compilation cache directory in use, or None if off."""
+    """The persistent compilation cache directory in use, or None if off.
+
+    Returns
+    -------
+    pathlib.Path or None
+        Where compiled programs are kept between processes
+        (``MANIFOLD_DIRAC_JAX_CACHE`` chooses it; ``0`` switches the cache off).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> d = md.cache_directory()          # a Path, or None when the cache is off
+    """
     d = jax.config.jax_compilation_cache_dir
     return Path(d) if d else None
 

@@ -34,6 +34,8 @@ class StepError(RuntimeError):
 
     Attributes
     ----------
+    message : str
+        What failed, where (step, time, batch member) and why, with a hint.
     step : int
         Index ``k`` of the step ``k -> k+1`` that failed.
     time : float
@@ -107,7 +109,15 @@ class RunInterrupted(KeyboardInterrupt):
     """A run was interrupted (Ctrl-C): ``.trajectory`` holds every point computed
     before the interruption, with status ``INTERRUPTED`` for members that were
     still running. (Any other exception raised by a run's callback is re-raised
-    as it is, with the same ``.trajectory`` attached.)"""
+    as it is, with the same ``.trajectory`` attached.)
+
+    Parameters
+    ----------
+    message : str
+        Where the run stopped (step and time) and what was kept.
+    trajectory : Trajectory or None
+        The points computed before the interruption (None if none was stored).
+    """
 
     def __init__(self, message: str, trajectory: Any = None) -> None:
         super().__init__(message)

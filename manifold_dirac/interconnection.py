@@ -222,6 +222,11 @@ def linear_interaction(coefficients: Coefficients | Sequence[Coefficients],
         Each row is ``sum c v_name[component] = 0``; names may be dotted
         (``"left.body"``) to reach into nested interconnections.
     label : str
+        A name used in error messages.
+
+    Returns
+    -------
+    Interaction
     """
     rows = [coefficients] if isinstance(coefficients, Mapping) else list(coefficients)
 
@@ -243,6 +248,16 @@ def equal_velocities(a: tuple[str, int], b: tuple[str, int], ratio: float = 1.0)
     a, b : (name, component)
         Subsystem names (dotted for nested ones) and frame-coordinate indices.
     ratio : float
+        The factor between the two components.
+
+    Returns
+    -------
+    Interaction
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> gear = md.equal_velocities(("motor", 0), ("wheel", 0), ratio=3.0)   # v_motor = 3 v_wheel
     """
     return linear_interaction({a: 1.0, b: -float(ratio)}, label=f"equal_velocities{a}{b}")
 
@@ -253,6 +268,19 @@ def rolling_without_slipping(body: str, wheel: str, radius: float, body_componen
 
     With a planar body on SE(2) (twist ``(omega, v_x, v_y)``) the default is
     ``v_x = r phi'``: the body frame's forward velocity equals the rim speed.
+
+    Parameters
+    ----------
+    body, wheel : str
+        The names of the two subsystems (dotted for nested ones).
+    radius : float
+        The wheel's radius ``r`` (> 0).
+    body_component, wheel_component : int
+        The frame-coordinate indices of ``v_body`` and ``v_wheel`` that are tied.
+
+    Returns
+    -------
+    Interaction
     """
     if not (np.isfinite(radius) and radius > 0):
         raise ValueError(f"rolling_without_slipping: radius must be positive, got {radius!r}")
@@ -267,6 +295,19 @@ def rolling_ball_on_plane(ball: str, centre: str, radius: float) -> Interaction:
 
     Configuration dependent: the rows are ``(-r R[1, :], 1, 0)`` and
     ``(r R[0, :], 0, 1)`` in the ``(w, x')`` columns. Both names may be dotted.
+
+    Parameters
+    ----------
+    ball : str
+        The name of the ball's subsystem (on SO(3), 3 velocity components).
+    centre : str
+        The name of the subsystem of the ball's centre (on R^2).
+    radius : float
+        The ball's radius ``r`` (> 0).
+
+    Returns
+    -------
+    Interaction
     """
     if not (np.isfinite(radius) and radius > 0):
         raise ValueError(f"rolling_ball_on_plane: radius must be positive, got {radius!r}")
@@ -615,6 +656,23 @@ def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None 
     ``Delta_Q = (Delta_1 (+) ... (+) Delta_k) ∩ Sigma_Q`` (31) is regular
     when ``[blockdiag(A_i); S]`` has full row rank; the integrator checks
     this at the initial state and refuses a rank drop.
+
+    Examples
+    --------
+    Two unit masses on springs whose velocities are tied (a rigid link):
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> spring = lambda k: md.LagrangeDiracSystem(md.Euclidean(1), lambda q, v: 0.5 * v @ v - 0.5 * k * q @ q)
+    >>> both = md.interconnect(spring(1.0), spring(4.0), names=("a", "b"),
+    ...                        interaction=md.equal_velocities(("a", 0), ("b", 0)))
+    >>> both.dim, both.n_constraints
+    (2, 1)
+    >>> q0 = (np.array([0.1]), np.array([0.1]))          # a point of the product: one per subsystem
+    >>> tr = md.integrate(both, q0, v0=np.zeros(2), h=0.05, n_steps=20)
+    >>> qa, qb = tr.q
+    >>> bool(np.allclose(qa, qb))                        # they move together
+    True
     """
     if not systems:
         raise ValueError("interconnect: give at least one subsystem")
@@ -661,6 +719,17 @@ def pin_joint(a: str, b: str | None, anchor_a: Any, anchor_b: Any) -> Callable:
 
     With ``b=None`` the body ``a`` is pinned to the fixed point ``anchor_b``
     (a spherical pendulum of a rigid body). Names may be dotted.
+
+    Parameters
+    ----------
+    a : str
+        The name of the first body's subsystem.
+    b : str or None
+        The name of the second body's subsystem, or None for a fixed pivot.
+    anchor_a : array-like of float, shape=[3]
+        The joint in body ``a``'s frame.
+    anchor_b : array-like of float, shape=[3]
+        The joint in body ``b``'s frame (with ``b=None``: the fixed pivot in space).
 
     Returns
     -------

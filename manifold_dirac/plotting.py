@@ -175,6 +175,7 @@ def plot_se2_path(
     length_unit : str
         Unit shown on the axes.
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
         Write the figure there.
 
@@ -186,6 +187,14 @@ def plot_se2_path(
     ------
     ValueError
         For poses of the wrong shape, non-finite poses, or fewer than two points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> skate = md.systems.inclined_knife_edge(incline=0.3)          # on SE(2)
+    >>> tr = md.integrate(skate, skate.Q.identity(), v0=np.array([1.0, 0.0, 0.0]), h=0.02, n_steps=200)
+    >>> fig = md.plot_se2_path(tr, path="path.png")
     """
     q = _se2_points(trajectory.q if hasattr(trajectory, "q") else trajectory)
     K1, B = q.shape[0], q.shape[1]
@@ -252,10 +261,13 @@ def plot_so3_body_axes(
     trajectory : Trajectory or array-like
         Rotations ``R`` (body to space), shape=[K+1, *B, 3, 3].
     ax : matplotlib 3-D Axes, optional
+        Draw into this 3-D axes instead of a new figure.
     member : int or tuple of int, optional
         Which batch member to draw (default: the first).
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
 
     Returns
     -------
@@ -265,6 +277,14 @@ def plot_so3_body_axes(
     ------
     ValueError
         For a wrong shape, non-finite rotations or a member outside the batch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> top = md.systems.heavy_top()
+    >>> tr = md.integrate(top, top.Q.identity(), v0=np.array([0.5, -0.2, 2.0]), h=0.01, n_steps=300)
+    >>> fig = md.plot_so3_body_axes(tr, path="axes.png")
     """
     R = _so3_points(trajectory.q if hasattr(trajectory, "q") else trajectory, member, "plot_so3_body_axes")
     fig, ax = _new_axes(ax, projection="3d", figsize=(6.4, 6.0))
@@ -301,9 +321,14 @@ def plot_angular_momentum_sphere(
         On SO(3): ``q`` shape=[K+1, *B, 3, 3], ``p`` shape=[K+1, *B, 3]
         (body angular momenta). Each batch member is one orbit.
     ax : matplotlib 3-D Axes, optional
+        Draw into this 3-D axes instead of a new figure.
     frame : {"body", "spatial"}
+        Draw the body direction ``p/|p|`` (closed orbits for a free body) or the spatial one ``R p/|p|``
+        (a fixed point for a free body).
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
 
     Returns
     -------
@@ -313,6 +338,15 @@ def plot_angular_momentum_sphere(
     ------
     ValueError
         For a wrong shape, non-finite values, a zero momentum or an unknown ``frame``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> body = md.systems.free_rigid_body()
+    >>> w0 = np.array([[1.0, 0.1, 0.1], [0.1, 1.0, 0.1], [0.1, 0.1, 1.0]])       # three orbits
+    >>> tr = md.integrate(body, np.broadcast_to(np.eye(3), (3, 3, 3)), v0=w0, h=0.05, n_steps=200)
+    >>> fig = md.plot_angular_momentum_sphere(tr, path="orbits.png")
     """
     if frame not in ("body", "spatial"):
         raise ValueError(f"plot_angular_momentum_sphere: frame must be 'body' or 'spatial', got {frame!r}")
@@ -382,11 +416,15 @@ def plot_energy_and_constraint(
         ``t`` shape=[K+1], ``energy`` shape=[K+1, *B],
         ``constraint_residual`` shape=[K, *B], ``mu`` shape=[K, *B, m].
     relative : bool, optional
+        Divide by ``|E_0|`` (default: when ``E_0 != 0`` for every member).
     floor : float
         Smallest value drawn on the log axes (> 0).
     time_unit : str
+        Unit of time on the axis labels.
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
 
     Returns
     -------
@@ -396,6 +434,13 @@ def plot_energy_and_constraint(
     ------
     ValueError
         For mismatched shapes, non-finite values or ``floor <= 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> tr = md.integrate(md.systems.pendulum(), np.array([1.0]), v0=np.array([0.0]), h=0.05, n_steps=200)
+    >>> fig = md.plot_energy_and_constraint(tr, path="energy.png")
     """
     if not (floor > 0 and np.isfinite(floor)):
         raise ValueError(f"plot_energy_and_constraint: floor must be a positive number, got {floor!r}")
@@ -482,12 +527,15 @@ def plot_convergence(
         Reference slopes to draw (default: the observed orders rounded to
         integers).
     ax : matplotlib Axes, optional
+        Draw into this axes instead of a new figure.
     time_unit : str
         Unit of ``h``.
     error_name : str
         What the error measures (y-axis label).
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
 
     Returns
     -------
@@ -497,6 +545,13 @@ def plot_convergence(
     ------
     ValueError
         For an empty mapping, series of the wrong length or non-positive values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> h = np.array([0.1, 0.05, 0.025])
+    >>> fig = md.plot_convergence(h, {"midpoint": 0.3 * h**2, "plus": 0.5 * h}, path="convergence.png")
     """
     h = _positive_1d("plot_convergence: hs", hs)
     if not errors_by_label:
@@ -551,9 +606,13 @@ def plot_work_precision(
     per_step : bool
         Plot the wall time per step instead of the total.
     ax : matplotlib Axes, optional
+        Draw into this axes instead of a new figure.
     error_name : str
+        What the error measures (axis label).
     title : str, optional
+        The figure's title (default: what is drawn, the system, scheme, rule and ``h``).
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
 
     Returns
     -------
@@ -563,6 +622,13 @@ def plot_work_precision(
     ------
     ValueError
         For no rows, a row without a required key, or non-positive values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> rows = [{"label": "midpoint", "h": h, "error": 0.3 * h**2, "wall_time": 0.1 / h} for h in (0.1, 0.05)]
+    >>> fig = md.plot_work_precision(rows, path="work_precision.png")
     """
     if not rows:
         raise ValueError("plot_work_precision: no rows; give dicts with keys " + ", ".join(_WP_KEYS))
@@ -632,17 +698,28 @@ def plot_trajectory(
     Parameters
     ----------
     trajectory : Trajectory
+        The run to draw (its ``q`` and ``t``; a batch draws one curve per member).
     system : LagrangeDiracSystem, optional
         Its manifold ``system.Q`` decides; otherwise ``manifold``, otherwise
         the shape of ``trajectory.q``.
     manifold : Manifold, optional
+        The manifold, when ``system`` is not given.
     path : str or Path, optional
+        Write the figure there (the format from the suffix, e.g. ``.png``).
     **kwargs
         Passed on to the specific function.
 
     Returns
     -------
     matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> pendulums = md.systems.double_pendulum()
+    >>> tr = md.integrate(pendulums, np.array([1.0, 0.5]), v0=np.zeros(2), h=0.01, n_steps=200)
+    >>> fig = md.plot_trajectory(tr, path="double_pendulum.png")   # coordinates against time
     """
     from .manifolds import SE2, SO3
     from .manifolds.sphere import Sphere2

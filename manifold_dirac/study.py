@@ -278,6 +278,7 @@ def example_system(example: Example, retraction: str | None = None) -> Any:
     Parameters
     ----------
     example : Example
+        An entry of the catalog (:func:`~manifold_dirac.systems.catalog.get_example`).
     retraction : str, optional
         Default: the example's first.
 
@@ -289,6 +290,13 @@ def example_system(example: Example, retraction: str | None = None) -> Any:
     ------
     ValueError
         For a retraction the example does not offer.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> ex = md.get_example("pendulum")
+    >>> md.example_system(ex) is md.example_system(ex)     # the same object: compiled once per process
+    True
     """
     ret = retraction or example.retractions[0]
     key = (example.build, ret)

@@ -50,7 +50,7 @@ def test_failed_integration_exits_1_with_one_line(capsys):
     hint (``step 0 (t = 0): no convergence: Newton's method did not converge ...``), so the place and
     the hint are checked separately.
 
-    Changed (issue 10, point 3): the heavy top at h = 5 rotates by more than pi per step, and
+    The heavy top at h = 5 rotates by more than pi per step, and
     Newton's iterates leave the domain of ``exp``: since the engine checks the retraction's domain
     in every step this is a domain failure (``StepDomainError``), no longer a convergence failure.
     The same one-line, exit-1 behaviour is checked on a convergence failure of the pendulum at
@@ -244,7 +244,7 @@ def test_tour_on_a_few_systems(tmp_path, monkeypatch, capsys):
     assert table.count("| cayley | symmetric |") == 1 and table.count("| cayley | plus |") == 1
 
 
-# ----------------------------------------------------- --out and interruptions (issue 10, point 7)
+# ----------------------------------------------------- --out and interruptions
 def _integrate_module():
     return sys.modules["manifold_dirac.mechanics.integrate"]
 

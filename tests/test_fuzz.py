@@ -1,4 +1,4 @@
-"""Random malformed input to the public entry points: a correct result or a documented error (issue 10).
+"""Random malformed input to the public entry points: a correct result or a documented error.
 
 Property: every call of :func:`integrate` (random ``q0``, ``v0``, ``p0`` of
 random shapes with NaN, inf and huge values; random ``h``, ``n_steps``,

@@ -1,4 +1,4 @@
-"""Options are refused up front with a sentence (issue 10, point 9), through the public API.
+"""Options are refused up front with a sentence, through the public API.
 
 Every bad option of :func:`integrate`, :class:`Integrator` (its constructor,
 ``initial_state``, ``step``, ``run``) and :class:`SolverOptions` raises a

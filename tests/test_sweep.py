@@ -194,7 +194,7 @@ def test_store_is_never_silently_reused(tmp_path):
 def test_a_killed_worker_is_replaced_and_its_cells_run_again(tmp_path, processes):
     """A worker process dies (``os._exit``) in the middle of a sweep; the nanny starts another, the
     scheduler reruns the lost task there, and every cell is in the Dataset. Slow: the new worker
-    imports JAX again (~4 s on two free cores, 22 s on the loaded development machine)."""
+    imports JAX again (~4 s on two free cores, 22 s on two cores shared with other jobs)."""
     flag = tmp_path / "flag"
     ds = sweep(partial(dies_once, flag=str(flag)), {"a": [0, 1, 2, 3]}, client=processes, cells_per_task=1,
                progress=False)

@@ -34,6 +34,16 @@ class Euclidean(Manifold):
     refuse points and tangent vectors whose last axis is not ``n`` in every
     call, eager or traced; there is no value to check (every finite vector
     is a point, and NaN passes through as the mark of a failed member).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> Q = md.Euclidean(3, names=("x", "y", "theta"))
+    >>> Q.dim, Q.coordinate_names
+    (3, ('x', 'y', 'theta'))
+    >>> np.asarray(Q.retract(np.zeros(3), np.array([1.0, 2.0, 3.0])))
+    array([1., 2., 3.])
     """
 
     def __init__(self, n: int, retraction: str | Retraction = "identity", names: tuple[str, ...] | None = None):

@@ -101,6 +101,17 @@ class ProductManifold(Manifold):
     factor's shape (named ``q[i]`` in the message), and a tangent vector
     must have the total length ``dim = sum(dims)``; in eager calls each
     factor checks the values of its part as that factor does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> Q = md.ProductManifold(md.SO3(), md.Euclidean(3))          # a rigid body: attitude and centre
+    >>> Q.dim, Q.dims
+    (6, (3, 3))
+    >>> R, x = Q.retract((np.eye(3), np.zeros(3)), np.array([0.0, 0.0, 0.1, 1.0, 0.0, 0.0]))
+    >>> np.asarray(x)
+    array([1., 0., 0.])
     """
 
     def __init__(self, *factors: Manifold, retraction: str | ProductRetraction = "product"):

@@ -98,6 +98,15 @@ class SE2(MatrixLieGroup):
 
     Human coordinates (:meth:`to_coordinates`) are ``(x, y, theta)`` with
     ``theta`` in ``(-pi, pi]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> Q = md.SE2("cayley")
+    >>> g = Q.from_coordinates([1.0, 2.0, np.pi / 2])          # at (1, 2), heading along y
+    >>> np.round(np.asarray(Q.to_coordinates(g)), 12)
+    array([1.        , 2.        , 1.57079633])
     """
 
     dim = 3

@@ -201,6 +201,18 @@ class SE3(MatrixLieGroup):
     :meth:`to_position_quaternion` / :meth:`from_position_quaternion`, Euler
     angles through :meth:`to_position_euler` / :meth:`from_position_euler`
     (scipy's sequences, :meth:`SO3.as_euler`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> Q = md.SE3("exp")
+    >>> g = Q.from_coordinates([1.0, 0.0, 0.0, 0.0, 0.0, np.pi / 2])   # at x = 1, turned about z
+    >>> np.asarray(g).shape
+    (4, 4)
+    >>> np.round(np.asarray(Q.to_coordinates(g)), 12)
+    array([1.        , 0.        , 0.        , 0.        , 0.        ,
+           1.57079633])
     """
 
     dim = 6

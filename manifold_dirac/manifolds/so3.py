@@ -107,6 +107,17 @@ class SO3(MatrixLieGroup):
     conventions (``"xyz"`` extrinsic, ``"XYZ"`` intrinsic, the twelve
     sequences) through :meth:`as_euler` / :meth:`from_euler`; each agrees
     with :class:`scipy.spatial.transform.Rotation` to round-off.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> Q = md.SO3("cayley")
+    >>> R = Q.exp(np.array([0.0, 0.0, np.pi / 2]))            # a quarter turn about z
+    >>> np.round(np.asarray(R) @ np.array([1.0, 0.0, 0.0]), 12)
+    array([0., 1., 0.])
+    >>> np.round(np.asarray(Q.to_coordinates(R)), 12)         # back to the rotation vector
+    array([0.        , 0.        , 1.57079633])
     """
 
     dim = 3

@@ -302,6 +302,7 @@ def rollout(
     Parameters
     ----------
     system : LagrangeDiracSystem
+        The system (its manifold ``system.Q``, ``n = Q.dim``).
     q0 : point, shape=[*point_shape]
         Initial configuration (one member; batch with ``jax.vmap``). For the
         derivative with respect to ``q0`` as a group element, differentiate
@@ -324,7 +325,8 @@ def rollout(
     controls : array, shape=[n_steps, n], optional
         A control covector per step, added to the force and held over the
         step (as in :meth:`Integrator.run`); differentiable.
-    t0 : float
+    t0 : float or array, shape=[]
+        The time of the initial data (float64; differentiable).
     scheme, discrete_lagrangian, solver
         As in :func:`integrate`.
     differentiation : {"implicit", "unrolled", "detached"}
@@ -363,6 +365,22 @@ def rollout(
     :class:`StepMap`). The derivative of the run is the derivative of this
     discrete map (the discrete adjoint in reverse mode), with each solve
     differentiated implicitly (:func:`solve_step`).
+
+    Examples
+    --------
+    The derivative of the final angle of a pendulum with respect to its
+    initial angle and to its parameters:
+
+    >>> import jax
+    >>> import jax.numpy as jnp
+    >>> import manifold_dirac as md
+    >>> pendulum = md.systems.pendulum()
+    >>> def final_angle(theta0, params):
+    ...     r = md.rollout(pendulum, jnp.array([theta0]), jnp.array([0.0]), h=0.05, n_steps=20, params=params)
+    ...     return r.q[-1, 0]
+    >>> d_theta0, d_params = jax.grad(final_angle, argnums=(0, 1))(0.5, pendulum.params)
+    >>> sorted(d_params)
+    ['mgl', 'ml2']
     """
     if not isinstance(system, LagrangeDiracSystem):
         raise TypeError(f"rollout: system must be a LagrangeDiracSystem, got {type(system).__name__}")

@@ -128,6 +128,7 @@ class GalerkinRule(DiscreteLagrangian):
     Parameters
     ----------
     name : str
+        The registered name (``discrete_lagrangian=name``).
     degree : int
         ``s >= 1``, the degree of the polynomial ``xi(tau)``; ``s - 1``
         internal stages of ``dim`` unknowns each.
@@ -141,6 +142,7 @@ class GalerkinRule(DiscreteLagrangian):
         that says why (Marsden & West 2001, Thm 2.6.2: order
         ``min(2s, d + 1)``).
     degenerate_safe : bool
+        Whether the rule is stable for Lagrangians linear in some velocities (degenerate ones).
     constrained_order : int, optional
         Order with nonholonomic constraints and the symmetric scheme (the
         scheme's discrete constraint is second order: measured 2, see

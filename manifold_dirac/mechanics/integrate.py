@@ -68,6 +68,7 @@ class RunState:
     members : State
         The per-member state, batch axis flattened to one leading axis (or none).
     batch_shape : tuple of int
+        The leading batch axes ``B`` of the run (``()`` for one trajectory).
     q_prev : point or None
         ``q_{k-1}`` (for the central velocity at ``q_k``).
     v_init : array or None
@@ -366,17 +367,40 @@ class Integrator:
     Parameters
     ----------
     system : LagrangeDiracSystem
+        The system to integrate (its manifold ``system.Q``, ``n = Q.dim``).
     h : float
         Time step (> 0); traced, so another ``h`` does not recompile.
     scheme : {"symmetric", "plus", "minus"} or Scheme
         The default is second order for nonholonomic systems.
-    discrete_lagrangian : {"midpoint", "trapezoid", "rectangle+", "rectangle-"} or QuadratureRule
+    discrete_lagrangian : str or QuadratureRule
+        The quadrature of the action over a step: a registered name
+        (``"midpoint"``, ``"trapezoid"``, ``"rectangle+"``, ``"rectangle-"``,
+        ``"gauss4"``, ``"gauss6"``) or a rule object; ``gauss4``/``gauss6``
+        are the Galerkin rules of order 4 and 6 (``docs/galerkin.md``).
     solver : SolverOptions, optional
+        Newton's tolerances and iteration limit (default ``SolverOptions()``).
     on_failure : {"raise", "mark"}, optional
         ``raise`` (default for a single trajectory) raises the
         :class:`~manifold_dirac.errors.StepError` subclass of the failure with
         the partial trajectory; ``mark`` (default for a batch) marks the
         failed member, freezes it, and goes on with the others.
+
+    Examples
+    --------
+    Step by step (a control loop), then a run from where the steps ended:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> pendulum = md.systems.pendulum()
+    >>> integ = md.Integrator(pendulum, h=0.05)
+    >>> state = integ.initial_state(np.array([0.5]), v0=np.array([0.0]))
+    >>> for k in range(3):
+    ...     state, record = integ.step(state, u=np.array([0.1]))   # a control torque
+    >>> state.k
+    3
+    >>> tr = integ.run(state, 10)
+    >>> tr.q.shape, tr.t[-1].round(2)
+    ((11, 1), np.float64(0.65))
     """
 
     def __init__(
@@ -402,6 +426,12 @@ class Integrator:
         self.solver = solver
         self.on_failure = on_failure
         self.stepmap = StepMap(system, self.scheme, self.rule, solver)
+        self._params = system.params  # the parameters of the last call (what a failure is diagnosed with)
+
+    def _use_params(self, params: Any, where: str) -> Any:
+        """The parameters of a call (``system.params`` when None), checked; kept for diagnosing a failure."""
+        self._params = run_params(self.system, params, where)
+        return self._params
 
     @property
     def order(self) -> int:
@@ -413,7 +443,8 @@ class Integrator:
                 f"discrete_lagrangian={self.rule.name!r})")
 
     # --------------------------------------------------------------- start
-    def initial_state(self, q0: Any, v0: Any = None, p0: Any = None, t0: float = 0.0) -> RunState:
+    def initial_state(self, q0: Any, v0: Any = None, p0: Any = None, t0: float = 0.0, *,
+                      params: Any = None) -> RunState:
         """Validate initial data (eagerly) and build the state at ``t0``.
 
         Parameters
@@ -425,6 +456,17 @@ class Integrator:
             Initial momentum; with ``v0`` it must equal ``dL/dv(q0, v0)``.
             For the ``minus`` scheme it is the pre-momentum ``p~_0``.
         t0 : float
+            The time of the initial data (``t_k = t0 + k h``).
+        params : pytree, optional
+            The system's parameters for this call (the momentum ``dL/dv(q0, v0)``
+            and the constraint ``A(q0)`` are evaluated with them); default
+            ``system.params``. Same structure and leaf shapes as
+            ``system.params``, real finite values.
+
+        Returns
+        -------
+        RunState
+            The state at step 0, for :meth:`run` or :meth:`step`.
 
         Raises
         ------
@@ -444,7 +486,8 @@ class Integrator:
         fn = _compiled(self.stepmap, ("start", nb, vv is not None, not self.rule.degenerate_safe),
                        lambda: self._build_start(nb, vv is not None, not self.rule.degenerate_safe))
         zeros = np.zeros((*B, n))
-        out = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, jnp.asarray(self.h), sysm.params)
+        params = self._use_params(params, "initial_state")
+        out = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, jnp.asarray(self.h), params)
         members = out.pop("members")
         out = jax.device_get(out)  # the values checked on the host
         m = sysm.n_constraints
@@ -543,7 +586,7 @@ class Integrator:
         return jax.jit(start)
 
     # ---------------------------------------------------------------- step
-    def step(self, state: RunState, u: Any = None) -> tuple[RunState, StepRecord]:
+    def step(self, state: RunState, u: Any = None, *, params: Any = None) -> tuple[RunState, StepRecord]:
         """Advance one step ``k -> k+1`` (compiled; for control loops).
 
         Parameters
@@ -551,6 +594,16 @@ class Integrator:
         state : RunState
         u : array-like, shape=[*B, n], optional
             A control covector added to the force, held over the step.
+        params : pytree, optional
+            The system's parameters for this step (default ``system.params``;
+            see :meth:`run`).
+
+        Returns
+        -------
+        state : RunState
+            The state at step ``k + 1``.
+        record : StepRecord
+            The step's Newton record (residual, iterations, status).
 
         Raises
         ------
@@ -574,15 +627,17 @@ class Integrator:
         fn = _compiled(sm, ("step", batched, u is None), build)
         uu = None if u is None else _flatten_batch(jnp.asarray(_vector(u, B, self.system.dim, "u")), len(B))
         h = np.float64(self.h)
+        params = self._use_params(params, "Integrator.step")
         new, rec = fn(state.members, np.int32(state.k), np.float64(state.t0 + state.k * self.h), h,
-                      self.system.params, uu)
+                      params, uu)
         out = RunState(state.k + 1, state.t0, new, B, state.members.q, state.v_init)
         self._raise_if_failed(out, partial=None)
         return out, rec
 
     # ----------------------------------------------------------------- run
     def run(self, state: RunState, n_steps: int, *, stride: int = 1, controls: Any = None,
-            progress: bool = False, callback: Callable[[RunState], Any] | None = None) -> Trajectory:
+            progress: bool = False, callback: Callable[[RunState], Any] | None = None,
+            params: Any = None) -> Trajectory:
         """Take ``n_steps`` steps from ``state`` and record every ``stride``-th point (and the last).
 
         Parameters
@@ -600,6 +655,13 @@ class Integrator:
             steps) with the current :class:`RunState`; returning ``False``
             stops the run there. (A per-step Python callback would defeat the
             compiled loop: step by step, use :meth:`step`.)
+        params : pytree, optional
+            The system's parameters for this run, overriding
+            ``system.params`` (which stays unchanged). They are an argument
+            of the compiled loop, so new values do not recompile; they must
+            have the structure and leaf shapes of ``system.params`` (real,
+            finite values), and the system must have been built with
+            ``params`` (its functions take them as their last argument).
 
         Returns
         -------
@@ -628,6 +690,7 @@ class Integrator:
         n = sysm.dim
         if callback is not None and not callable(callback):
             raise TypeError(f"Integrator.run: callback must be callable (state) -> bool | None, got {callback!r}")
+        params = self._use_params(params, "Integrator.run")
         if controls is not None:
             try:
                 c = np.asarray(controls)
@@ -679,7 +742,7 @@ class Integrator:
                 # host scalars as numpy values: eager jnp scalars cost ~70 us each to dispatch
                 args = (members, q_prev, np.bool_(have_prev), v_init if use_v_init else v_nan,
                         np.int32(k), np.int32(slot0), np.int32(n_slots), np.int32(n_total),
-                        np.float64(state.t0), np.float64(h), sysm.params, controls_j)
+                        np.float64(state.t0), np.float64(h), params, controls_j)
                 carry, out = fn(*args)
                 store.add(jax.device_get(out))
                 # the state advances only once its points are stored: an interruption keeps the two consistent
@@ -757,7 +820,7 @@ class Integrator:
         whose energy is not finite); for ``NO_CONVERGENCE`` a non-finite
         function at the step's start or a singular Newton matrix.
         """
-        sm, sysm, h, params = self.stepmap, self.system, self.h, self.system.params
+        sm, sysm, h, params = self.stepmap, self.system, self.h, self._params
         n = sysm.dim
         mem = jax.tree.map(lambda a: a[i], state.members) if state.batch_shape else state.members
         t = state.t0 + k * h
@@ -805,7 +868,7 @@ class Integrator:
     def _energy_detail(self, mem: State, v: np.ndarray, k: int, t: float) -> str:
         """Why the energy ``<p, v> - L(q, v)`` at the stored point ``q_k`` is not finite."""
         sysm = self.system
-        L = np.asarray(sysm.lagrangian(mem.q, jnp.asarray(v), sysm.params))
+        L = np.asarray(sysm.lagrangian(mem.q, jnp.asarray(v), self._params))
         kind = "Legendre inverse of p_k" if _legendre_reported(self.stepmap) else "central difference"
         what = (f"the Lagrangian L(q, v) returned {_nonfinite_word(L)} at q_{k} with the recorded ({kind}) "
                 f"velocity v_{k}" if not np.all(np.isfinite(L)) else "<p, v> overflowed")
@@ -822,7 +885,7 @@ class Integrator:
         ``A``; then the same functions' first derivatives (what the Newton
         matrix holds). Returns "" when every one is finite.
         """
-        sysm, Q, h, params = self.system, self.system.Q, self.h, self.system.params
+        sysm, Q, h, params = self.system, self.system.Q, self.h, self._params
         n = sysm.dim
         xi = jnp.asarray(z[:n])
         v = xi / h
@@ -946,6 +1009,52 @@ def _finite_float(x: Any, name: str) -> float:
     return xf
 
 
+def run_params(system: LagrangeDiracSystem, params: Any, where: str) -> Any:
+    """The parameters of one call: ``system.params`` when ``params`` is None, else ``params``, checked.
+
+    Both are returned with every leaf as a numpy array, so that the default
+    and an override enter the compiled functions with the same types (no
+    recompilation between them). An override must have the structure and
+    leaf shapes of ``system.params`` and real, finite values.
+    """
+    if params is None:
+        return jax.tree.map(np.asarray, system.params)
+    if system.params is None:
+        raise ValueError(
+            f"{where}: params given, but {system.name or 'this system'} has no parameters (system.params is "
+            "None): build it with LagrangeDiracSystem(..., params=...) and functions that take params as "
+            "their last argument")
+    ref, _ = jax.tree_util.tree_flatten_with_path(system.params)
+    try:
+        leaves, treedef = jax.tree_util.tree_flatten_with_path(params)
+    except Exception as exc:  # noqa: BLE001
+        raise TypeError(f"{where}: params is not a pytree ({exc})") from None
+    if treedef != jax.tree.structure(system.params):
+        raise ValueError(f"{where}: params must have the structure of system.params, "
+                         f"{jax.tree.structure(system.params)}; got {treedef}")
+    out = []
+    for (path, x), (_, r) in zip(leaves, ref):
+        name = "params" + jax.tree_util.keystr(path)
+        try:
+            a = np.asarray(x)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{where}: {name} must be an array of real numbers ({exc})") from None
+        real = np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)
+        if a.dtype == object or not real:
+            raise TypeError(f"{where}: {name} must be real numbers, got dtype {a.dtype}")
+        if a.shape != np.shape(r):
+            raise ValueError(f"{where}: {name} has shape {a.shape}, system.params has {np.shape(r)}: "
+                             "the shapes must match (a parameter of another shape is another system)")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{where}: {name} contains non-finite values (NaN/inf)")
+        rd = np.asarray(r).dtype
+        if not np.can_cast(a.dtype, rd, "same_kind"):
+            raise TypeError(f"{where}: {name} has dtype {a.dtype}, system.params has {rd}: it cannot be cast "
+                            "without losing values")
+        out.append(a.astype(rd, copy=False))
+    return jax.tree.unflatten(treedef, out)
+
+
 def _count(x: Any, name: str, minimum: int) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {x!r}")
@@ -1014,18 +1123,23 @@ def integrate(
     callback: Callable[[RunState], Any] | None = None,
     on_failure: str | None = None,
     solver: SolverOptions | None = None,
+    params: Any = None,
 ) -> Trajectory:
     """Integrate a Lagrange--Dirac system with a discrete Lagrange--Dirac scheme.
 
     Parameters
     ----------
     system : LagrangeDiracSystem
+        The system (its manifold ``system.Q``, of dimension ``n = Q.dim``).
     q0 : point, shape=[*B, *point_shape]
-        Initial configuration; leading axes ``*B`` integrate a batch.
-    v0, p0 : array-like, shape=[*B, n]
-        Initial velocity and/or momentum (see :meth:`Integrator.initial_state`).
+        Initial configuration, float64 in the manifold's representation
+        (``(*B, n)`` on ``Euclidean(n)``, ``(*B, 3, 3)`` rotation matrices on
+        SO(3), a tuple on a product); leading axes ``*B`` integrate a batch.
+    v0, p0 : array-like of float, shape=[*B, n]
+        Initial velocity and/or momentum in frame coordinates (see
+        :meth:`Integrator.initial_state`); give at least one.
     h : float
-        Time step.
+        Time step (> 0); another ``h`` does not recompile.
     n_steps : int, optional
         Number of steps. Give it or ``t_final``.
     t_final : float, optional
@@ -1038,37 +1152,75 @@ def integrate(
     scheme : {"symmetric", "plus", "minus"} or Scheme
         ``plus`` is (52), ``minus`` (53), ``symmetric`` the second-order
         scheme with the constraint at the retraction midpoint (default).
-    discrete_lagrangian : {"midpoint", "trapezoid", "rectangle+", "rectangle-"} or QuadratureRule
+    discrete_lagrangian : str or QuadratureRule
+        The quadrature of the action over a step (``"midpoint"``,
+        ``"trapezoid"``, ``"rectangle+"``, ``"rectangle-"``, ``"gauss4"``,
+        ``"gauss6"``, or a rule object); ``gauss4``/``gauss6`` are
+        of order 4 and 6 without constraint one-forms (``docs/galerkin.md``).
     t0 : float
+        The time of the initial data (``t_k = t0 + k h``).
     stride : int
         Store every ``stride``-th point (and the last).
-    controls : array-like, shape=[n_steps, *B, n], optional
+    controls : array-like of float, shape=[n_steps, *B, n], optional
         Control covectors added to the force, one per step.
     progress, callback
         See :meth:`Integrator.run`.
     on_failure : {"raise", "mark"}, optional
+        What a failed step does: ``raise`` (the default for one trajectory)
+        raises a :class:`~manifold_dirac.errors.StepError` with the partial
+        trajectory; ``mark`` (the default for a batch) records the member's
+        status and goes on with the others.
     solver : SolverOptions, optional
+        Newton's tolerances and iteration limit.
+    params : pytree, optional
+        The system's parameters for this run, overriding ``system.params``
+        (which stays unchanged): same structure and leaf shapes, real finite
+        values. They are traced, so another value does not recompile.
 
     Returns
     -------
     Trajectory
+        The stored points (numpy float64 arrays with a leading time axis),
+        the steps' records, statuses and metadata.
 
     Notes
     -----
     Each step solves the scheme's equations (``docs/schemes.md``) by Newton's
     method in the chart centred at ``q_k``; see :class:`StepMap`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> pendulum = md.systems.pendulum()
+    >>> tr = md.integrate(pendulum, np.array([1.0]), v0=np.array([0.0]), h=0.05, n_steps=100)
+    >>> tr.q.shape, tr.ok
+    ((101, 1), True)
+    >>> bool(tr.energy_error < 1e-2)                     # bounded energy error, no drift
+    True
+
+    A batch of three initial angles, and other parameters for one call:
+
+    >>> q0 = np.array([[0.1], [0.5], [1.0]])
+    >>> batch = md.integrate(pendulum, q0, v0=np.zeros((3, 1)), h=0.05, n_steps=100)
+    >>> batch.q.shape
+    (101, 3, 1)
+    >>> heavier = md.integrate(pendulum, np.array([1.0]), v0=np.array([0.0]), h=0.05, n_steps=100,
+    ...                        params={"ml2": 2.0, "mgl": 19.62})
     """
-    if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((q0, v0, p0, h, t0, controls, system.params))):
+    if any(isinstance(x, jax.core.Tracer)
+           for x in jax.tree.leaves((q0, v0, p0, h, t0, controls, system.params, params))):
         raise TypeError(
             "integrate runs its loop on the host (chunks, progress, failures raised) and cannot be traced by "
             "jax.grad/jacfwd/jit/vmap; for derivatives of a run use manifold_dirac.rollout, the same discrete "
             "map as one differentiable JAX function (docs/differentiable.md)")
     integ = Integrator(system, h, scheme, discrete_lagrangian, solver, on_failure)
     n_steps = _steps_to(n_steps, t_final, _finite_float(t0, "t0"), integ.h)
-    state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0)
+    state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0, params=params)
     if v0 is None and not integ.scheme.carries_pre_momentum:
         state.v_init = state.v_legendre
-    return integ.run(state, n_steps, stride=stride, controls=controls, progress=progress, callback=callback)
+    return integ.run(state, n_steps, stride=stride, controls=controls, progress=progress, callback=callback,
+                     params=params)
 
 
 _T_FINAL_RTOL = 1e-9

@@ -71,6 +71,16 @@ class SolverOptions:
         continue to round-off whenever they still gain digits.
     max_iter : int
         Newton updates per step before the step is reported as not converged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> tight = md.SolverOptions(rtol=1e-12, max_iter=30)
+    >>> tr = md.integrate(md.systems.pendulum(), np.array([1.0]), v0=np.array([0.0]), h=0.05, n_steps=10,
+    ...                   solver=tight)
+    >>> bool(tr.residual.max() < 1e-12)
+    True
     """
 
     rtol: float = 1e-10

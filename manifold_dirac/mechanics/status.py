@@ -29,6 +29,19 @@ class Status(enum.IntEnum):
     Each member carries a one-line ``summary``, the ``exception`` raised at the
     boundary, and a ``hint`` (a format string with the fields ``h``,
     ``residual``, ``max_iter``, ``detail``).
+
+    Examples
+    --------
+    In a batch a failed member is marked, not raised: its status says why.
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> pendulum = md.systems.pendulum()
+    >>> tr = md.integrate(pendulum, np.array([[0.5], [1.0]]), v0=np.zeros((2, 1)), h=0.05, n_steps=10)
+    >>> [md.Status(s).name for s in tr.status]
+    ['OK', 'OK']
+    >>> md.Status.OK.summary
+    'ok'
     """
 
     summary: str

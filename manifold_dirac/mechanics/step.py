@@ -108,9 +108,13 @@ class StepMap:
     Parameters
     ----------
     system : LagrangeDiracSystem
+        The system whose steps are taken.
     scheme : Scheme
+        The discrete scheme ((+), (-) or symmetric).
     rule : DiscreteLagrangian
+        The discrete Lagrangian (a quadrature or Galerkin rule).
     options : SolverOptions
+        Newton's tolerances and iteration limit.
 
     Notes
     -----

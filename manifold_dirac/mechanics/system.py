@@ -168,9 +168,15 @@ class LagrangeDiracSystem:
         Analytic partials in frame coordinates (``dL/dq`` along
         ``q -> R_q(e eta)`` with ``v`` fixed); by default automatic.
     name : str, optional
+        A name for messages, figures and saved trajectories.
     params : pytree, optional
-        Parameters passed to every user function as the last argument; they
-        are traced (changing them does not recompile) and differentiable.
+        Parameters passed to every user function as the last argument (a
+        dict, tuple or array of float64 values); they are traced (changing
+        them does not recompile) and differentiable. They are kept as the
+        attribute ``system.params``; ``integrate(..., params=)``,
+        ``Integrator.run(..., params=)`` and ``rollout(..., params=)`` use
+        other values of the same structure and shapes for one call,
+        leaving ``system.params`` as it is.
     holonomic : callable ``g(q) -> (r,)``, optional
         Holonomic constraints ``g(q) = 0`` on positions (``g(q, params)``
         with ``params``), written with ``jax.numpy`` for one point. Their
@@ -196,14 +202,14 @@ class LagrangeDiracSystem:
         dict), complex values ("must return real values"), integer or
         boolean values, or cannot be traced by JAX.
 
+    Notes
+    -----
     Each user function is traced once here (``jax.eval_shape`` at the
     manifold's default point, ``v = 0``, ``t = 0``; nothing is compiled), so
-    these errors come before any work. Values -- NaN, inf, a rank-deficient
+    the errors above come before any work. Values -- NaN, inf, a rank-deficient
     ``A`` -- can only be seen where they are computed: at the initial state
     (``A(q0)``, ``dL/dv(q0, v0)``) and in each step.
 
-    Notes
-    -----
     ``dL/dq_j`` is the derivative of ``e -> L(q + e T_q(e_j), v)`` at 0 with
     ``T_q(eta) = Q.ambient_tangent(q, eta)``: the straight line agrees with
     the retraction curve to first order, so autodiff never passes through
@@ -215,6 +221,27 @@ class LagrangeDiracSystem:
     ``v0`` uses it), :meth:`one_form_matrix` the one-forms ``A(q)`` alone;
     :attr:`n_constraints` is ``m + r``, :attr:`n_one_forms` is ``m``,
     :attr:`n_holonomic` is ``r``.
+
+    Examples
+    --------
+    A skate on a plane inclined along ``x``: ``(x, y, theta)`` on
+    ``Euclidean(3)``, the knife-edge constraint ``sin(theta) x' - cos(theta) y' = 0``,
+    and the slope as a parameter:
+
+    >>> import jax.numpy as jnp
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> def L(q, v, p):
+    ...     return 0.5 * (v[0] ** 2 + v[1] ** 2) + 0.25 * v[2] ** 2 + p["g"] * q[0]
+    >>> skate = md.LagrangeDiracSystem(
+    ...     md.Euclidean(3, names=("x", "y", "theta")), L,
+    ...     constraint=lambda q, p: jnp.array([[jnp.sin(q[2]), -jnp.cos(q[2]), 0.0]]),
+    ...     name="skate", params={"g": 2.0})
+    >>> skate.dim, skate.n_constraints
+    (3, 1)
+    >>> tr = md.integrate(skate, np.zeros(3), v0=np.array([0.0, 0.0, 1.0]), h=0.05, n_steps=20)
+    >>> bool(tr.constraint_residual.max() < 1e-12)
+    True
     """
 
     def __init__(

@@ -31,9 +31,11 @@ class Trajectory:
 
     Attributes
     ----------
-    t : ndarray, shape=[K+1]
+    t : ndarray of float64, shape=[K+1]
+        The times ``t0 + k h`` of the stored points.
     q : point, shape=[K+1, *B, *point_shape] (tuple on a product)
-    p : ndarray, shape=[K+1, *B, n]
+        The stored configurations (float64, the manifold's representation).
+    p : ndarray of float64, shape=[K+1, *B, n]
         Momenta ``p_k`` in frame coordinates (for the ``minus`` scheme the
         momentum of (53d), ``p~_k + A(q_k)^T mu_k``).
     v : ndarray, shape=[K+1, *B, n]
@@ -83,6 +85,7 @@ class Trajectory:
     residual : ndarray, shape=[K, *B]
         Newton's scaled residual at the solution (relative to each equation's scale).
     iterations : ndarray of int, shape=[K, *B]
+        Newton iterations of each step.
 
     Whole run:
 
@@ -98,6 +101,19 @@ class Trajectory:
         ``h``, ``scheme``, ``discrete_lagrangian``, ``system``, ``manifold``,
         ``stride``, ``n_steps`` (steps taken), ``total_iterations``,
         ``wall_time``, ``names`` (subsystem names and slices, if any).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> pendulum = md.systems.pendulum()
+    >>> tr = md.integrate(pendulum, np.array([1.0]), v0=np.array([0.0]), h=0.1, n_steps=50, stride=10)
+    >>> tr.t.shape, tr.q.shape, tr.energy.shape        # every 10th point and the last
+    ((6,), (6, 1), (6,))
+    >>> path = tr.save("pendulum.npz")
+    >>> again = md.Trajectory.load("pendulum.npz")
+    >>> bool(np.array_equal(again.q, tr.q))
+    True
     """
 
     t: np.ndarray

@@ -250,6 +250,16 @@ def get_example(name: str) -> Example:
     ------
     ValueError
         For an unknown name, listing the valid ones.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> ex = md.get_example("heavy_top")
+    >>> ex.retractions
+    ('exp', 'cayley')
+    >>> top = ex.system("cayley")                        # a LagrangeDiracSystem on SO(3)
+    >>> top.Q
+    SO3(retraction='cayley')
     """
     try:
         return EXAMPLES[name]

@@ -1,4 +1,4 @@
-"""Differentiable runs (issue 14): the gradient of a trajectory functional is the exact
+"""Differentiable runs: the gradient of a trajectory functional is the exact
 gradient of the discrete map.
 
 Every derivative is checked against central finite differences of the forward

@@ -187,8 +187,8 @@ def test_a_domain_failure_marks_only_that_member():
 
     Newton's iterates of the fast member leave the retraction's domain and the
     solve does not converge there: that is reported as ``DOMAIN`` (with the
-    size of the last iterate), not as a convergence failure (issue 10, point 3;
-    this was a strict xfail while the domain was checked at converged solutions only).
+    size of the last iterate), not as a convergence failure
+    (this was a strict xfail while the domain was checked at converged solutions only).
     """
     tr, ref = _ball_batch()
     assert list(tr.status) == [0, Status.DOMAIN]

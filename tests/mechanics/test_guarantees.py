@@ -1,4 +1,4 @@
-"""Nothing silent (issue 10): scale, non-finite values, the retraction's domain, ill-posed starts, no work lost.
+"""Nothing silent: scale, non-finite values, the retraction's domain, ill-posed starts, no work lost.
 
 Each test stands for a guarantee the issue lists and fails on the behaviour
 it describes:

@@ -1,4 +1,4 @@
-"""User functions of the wrong shape or type are refused when the system is built (issue 10, point 5).
+"""User functions of the wrong shape or type are refused when the system is built.
 
 :class:`LagrangeDiracSystem` traces each user function once with
 ``jax.eval_shape`` (nothing is compiled: these tests are quick). Every
