@@ -151,7 +151,9 @@ def _run_cell(cell: Callable, coords: dict, block: Any) -> dict:
         status, message = OK, ""
         if bad:
             status = PARTIAL
-            message = "NaN/inf in " + ", ".join(f"{n} ({k} of {metrics[n].size})" for n, k in bad.items())
+            word = lambda a: "NaN" if np.all(np.isnan(a[~np.isfinite(a)])) else (  # noqa: E731
+                "inf" if not np.any(np.isnan(a)) else "NaN/inf")
+            message = "; ".join(f"{word(metrics[n])} in {n} ({k} of {metrics[n].size})" for n, k in bad.items())
     except Exception as exc:  # noqa: BLE001 - a failing cell is a value of the sweep, recorded with its reason
         metrics, status, message = {}, type(exc).__name__, _one_line(exc)
     return {"key": _key(coords, block), "coords": coords, "block": block, "status": status, "message": message,

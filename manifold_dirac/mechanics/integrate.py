@@ -476,6 +476,7 @@ class Integrator:
         """
         sysm, Q, n = self.system, self.system.Q, self.system.dim
         t0 = _finite_float(t0, "t0")
+        _refuse_complex(q0, "q0")
         q0 = Q.check_point(q0, name="q0")
         B = Q.batch_shape(q0)
         if v0 is None and p0 is None:
@@ -503,10 +504,13 @@ class Integrator:
                 tol = 1e-9 * (1.0 + np.max(np.abs(vv), axis=-1))
                 if np.any(viol > tol):
                     i = np.unravel_index(np.argmax(viol - tol), viol.shape) if viol.ndim else ()
+                    which = {(True, False): "A(q0) v0", (False, True): "dg(q0) v0"}.get(
+                        (sysm.n_one_forms > 0, sysm.n_holonomic > 0), "[A; dg](q0) v0")
+                    where = f" (batch index {list(i)})" if B else ""
                     raise ValueError(
-                        f"v0 is not in the constraint distribution: |A(q0) v0| = {np.max(viol):.3e} "
-                        f"(batch index {list(i)}), above the tolerance 1e-9 (1 + |v0|); the initial velocity "
-                        "must satisfy A(q0) v0 = 0 (and dg(q0) v0 = 0 for holonomic constraints): "
+                        f"v0 is not in the constraint distribution: |{which}| = {np.max(viol):.3e}{where}, above "
+                        "the tolerance 1e-9 (1 + |v0|); the initial velocity must satisfy A(q0) v0 = 0 for the "
+                        "constraint one-forms and dg(q0) v0 = 0 for the holonomic constraints: "
                         "system.project_velocity(q0, v0) projects a nearly consistent v0 onto it"
                     )
             pv = out["p"]
@@ -518,11 +522,6 @@ class Integrator:
                     raise ValueError(f"p0 differs from dL/dv(q0, v0) by {dev:.3e}: give v0 or p0, or a consistent pair")
         # ill-posed systems and initial data, refused before any step
         _check_velocity_dependence(sysm, out["dLdv_probe"])
-        if "degeneracy_full" in out:
-            _check_galerkin_degeneracy(sysm, self.rule, out["degeneracy_full"], out["degenerate_direction"], B)
-        if "secondary" in out:
-            _check_secondary_constraint(sysm, out["secondary"], out["secondary_direction"], B)
-        _check_step_matrix(sysm, self, out["step_cond"], out["step_null"], B)
         v_legendre = None if vv is not None else _check_primary_constraint(sysm, out["legendre"], B)
         if "degeneracy" in out and np.any(out["degeneracy"] <= 1e-8):
             warnings.warn(
@@ -533,6 +532,12 @@ class Integrator:
                 DegenerateLagrangianWarning,
                 stacklevel=2,
             )
+        # undetermined or wrongly determined steps, refused before any step (after the warning above)
+        if "degeneracy_full" in out:
+            _check_galerkin_degeneracy(sysm, self.rule, out["degeneracy_full"], out["degenerate_direction"], B)
+        if "secondary" in out:
+            _check_secondary_constraint(sysm, out["secondary"], out["secondary_direction"], B)
+        _check_step_matrix(sysm, self, out["step_cond"], out["step_null"], B)
         return RunState(k=0, t0=t0, members=members, batch_shape=B, q_prev=None,
                         v_init=None if vv is None else _flatten_batch(jnp.asarray(vv), nb),
                         v_legendre=None if v_legendre is None else _flatten_batch(jnp.asarray(v_legendre), nb))
@@ -820,6 +825,23 @@ class Integrator:
     def _message(self, state: RunState, i: int) -> str:
         return self._diagnosed(state, i)[1]
 
+    def _refined(self, state: RunState, status: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
+        """The status of each member as diagnosed at the boundary, and the failed members' messages.
+
+        The compiled step knows only what it saw (a NaN in Newton's update:
+        ``NONFINITE``); the diagnosis may refine it (a singular Newton matrix:
+        ``ILL_POSED``). The trajectory records the refined code, the one whose
+        exception is raised, so the two never disagree.
+        """
+        status = np.array(status, dtype=np.int32, copy=True)
+        flat = status.reshape(-1)
+        messages = []
+        for i in np.flatnonzero(flat != Status.OK):
+            code, msg = self._diagnosed(state, int(i))
+            flat[i] = int(code)
+            messages.append(msg)
+        return flat.reshape(status.shape), tuple(messages)
+
     def _diagnosed(self, state: RunState, i: int) -> tuple[Status, str]:
         """The refined status of failed member ``i`` (flat index) and its full message."""
         code = Status(int(np.atleast_1d(np.asarray(state.members.status))[i]))
@@ -987,7 +1009,7 @@ class Integrator:
             "names": getattr(sysm, "subsystem_slices", None), "interrupted": interrupted,
         }
         status = np.asarray(final.members.status).reshape(B) if nb else np.asarray(final.members.status)
-        messages = tuple(self._message(final, i) for i in np.flatnonzero(np.atleast_1d(status).ravel() != Status.OK))
+        status, messages = self._refined(final, status)
         if interrupted:
             status = np.where(status == Status.OK, int(Status.INTERRUPTED), status)
         return Trajectory(
@@ -1083,7 +1105,21 @@ def _count(x: Any, name: str, minimum: int) -> int:
     return int(x)
 
 
+def _refuse_complex(x: Any, name: str) -> None:
+    """A TypeError for complex initial data (they would be cast to real, dropping the imaginary part)."""
+    if x is None or isinstance(x, (str, bytes)):
+        return
+    try:
+        leaves = jax.tree.leaves(x)
+    except Exception:  # noqa: BLE001 - not a pytree: the shape checks that follow say what it is
+        return
+    if any(np.iscomplexobj(a) for a in leaves):
+        raise TypeError(f"{name}: expected real values, got complex ones (the imaginary part would be dropped): "
+                        f"pass {name}.real if that is what you mean")
+
+
 def _vector(x: Any, B: tuple[int, ...], n: int, name: str) -> np.ndarray:
+    _refuse_complex(x, name)
     try:
         a = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
@@ -1230,6 +1266,8 @@ def integrate(
     >>> heavier = md.integrate(pendulum, np.array([1.0]), v0=np.array([0.0]), h=0.05, n_steps=100,
     ...                        params={"ml2": 2.0, "mgl": 19.62})
     """
+    if not isinstance(system, LagrangeDiracSystem):
+        raise TypeError(f"integrate: system must be a LagrangeDiracSystem, got {type(system).__name__}")
     if any(isinstance(x, jax.core.Tracer)
            for x in jax.tree.leaves((q0, v0, p0, h, t0, controls, system.params, params))):
         raise TypeError(
@@ -1475,7 +1513,7 @@ def _check_step_matrix(sysm: LagrangeDiracSystem, integ: Any, cond: np.ndarray, 
     becomes singular later is diagnosed at the failed step.
     """
     cond = np.asarray(cond, dtype=float)
-    bad = ~(cond <= _SINGULAR_STEP)
+    bad = cond > _SINGULAR_STEP  # inf included; NaN (non-finite data) is left to the step's own diagnosis
     if not np.any(bad):
         return
     i = tuple(int(x) for x in np.unravel_index(int(np.argmax(np.where(bad, cond, -1.0))), np.shape(bad))) if B else ()
@@ -1544,7 +1582,7 @@ def _check_secondary_constraint(sysm: LagrangeDiracSystem, res: np.ndarray, dire
     mode (the coordinate flips sign every step).
     """
     res = np.asarray(res, dtype=float)
-    bad = ~(res <= _SECONDARY_RTOL)
+    bad = res > _SECONDARY_RTOL  # a NaN (non-finite data at q0) is the first step's failure, diagnosed there
     if not np.any(bad):
         return
     i = tuple(int(x) for x in np.unravel_index(int(np.argmax(np.where(bad, res, -1.0))), np.shape(bad))) if B else ()
