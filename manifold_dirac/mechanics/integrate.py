@@ -16,6 +16,7 @@ end stays a real branch under ``vmap``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import warnings
@@ -820,7 +821,46 @@ class Integrator:
         fs = int(np.atleast_1d(np.asarray(state.members.fail_step))[i])
         err = float(np.atleast_1d(np.asarray(state.members.fail_error))[i])
         exc_type = code.exception or StepError
+        if partial is not None and not state.batch_shape:
+            partial = self._with_failed_state(partial, state, fs)
         raise exc_type(msg, step=fs, time=state.t0 + fs * self.h, residual=err, trajectory=partial)
+
+    def _with_failed_state(self, tr: Trajectory, state: RunState, fs: int) -> Trajectory:
+        """The partial trajectory of a single failed run, ending at the start ``q_fs`` of the failed step.
+
+        With ``stride > 1`` the failed step's start is generally not a stored
+        point; the frozen state of the member is that last good state, so it
+        is appended (its ``v`` and ``energy`` NaN, as at the end of every
+        partial trajectory), with an empty record (NaN, 0 iterations) for the
+        unstored steps before the failed step's record. Nothing is changed
+        when that point is already the last one (``stride = 1``).
+        """
+        t_fail = state.t0 + fs * self.h
+        if tr.n_points and np.isclose(tr.t[-1], t_fail, rtol=1e-12, atol=0.0) or tr.t[-1] > t_fail:
+            return tr
+        sm, sysm = self.stepmap, self.system
+        mem = state.members
+        _, rec = jax.jit(sm.step)(mem, np.int32(fs), np.float64(t_fail), np.float64(self.h), sysm.params, None)
+        pt = _member_point(sm, mem, rec, mem.q, False, jnp.full(sysm.dim, jnp.nan), False, True,
+                           np.float64(self.h), sysm.params)
+        pt = jax.device_get(pt)
+        add = lambda a, x: np.concatenate([np.asarray(a), np.asarray(x, dtype=np.asarray(a).dtype)[None]])  # noqa
+        q = jax.tree.map(add, tr.q, pt.q)
+
+        def gap(a, fill):  # one record for the unstored steps, before the failed step's record
+            a = np.asarray(a)
+            row = np.full(a.shape[1:], fill, dtype=a.dtype)[None]
+            return np.concatenate([a[:-1], row, a[-1:]]) if len(a) else a
+
+        return dataclasses.replace(
+            tr, t=np.append(tr.t, t_fail), q=q, p=add(tr.p, pt.p), v=add(tr.v, np.full(sysm.dim, np.nan)),
+            energy=add(tr.energy, np.nan),
+            slip=None if tr.slip is None else add(tr.slip, np.nan),
+            holonomic_violation=None if tr.holonomic_violation is None else add(tr.holonomic_violation,
+                                                                                 pt.holonomic_violation),
+            xi=gap(tr.xi, np.nan), mu=gap(tr.mu, np.nan), constraint_residual=gap(tr.constraint_residual, np.nan),
+            residual=gap(tr.residual, np.nan), iterations=gap(tr.iterations, 0),
+        )
 
     def _message(self, state: RunState, i: int) -> str:
         return self._diagnosed(state, i)[1]
@@ -1038,7 +1078,16 @@ def _positive_step(h: Any) -> float:
         raise TypeError(f"the step h must be a positive number, got {h!r}") from None
     if not (np.isfinite(hf) and hf > 0):
         raise ValueError(f"the step h must be a positive finite number, got {h!r}")
+    if hf < _H_MIN:
+        raise ValueError(
+            f"the step h = {hf!r} is too small for float64: h^2 underflows (below {_H_MIN:.1e} it is less than the "
+            "smallest normal number 2.2e-308), so a step's displacement h^2 F / M is lost and the step equations "
+            "cannot be solved; rescale time (a unit of time of about h), or use h >= 1.5e-154")
     return hf
+
+
+_H_MIN = float(np.sqrt(np.finfo(np.float64).tiny))
+"""The smallest step ``h``: ``h^2`` is still a normal float64 (``1.49e-154``)."""
 
 
 def _finite_float(x: Any, name: str) -> float:
