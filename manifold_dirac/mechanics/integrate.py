@@ -1047,6 +1047,7 @@ class Integrator:
             "system": sysm.name or "unnamed", "manifold": repr(Q), "n_steps": n_steps_taken, "stride": stride,
             "total_iterations": int(np.sum(a["iterations"][steps])), "wall_time": wall,
             "names": getattr(sysm, "subsystem_slices", None), "interrupted": interrupted,
+            "solver_rtol": self.solver.rtol,
         }
         status = np.asarray(final.members.status).reshape(B) if nb else np.asarray(final.members.status)
         status, messages = self._refined(final, status)
