@@ -408,7 +408,7 @@ def _cell(a):
                                                 (2, "partial", "inf in x (1 of 1)"),
                                                 (3, "partial", "inf in x (1 of 1)"), (4, "ok", "")])
 def test_sweep_partial_means_a_non_finite_metric(a, status, message):
-    from manifold_dirac import sweep
+    from manifold_dirac._sweep import sweep
 
     ds = sweep(_cell, {"a": [a]}, workers=0, progress=False)
     assert str(ds.status.values[0]) == status and str(ds.message.values[0]) == message
@@ -426,14 +426,14 @@ def _raising_cell(a):
 @pytest.mark.parametrize("a, status", [(0, "ValueError"), (1, "ZeroDivisionError"), (2, "KeyError"),
                                        (3, "RuntimeError")])
 def test_sweep_records_the_exception_of_a_cell(a, status):
-    from manifold_dirac import sweep
+    from manifold_dirac._sweep import sweep
 
     ds = sweep(_raising_cell, {"a": [a]}, workers=0, progress=False)
     assert str(ds.status.values[0]) == status and np.all(np.isnan(ds.wall_time.values) == False)  # noqa: E712
 
 
 def test_a_cell_with_another_metric_shape_is_recorded_and_the_rest_kept(tmp_path):
-    from manifold_dirac import sweep
+    from manifold_dirac._sweep import sweep
 
     ds = sweep(_shape_cell, {"a": [1, 2, 3, 4]}, workers=0, progress=False, store=tmp_path)
     assert list(ds.status.values) == ["ok", "ok", "MetricShapeError", "ok"]
@@ -453,7 +453,7 @@ def _defined_cell(a, *, T, system="x"):
     (dict(T=0.1), dict(T=0.1000000001), "bound"),
 ])
 def test_sweep_resume_refuses_cells_defined_otherwise(first, second, what, tmp_path):
-    from manifold_dirac import sweep
+    from manifold_dirac._sweep import sweep
 
     sweep(functools.partial(_defined_cell, **first), {"a": [1, 2]}, workers=0, progress=False, store=tmp_path)
     _raises(ValueError, rf"store .* was written by another sweep \({what}:", lambda: sweep(
@@ -466,7 +466,7 @@ def test_sweep_resume_refuses_cells_defined_otherwise(first, second, what, tmp_p
 
 
 def test_sweep_resume_refuses_a_store_of_another_library_version(tmp_path, monkeypatch):
-    from manifold_dirac import sweep
+    from manifold_dirac._sweep import sweep
 
     sweep(functools.partial(_defined_cell, T=1.0), {"a": [1]}, workers=0, progress=False, store=tmp_path)
     monkeypatch.setattr(manifold_dirac, "__version__", "9.9.9")
