@@ -2,7 +2,7 @@
 
 For each kind -- a degenerate Lagrangian with a constraint (the LC circuit), a degenerate
 Lagrangian without one (Lotka--Volterra), holonomic (the Cartesian pendulum), nonholonomic (the
-knife edge) and an interconnection (two masses torn apart at a spring) -- run the midpoint,
+knife edge) -- run the midpoint,
 gauss4 and gauss6 rules at ``h`` and ``h/2`` and report the error at ``T`` against the example's
 reference (closed form or a tight ``solve_ivp``; for Lotka--Volterra the conserved quantity) and
 the observed order ``log2(e(h) / e(h/2))``, or the error the start raises.
@@ -25,7 +25,9 @@ from manifold_dirac.systems.catalog import get_example
 from manifold_dirac.systems.degenerate import lotka_volterra
 
 KINDS = [("degenerate, constrained", "lc_circuit"), ("holonomic", "cartesian_pendulum"),
-         ("nonholonomic", "knife_edge"), ("interconnected", "mass_spring_torn")]
+         ("nonholonomic", "knife_edge")]
+# the interconnection mass_spring_torn is left out: its interface coordinate has no mass, so the
+# index-reduced equations of _ode_reference (which invert the mass matrix) do not apply
 RULES = ("midpoint", "gauss4", "gauss6")
 
 
