@@ -840,9 +840,9 @@ class Integrator:
             return tr
         sm, sysm = self.stepmap, self.system
         mem = state.members
-        _, rec = jax.jit(sm.step)(mem, np.int32(fs), np.float64(t_fail), np.float64(self.h), sysm.params, None)
+        _, rec = jax.jit(sm.step)(mem, np.int32(fs), np.float64(t_fail), np.float64(self.h), self._params, None)
         pt = _member_point(sm, mem, rec, mem.q, False, jnp.full(sysm.dim, jnp.nan), False, True,
-                           np.float64(self.h), sysm.params)
+                           np.float64(self.h), self._params)
         pt = jax.device_get(pt)
         add = lambda a, x: np.concatenate([np.asarray(a), np.asarray(x, dtype=np.asarray(a).dtype)[None]])  # noqa
         q = jax.tree.map(add, tr.q, pt.q)
