@@ -16,7 +16,7 @@ whose coordinates are the axes.
 * **Failures are values**: a cell that raises (a Newton failure, a domain
   error, anything) is recorded with ``status`` (the exception's class name)
   and ``message``; its metrics are NaN and the sweep goes on. A cell whose
-  metrics contain NaN is recorded as ``"partial"`` with a message naming them.
+  metrics contain NaN or inf is recorded as ``"partial"`` with a message naming them.
 * **Resumable**: with ``store=DIR`` every finished task is written at once
   (one small JSON file per task, written atomically, by the client as the
   results arrive); a rerun with ``resume=True`` skips the cells already in
@@ -55,6 +55,8 @@ __all__ = ["clear_store", "sweep", "load_dataset", "save_dataset"]
 
 OK = "ok"
 PARTIAL = "partial"
+SHAPE_ERROR = "MetricShapeError"
+"""The status of a cell whose metric has another shape than in the other cells (its values are dropped)."""
 RESERVED = ("status", "message", "wall_time", "member")
 TASKS_PER_WORKER = 4
 """Default grouping: about this many tasks per worker (fewer, larger tasks cost less scheduling)."""
@@ -144,11 +146,14 @@ def _run_cell(cell: Callable, coords: dict, block: Any) -> dict:
                 raise ValueError(f"metric {name!r} has shape {a.shape}; an ensemble cell returns one value per "
                                  f"member first (leading axis {block[1] - block[0]})")
             metrics[name] = a
-        nan = {n: int(np.isnan(a).sum()) for n, a in metrics.items() if np.isnan(a).any()}
+        # "ok" means no NaN and no inf in any metric: anything else is partial, and says where
+        bad = {n: int((~np.isfinite(a)).sum()) for n, a in metrics.items() if not np.all(np.isfinite(a))}
         status, message = OK, ""
-        if nan:
+        if bad:
             status = PARTIAL
-            message = "NaN in " + ", ".join(f"{n} ({k} of {metrics[n].size})" for n, k in nan.items())
+            word = lambda a: "NaN" if np.all(np.isnan(a[~np.isfinite(a)])) else (  # noqa: E731
+                "inf" if not np.any(np.isnan(a)) else "NaN/inf")
+            message = "; ".join(f"{word(metrics[n])} in {n} ({k} of {metrics[n].size})" for n, k in bad.items())
     except Exception as exc:  # noqa: BLE001 - a failing cell is a value of the sweep, recorded with its reason
         metrics, status, message = {}, type(exc).__name__, _one_line(exc)
     return {"key": _key(coords, block), "coords": coords, "block": block, "status": status, "message": message,
@@ -163,12 +168,44 @@ def _run_task(cell: Callable, units: list[tuple[dict, Any]]) -> list[dict]:
 
 
 # ------------------------------------------------------------------ the store
+def _describe(x: Any) -> Any:
+    """A stable, JSON-able description of a value bound to a cell (what defines its cells)."""
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return repr(float(x))  # exact: 0.1 and 0.1000000001 are other cells
+    if isinstance(x, (list, tuple)):
+        return [_describe(v) for v in x]
+    if isinstance(x, Mapping):
+        return {str(k): _describe(v) for k, v in sorted(x.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(x, np.ndarray):
+        return {"array": _describe(x.tolist())}
+    text = repr(x)
+    if " at 0x" in text:  # an object without a value repr: its type and name
+        text = f"{type(x).__module__}.{type(x).__qualname__}:{getattr(x, 'name', '')}"
+    return text
+
+
 def _store_spec(cell: Callable, axes: dict, members: int | None, members_per_task: int | None) -> dict:
-    f = cell
-    while hasattr(f, "func"):  # functools.partial: the function underneath
+    """What defines the cells of a store besides their coordinates (compared on ``resume``).
+
+    The cell function, the values bound to it by ``functools.partial`` (the
+    system, ``T``, ``long_steps`` of a study), the axis names, the ensemble
+    and the library's version: a store written with any of these different
+    holds other cells under the same coordinates.
+    """
+    from . import __version__
+
+    f, bound = cell, []
+    while hasattr(f, "func"):  # functools.partial: the function underneath, and what each level binds
+        bound.append({"args": _describe(list(getattr(f, "args", ()))),
+                      "keywords": _describe(dict(getattr(f, "keywords", {}) or {}))})
         f = f.func
     return {"version": _STORE_VERSION, "cell": f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', '')}",
-            "axes": sorted(axes), "members": members, "members_per_task": members_per_task}
+            "bound": bound, "axes": sorted(axes), "members": members, "members_per_task": members_per_task,
+            "library": __version__}
 
 
 def _jsonable(rec: dict) -> dict:
@@ -368,8 +405,8 @@ def sweep(
     xarray.Dataset
         Dimensions: the axes in order, then ``member`` (ensembles), then the
         metrics' own. Data variables: every metric (float64, NaN where the
-        cell failed), ``status`` (str: ``"ok"``, ``"partial"`` -- NaN in a
-        metric -- or the exception's class name), ``message`` (str) and
+        cell failed), ``status`` (str: ``"ok"``, ``"partial"`` -- NaN or inf in a
+        metric --, ``"MetricShapeError"`` or the exception's class name), ``message`` (str) and
         ``wall_time`` (seconds of the cell's call, float64; for an ensemble,
         of the call that computed the member's block). Attributes:
         ``cells`` (in the grid, member blocks counted), ``cells_run`` (this
@@ -386,8 +423,10 @@ def sweep(
         For axes that are not sequences of str/int/float, a client of another type.
     ValueError
         For an empty axis or repeated values, both ``client`` and ``workers``,
-        a metric shape that changes between cells, a non-empty store without ``resume``, or a store
-        written by another sweep (other cell function, axis names or ensemble).
+        a non-empty store without ``resume``, or a store written by another sweep (other cell
+        function, values bound to it by ``functools.partial``, axis names, ensemble or library
+        version). A cell whose metric has another shape than in the other cells is not an error:
+        it is recorded with status ``"MetricShapeError"`` and its values are dropped.
     ImportError
         Without the ``sweep`` extra (dask.distributed, xarray).
 
@@ -529,14 +568,24 @@ def _dataset(xr: Any, grid: dict, units: list, records: dict, members: int | Non
     status = np.full(lead_shape, "", dtype=object)
     message = np.full(lead_shape, "", dtype=object)
     wall = np.full(lead_shape, np.nan)
-    metric_shapes: dict[str, tuple] = {}
+    # a metric keeps its shape over the grid: the shape most cells give (the first on a tie); a cell that
+    # gives another is recorded as failed (status MetricShapeError), and the other cells are kept
+    counts: dict[str, dict[tuple, int]] = {}
     for idx, c, b in units:
-        r = records[_key(c, b)]
-        for n, a in r["metrics"].items():
+        for n, a in records[_key(c, b)]["metrics"].items():
             s = a.shape[1:] if members is not None else a.shape
-            if metric_shapes.setdefault(n, s) != s:
-                raise ValueError(f"sweep: metric {n!r} has shape {s} at {c} but {metric_shapes[n]} in an "
-                                 "earlier cell; a metric keeps its shape over the grid")
+            counts.setdefault(n, {}).setdefault(s, 0)
+            counts[n][s] += 1
+    metric_shapes = {n: max(cs, key=lambda s, cs=cs: cs[s]) for n, cs in counts.items()}
+    for idx, c, b in units:
+        key = _key(c, b)
+        r = records[key]
+        wrong = {n: a.shape[1:] if members is not None else a.shape for n, a in r["metrics"].items()}
+        wrong = {n: s for n, s in wrong.items() if s != metric_shapes[n]}
+        if wrong:
+            records[key] = {**r, "metrics": {}, "status": SHAPE_ERROR, "message": "; ".join(
+                f"metric {n!r} has shape {s} in this cell but {metric_shapes[n]} in the others (a metric keeps "
+                "its shape over the grid); its values are dropped" for n, s in wrong.items())}
     data = {n: np.full(lead_shape + s, np.nan) for n, s in metric_shapes.items()}
     for idx, c, b in units:
         r = records[_key(c, b)]

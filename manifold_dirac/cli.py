@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _writable_folder(text: str) -> Path:
     """``--out``: the folder, created if needed and checked writable (a test file), before any work."""
+    if not text.strip():
+        raise _CliError("--out '': an empty folder name; give the folder to write to (e.g. --out results), "
+                        "or leave --out out")
     out = Path(text)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -222,23 +225,26 @@ def _cmd_run(args: Any) -> int:
     from .systems.catalog import get_example
 
     ex = get_example(args.system)
-    out = _writable_folder(args.out) if args.out else None
+    out = _writable_folder(args.out) if args.out is not None else None
     sysm = example_system(ex, args.retraction)
     h = args.h or ex.h
     steps = args.steps or max(1, int(round(ex.T / h)))
     q0, v0 = ex.initial(sysm)
     try:
         tr = integrate(sysm, q0, v0=v0, h=h, n_steps=steps, scheme=args.scheme, discrete_lagrangian=args.rule,
-                       stride=args.stride, progress=not args.no_progress)
+                       stride=args.stride, progress=not args.no_progress, callback=_stop_if_signalled)
     except RunInterrupted as exc:
         _write_interrupted(ex, sysm, exc.trajectory, out, steps)
-        return 130
+        return _signal_status()
     except StepError as exc:
         if out is not None and exc.trajectory is not None:
             path = exc.trajectory.save(out / f"{ex.name}.npz")
             print(f"  the run failed at step {exc.step}; wrote the points computed before the failure "
                   f"({exc.trajectory.n_points} stored) to {path}")
         raise
+    if _SIGNALLED:  # a signal swallowed during the last chunk (or its compile): the run is whole, keep it
+        _write_interrupted(ex, sysm, tr, out, steps)
+        return _signal_status()
     row = _summary(ex, sysm, tr)
     print(f"{ex.name}: {ex.description}")
     print(f"  manifold {row['manifold']}, scheme {args.scheme}, rule {args.rule}, h = {h:g}, {steps} steps "
@@ -281,11 +287,11 @@ def _write_interrupted(ex: Any, sysm: Any, tr: Any, out: Path | None, steps: int
 def _cmd_study(args: Any) -> int:
     from . import study
 
-    if args.resume and not args.out:
+    if args.resume and args.out is None:
         raise _CliError("--resume needs --out DIR (the folder whose cells/ holds the finished cells)")
     if args.workers and args.scheduler:
         raise _CliError("give --workers N (a local cluster) or --scheduler ADDRESS (a running one), not both")
-    out = _writable_folder(args.out) if args.out else None
+    out = _writable_folder(args.out) if args.out is not None else None
     store = out / "cells" if out is not None else None
     if store is not None and not args.resume and (store / "done").is_dir():
         from ._sweep import clear_store
@@ -371,6 +377,54 @@ def _cmd_tour(args: Any) -> int:
     return 0
 
 
+_SIGNALLED: list[int] = []
+"""The signals received (SIGINT, SIGTERM) during this command."""
+
+
+class _Signalled(KeyboardInterrupt):
+    """SIGINT or SIGTERM, raised where Python is when it arrives (a KeyboardInterrupt: runs keep their points)."""
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    _SIGNALLED.append(signum)
+    raise _Signalled(f"signal {signum}")
+
+
+def _stop_if_signalled(state: Any) -> None:
+    """The run's callback between compiled chunks: stop if a signal arrived and was swallowed on the way.
+
+    A signal that arrives while compiled code runs (a first compile, a chunk)
+    is handled when control returns to Python, possibly inside a library's
+    own ``except BaseException``; the flag it sets is checked here, so one
+    Ctrl-C or SIGTERM always ends the run, keeping its points.
+    """
+    if _SIGNALLED:
+        raise _Signalled(f"signal {_SIGNALLED[0]}")
+
+
+def _signal_status() -> int:
+    """128 + the signal's number: 130 for Ctrl-C (SIGINT), 143 for SIGTERM."""
+    import signal
+
+    return 128 + int(_SIGNALLED[0]) if _SIGNALLED else 128 + int(signal.SIGINT)
+
+
+def _install_signal_handlers() -> dict:
+    """SIGINT and SIGTERM raise :class:`_Signalled` (and are recorded); returns the handlers replaced."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    old = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            old[sig] = signal.signal(sig, _on_signal)
+        except (ValueError, OSError):  # not settable here
+            pass
+    return old
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``manifold-dirac``.
 
@@ -385,11 +439,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status: 0; 1 for a failed integration; 2 for a usage error
         (bad option, unknown name) or any other error; 130 when interrupted.
     """
+    import signal
+
     os.environ.setdefault("MPLBACKEND", "Agg")
+    _SIGNALLED.clear()
+    old = _install_signal_handlers()
+    try:
+        return _main(argv)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        return {"list": _cmd_list, "run": _cmd_run, "study": _cmd_study, "tour": _cmd_tour}[args.command](args)
+        status = {"list": _cmd_list, "run": _cmd_run, "study": _cmd_study, "tour": _cmd_tour}[args.command](args)
+        if _SIGNALLED and status == 0:  # a signal swallowed by a library on the way: still an interruption
+            print(f"{PROG}: interrupted (signal {_SIGNALLED[0]}); the command had finished", file=sys.stderr)
+            return _signal_status()
+        return status
     except _CliError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
@@ -397,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+        return _signal_status()
     except Exception as exc:
         from .errors import StepError
 

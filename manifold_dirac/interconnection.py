@@ -575,6 +575,18 @@ class InterconnectedSystem(LagrangeDiracSystem):
         as the force ``-A(q_k)^T mu_k / h``. The stored step ``k`` starts at the
         stored point ``k`` (with a stride, too).
         """
+        from .mechanics.trajectory import Trajectory
+
+        if not isinstance(trajectory, Trajectory):
+            raise TypeError(f"parts: trajectory must be a Trajectory of this system, got {type(trajectory).__name__}")
+        other = trajectory.meta.get("system")
+        n_mu = np.shape(trajectory.mu)[-1] if np.ndim(trajectory.mu) else -1
+        if (other not in (None, "unnamed", self.name) or np.shape(trajectory.p)[-1] != self.dim
+                or n_mu != self.n_constraints):
+            raise ValueError(
+                f"parts: the trajectory is not one of {self.name or 'this system'} (dimension {self.dim}, "
+                f"{self.n_constraints} multipliers): it is of {other!r} (dimension {np.shape(trajectory.p)[-1]}, "
+                f"{n_mu} multipliers)")
         h = float(trajectory.meta["h"])
         mu = np.asarray(trajectory.mu)
         K = mu.shape[0]

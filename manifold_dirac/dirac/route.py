@@ -535,6 +535,19 @@ class StepVerification:
         What was checked: ``"dirac(+)"``, ``"dirac(-)"``, ``"dirac(+, midpoint)"``
         (membership in the scheme's declared discrete Dirac structure) or
         ``"scheme equations"`` (the scheme's own step equations).
+    records : dict of str to float
+        The recorded fields re-derived from the points and momenta, each the
+        largest relative deviation: ``t`` (``t_0 + k h``), ``xi``
+        (``R_{q_k}^{-1}(q_{k+1})``), ``energy`` (``<p_k, v_k> - L(q_k, v_k)``)
+        and ``v`` at the interior points (the central difference, projected
+        onto ``dg(q_k) v = 0`` with holonomic constraints; for the rules of
+        order above 2 the Legendre equation ``dL/dv(q_k, v_k) = p_k`` modulo
+        the constraint forces). Round-off for a run as the library wrote it.
+    tolerance : float
+        The run's Newton tolerance ``rtol`` (``trajectory.meta["solver_rtol"]``,
+        else the default of :class:`~manifold_dirac.mechanics.newton.SolverOptions`):
+        each step's equations hold to it relative to their scale, so every
+        residual here is below it for a run as computed; :attr:`ok` compares.
     """
 
     scheme: str
@@ -544,12 +557,20 @@ class StepVerification:
     velocity_constraint: np.ndarray
     noether: np.ndarray | None
     checked: str = "dirac(+)"
+    records: dict = None  # type: ignore[assignment]
+    tolerance: float = float("nan")
+
+    @property
+    def ok(self) -> bool:
+        """Whether every residual (:attr:`max`) is within :attr:`tolerance`, the run's own Newton tolerance."""
+        return bool(self.max <= self.tolerance)
 
     @property
     def max(self) -> float:
-        """Largest membership, basepoint or discrete-constraint residual."""
+        """Largest membership, basepoint, discrete-constraint or recorded-field residual."""
+        rec = max((float(v) for v in (self.records or {}).values()), default=0.0)
         return float(max(np.max(self.membership, initial=0.0), np.max(self.basepoint, initial=0.0),
-                         np.max(self.constraint, initial=0.0)))
+                         np.max(self.constraint, initial=0.0), rec))
 
     @property
     def noether_drift(self) -> float:
@@ -560,8 +581,8 @@ class StepVerification:
 
 
 def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[Point], ArrayLike] | None = None,
-           scheme: str | Scheme | None = None, discrete_lagrangian: str | DiscreteLagrangian | None = None
-           ) -> StepVerification:
+           scheme: str | Scheme | None = None, discrete_lagrangian: str | DiscreteLagrangian | None = None,
+           rtol: float | None = None) -> StepVerification:
     """Check a computed trajectory step by step against the discrete Dirac structure of its scheme.
 
     Parameters
@@ -579,6 +600,9 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
         Any registered scheme; taken from ``trajectory.meta`` when not given.
     discrete_lagrangian : optional
         Taken from ``trajectory.meta`` when not given.
+    rtol : float, optional
+        The tolerance of :attr:`StepVerification.ok`; by default the run's
+        Newton tolerance (``meta["solver_rtol"]``, else ``SolverOptions().rtol``).
 
     Returns
     -------
@@ -656,10 +680,12 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
         w = np.concatenate([p[k], chi, p[k + 1], dd.alpha_q, dd.alpha_p])
         if sign == "-":
             D = discrete_structure_of(system, "-", points[k + 1])
-            base[k] = np.linalg.norm(p[k] - dd.basepoint_momentum) / max(1.0, np.linalg.norm(p[k]))
+            base[k] = np.linalg.norm(_off_reactions(system, points[k], p[k] - dd.basepoint_momentum)) / max(
+                1.0, np.linalg.norm(p[k]))
         else:
             D = discrete_structure_of(system, "+", points[k], midpoint=mid, xi=xi)
-            base[k] = np.linalg.norm(p[k + 1] - dd.basepoint_momentum) / max(1.0, np.linalg.norm(p[k + 1]))
+            base[k] = np.linalg.norm(_off_reactions(system, points[k + 1], p[k + 1] - dd.basepoint_momentum)) / max(
+                1.0, np.linalg.norm(p[k + 1]))
         E = _equations(D)
         mem[k] = np.linalg.norm(E @ w) / max(1.0, np.linalg.norm(w))
         B = D.velocity_constraint().equations()
@@ -675,7 +701,13 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
     if symmetry is not None:
         noether = np.array([float(p[k] @ np.asarray(symmetry(points[k]), dtype=float).reshape(n))
                             for k in range(K + 1)])
-    return StepVerification(scheme, mem, base, con, vel, noether, checked)
+    xis = np.array([np.asarray(fns["inverse_retract"](points[k], points[k + 1])) for k in range(K)]).reshape(K, n)
+    records = _recorded_fields(system, trajectory, points, p, xis, t, h, rule, fns)
+    if rtol is None:
+        from ..mechanics.newton import SolverOptions
+
+        rtol = float(meta.get("solver_rtol", SolverOptions().rtol))
+    return StepVerification(scheme, mem, base, con, vel, noether, checked, records, float(rtol))
 
 
 def _verify_equations(system: LagrangeDiracSystem, scheme: Scheme, nodes: tuple, points: list, p: np.ndarray,
@@ -713,6 +745,66 @@ def _verify_equations(system: LagrangeDiracSystem, scheme: Scheme, nodes: tuple,
         con[k] = np.linalg.norm(c) / max(1.0, np.linalg.norm(xi))
         carried = P1
     return mem, base, con
+
+
+def _off_reactions(system: LagrangeDiracSystem, q: Any, r: np.ndarray) -> np.ndarray:
+    """``r`` without its component along the holonomic reactions ``dg(q)^T nu``.
+
+    The reported momenta of a run with holonomic constraints are RATTLE
+    projections (``p - dg(q)^T nu``): the basepoint of the structure is met
+    modulo these reactions.
+    """
+    if not getattr(system, "n_holonomic", 0):
+        return r
+    G = np.asarray(system.holonomic_differential(q, system.params))
+    if not G.size:
+        return r
+    return r - G.T @ np.linalg.lstsq(G @ G.T, G @ r, rcond=None)[0]
+
+
+def _recorded_fields(system: LagrangeDiracSystem, trajectory: Any, points: list, p: np.ndarray, xis: np.ndarray,
+                     t: np.ndarray, h: float, rule: Any, fns: dict) -> dict:
+    """The largest relative deviation of each recorded field from what the points and momenta imply."""
+    out: dict[str, float] = {}
+    K = len(points) - 1
+    rel = lambda a, b: float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b)), initial=0.0))  # noqa: E731
+    out["t"] = rel(np.asarray(t, dtype=float), float(t[0]) + h * np.arange(K + 1))
+    rec_xi = getattr(trajectory, "xi", None)
+    if rec_xi is not None and np.shape(rec_xi)[:1] == (K,):
+        out["xi"] = rel(np.asarray(rec_xi, dtype=float), xis)
+    v = getattr(trajectory, "v", None)
+    energy = getattr(trajectory, "energy", None)
+    if v is None or not isinstance(system, LagrangeDiracSystem):
+        return out
+    v = np.asarray(v, dtype=float)
+    params = system.params
+    if energy is not None:
+        e_ref = np.array([float(system.energy(points[k], jnp.asarray(v[k]), jnp.asarray(p[k]), params))
+                          for k in range(K + 1)])
+        out["energy"] = rel(np.asarray(energy, dtype=float), e_ref)
+    if K < 2:
+        return out
+    try:
+        order = int(get_rule(rule).order_on(system.Q))
+    except Exception:  # noqa: BLE001 - a rule without an order on this manifold: the central difference
+        order = 2
+    dev = 0.0
+    for k in range(1, K):
+        if order > 2:  # the Legendre velocity: dL/dv(q_k, v_k) - p_k in the constraint forces, C v_k = 0
+            C = np.asarray(system.constraint_matrix(points[k], params)) if system.n_constraints else np.zeros((0, len(p[k])))
+            r = np.asarray(system.momentum(points[k], jnp.asarray(v[k]), params)) - p[k]
+            if C.size:
+                r = r - C.T @ np.linalg.lstsq(C @ C.T, C @ r, rcond=None)[0]
+                r = np.concatenate([r, C @ v[k]])
+            dev = max(dev, float(np.max(np.abs(r))) / max(1.0, float(np.max(np.abs(p[k])))))
+        else:
+            back = -np.asarray(fns["inverse_retract"](points[k], points[k - 1]))
+            vk = 0.5 * (xis[k] + back) / h
+            if getattr(system, "n_holonomic", 0):
+                vk = np.asarray(system.holonomic_projection(points[k], jnp.asarray(vk), jnp.asarray(p[k]), params)[0])
+            dev = max(dev, float(np.max(np.abs(v[k] - vk))) / max(1.0, float(np.max(np.abs(vk)))))
+    out["v"] = dev
+    return out
 
 
 def t0_grid(K: int, h: float) -> np.ndarray:

@@ -264,7 +264,14 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             body = jax.checkpoint(body, policy=jax.checkpoint_policies.save_only_these_names(_Z_NAME))
         ks = jnp.arange(n_steps, dtype=jnp.int32)
         us = controls if has_u else None
-        c0 = _Carry(q0, p0, z0, jnp.int32(Status.OK), jnp.int32(-1))
+        # a singular Newton matrix at the first step's start: the steps are undetermined (integrate refuses
+        # such a start with IllPosedSystemError; traced here, the run is marked ILL_POSED at step 0)
+        from .integrate import _SINGULAR_STEP, step_conditioning
+
+        cond, _ = step_conditioning(sm, q0, p0, z0, t0, h, params)
+        singular = ~(cond <= _SINGULAR_STEP)
+        c0 = _Carry(q0, p0, z0, jnp.where(singular, Status.ILL_POSED, Status.OK).astype(jnp.int32),
+                    jnp.where(singular, 0, -1).astype(jnp.int32))
         cN, (qs, ps, zs, its) = jax.lax.scan(body, c0, (ks, us), length=n_steps)
         q_all = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), q0, qs)
         p_all = jnp.concatenate([p0[None], ps])

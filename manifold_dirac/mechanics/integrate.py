@@ -16,6 +16,7 @@ end stays a real branch under ``vmap``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import warnings
@@ -476,6 +477,7 @@ class Integrator:
         """
         sysm, Q, n = self.system, self.system.Q, self.system.dim
         t0 = _finite_float(t0, "t0")
+        _refuse_complex(q0, "q0")
         q0 = Q.check_point(q0, name="q0")
         B = Q.batch_shape(q0)
         if v0 is None and p0 is None:
@@ -487,7 +489,8 @@ class Integrator:
                        lambda: self._build_start(nb, vv is not None, not self.rule.degenerate_safe))
         zeros = np.zeros((*B, n))
         params = self._use_params(params, "initial_state")
-        out = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, jnp.asarray(self.h), params)
+        out = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, jnp.asarray(self.h), np.float64(t0),
+                 params)
         members = out.pop("members")
         out = jax.device_get(out)  # the values checked on the host
         m = sysm.n_constraints
@@ -502,10 +505,13 @@ class Integrator:
                 tol = 1e-9 * (1.0 + np.max(np.abs(vv), axis=-1))
                 if np.any(viol > tol):
                     i = np.unravel_index(np.argmax(viol - tol), viol.shape) if viol.ndim else ()
+                    which = {(True, False): "A(q0) v0", (False, True): "dg(q0) v0"}.get(
+                        (sysm.n_one_forms > 0, sysm.n_holonomic > 0), "[A; dg](q0) v0")
+                    where = f" (batch index {list(i)})" if B else ""
                     raise ValueError(
-                        f"v0 is not in the constraint distribution: |A(q0) v0| = {np.max(viol):.3e} "
-                        f"(batch index {list(i)}), above the tolerance 1e-9 (1 + |v0|); the initial velocity "
-                        "must satisfy A(q0) v0 = 0 (and dg(q0) v0 = 0 for holonomic constraints): "
+                        f"v0 is not in the constraint distribution: |{which}| = {np.max(viol):.3e}{where}, above "
+                        "the tolerance 1e-9 (1 + |v0|); the initial velocity must satisfy A(q0) v0 = 0 for the "
+                        "constraint one-forms and dg(q0) v0 = 0 for the holonomic constraints: "
                         "system.project_velocity(q0, v0) projects a nearly consistent v0 onto it"
                     )
             pv = out["p"]
@@ -527,6 +533,12 @@ class Integrator:
                 DegenerateLagrangianWarning,
                 stacklevel=2,
             )
+        # undetermined or wrongly determined steps, refused before any step (after the warning above)
+        if "degeneracy_full" in out:
+            _check_galerkin_degeneracy(sysm, self.rule, out["degeneracy_full"], out["degenerate_direction"], B)
+        if "secondary" in out:
+            _check_secondary_constraint(sysm, out["secondary"], out["secondary_direction"], B)
+        _check_step_matrix(sysm, self, out["step_cond"], out["step_null"], B)
         return RunState(k=0, t0=t0, members=members, batch_shape=B, q_prev=None,
                         v_init=None if vv is None else _flatten_batch(jnp.asarray(vv), nb),
                         v_legendre=None if v_legendre is None else _flatten_batch(jnp.asarray(v_legendre), nb))
@@ -541,10 +553,14 @@ class Integrator:
         sm, sysm, m = self.stepmap, self.system, self.system.n_constraints
 
         n = sysm.dim
+        stage_check = _galerkin_stages_unconstrained(sm)
+        from .galerkin import _is_vector_space
+
+        algebraic_check = _is_vector_space(sysm.Q)
         # fixed velocities at which dL/dv is probed (a Lagrangian without velocity dependence is refused)
         probes = np.random.default_rng(20240610).standard_normal((_N_PROBES, n))
 
-        def one(q, v, p, h, params):
+        def one(q, v, p, h, t0, params):
             out = {}
             A = sysm.constraint_matrix(q, params) if m else None
             N = jnp.linalg.svd(A)[2][m:].T if m else jnp.eye(n)  # a basis of Delta(q0) = ker A(q0)
@@ -570,16 +586,28 @@ class Integrator:
                 if H.shape[-1]:
                     sv = jnp.linalg.svd(H, compute_uv=False)
                     out["degeneracy"] = sv[-1] / jnp.maximum(sv[0], 1e-300)
+            if stage_check:
+                # the smallest singular value of d2L/dv2 on the whole frame space (the internal stages of a
+                # Galerkin curve are not held in Delta: see _check_galerkin_degeneracy)
+                Hf = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
+                _, svf, Vf = jnp.linalg.svd(Hf)
+                out["degeneracy_full"] = svf[-1] / jnp.maximum(svf[0], 1e-300)
+                out["degenerate_direction"] = Vf[-1]
             if has_v:
                 xi0 = h * v
             else:  # warm start from the Legendre inverse of p0 (on Delta(q0)), not from rest
                 vl = out["legendre"]["v"]
                 xi0 = jnp.where(jnp.all(jnp.isfinite(vl)), h * vl, jnp.zeros_like(p))
+            if algebraic_check:
+                out["secondary"], out["secondary_direction"] = _secondary_residual(sysm, q, v, N, t0, params)
             out["members"] = sm.initial(q, p, xi0)
+            # the first step's Newton matrix at its warm start: a singular one is refused (_check_step_matrix)
+            out["step_cond"], out["step_null"] = step_conditioning(
+                sm, q, p, sm.warm_start(out["members"]), t0, h, params)
             return out
 
-        def start(q, v, p, h, params):
-            res = over_batch(lambda qq, vv, pp: one(qq, vv, pp, h, params), nb)(q, v, p)
+        def start(q, v, p, h, t0, params):
+            res = over_batch(lambda qq, vv, pp: one(qq, vv, pp, h, t0, params), nb)(q, v, p)
             res["members"] = _flatten_batch(res["members"], nb)
             return res
 
@@ -793,10 +821,66 @@ class Integrator:
         fs = int(np.atleast_1d(np.asarray(state.members.fail_step))[i])
         err = float(np.atleast_1d(np.asarray(state.members.fail_error))[i])
         exc_type = code.exception or StepError
+        if partial is not None and not state.batch_shape:
+            partial = self._with_failed_state(partial, state, fs)
         raise exc_type(msg, step=fs, time=state.t0 + fs * self.h, residual=err, trajectory=partial)
+
+    def _with_failed_state(self, tr: Trajectory, state: RunState, fs: int) -> Trajectory:
+        """The partial trajectory of a single failed run, ending at the start ``q_fs`` of the failed step.
+
+        With ``stride > 1`` the failed step's start is generally not a stored
+        point; the frozen state of the member is that last good state, so it
+        is appended (its ``v`` and ``energy`` NaN, as at the end of every
+        partial trajectory), with an empty record (NaN, 0 iterations) for the
+        unstored steps before the failed step's record. Nothing is changed
+        when that point is already the last one (``stride = 1``).
+        """
+        t_fail = state.t0 + fs * self.h
+        if tr.n_points and np.isclose(tr.t[-1], t_fail, rtol=1e-12, atol=0.0) or tr.t[-1] > t_fail:
+            return tr
+        sm, sysm = self.stepmap, self.system
+        mem = state.members
+        _, rec = jax.jit(sm.step)(mem, np.int32(fs), np.float64(t_fail), np.float64(self.h), self._params, None)
+        pt = _member_point(sm, mem, rec, mem.q, False, jnp.full(sysm.dim, jnp.nan), False, True,
+                           np.float64(self.h), self._params)
+        pt = jax.device_get(pt)
+        add = lambda a, x: np.concatenate([np.asarray(a), np.asarray(x, dtype=np.asarray(a).dtype)[None]])  # noqa
+        q = jax.tree.map(add, tr.q, pt.q)
+
+        def gap(a, fill):  # one record for the unstored steps, before the failed step's record
+            a = np.asarray(a)
+            row = np.full(a.shape[1:], fill, dtype=a.dtype)[None]
+            return np.concatenate([a[:-1], row, a[-1:]]) if len(a) else a
+
+        return dataclasses.replace(
+            tr, t=np.append(tr.t, t_fail), q=q, p=add(tr.p, pt.p), v=add(tr.v, np.full(sysm.dim, np.nan)),
+            energy=add(tr.energy, np.nan),
+            slip=None if tr.slip is None else add(tr.slip, np.nan),
+            holonomic_violation=None if tr.holonomic_violation is None else add(tr.holonomic_violation,
+                                                                                 pt.holonomic_violation),
+            xi=gap(tr.xi, np.nan), mu=gap(tr.mu, np.nan), constraint_residual=gap(tr.constraint_residual, np.nan),
+            residual=gap(tr.residual, np.nan), iterations=gap(tr.iterations, 0),
+        )
 
     def _message(self, state: RunState, i: int) -> str:
         return self._diagnosed(state, i)[1]
+
+    def _refined(self, state: RunState, status: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
+        """The status of each member as diagnosed at the boundary, and the failed members' messages.
+
+        The compiled step knows only what it saw (a NaN in Newton's update:
+        ``NONFINITE``); the diagnosis may refine it (a singular Newton matrix:
+        ``ILL_POSED``). The trajectory records the refined code, the one whose
+        exception is raised, so the two never disagree.
+        """
+        status = np.array(status, dtype=np.int32, copy=True)
+        flat = status.reshape(-1)
+        messages = []
+        for i in np.flatnonzero(flat != Status.OK):
+            code, msg = self._diagnosed(state, int(i))
+            flat[i] = int(code)
+            messages.append(msg)
+        return flat.reshape(status.shape), tuple(messages)
 
     def _diagnosed(self, state: RunState, i: int) -> tuple[Status, str]:
         """The refined status of failed member ``i`` (flat index) and its full message."""
@@ -963,9 +1047,10 @@ class Integrator:
             "system": sysm.name or "unnamed", "manifold": repr(Q), "n_steps": n_steps_taken, "stride": stride,
             "total_iterations": int(np.sum(a["iterations"][steps])), "wall_time": wall,
             "names": getattr(sysm, "subsystem_slices", None), "interrupted": interrupted,
+            "solver_rtol": self.solver.rtol,
         }
         status = np.asarray(final.members.status).reshape(B) if nb else np.asarray(final.members.status)
-        messages = tuple(self._message(final, i) for i in np.flatnonzero(np.atleast_1d(status).ravel() != Status.OK))
+        status, messages = self._refined(final, status)
         if interrupted:
             status = np.where(status == Status.OK, int(Status.INTERRUPTED), status)
         return Trajectory(
@@ -994,7 +1079,16 @@ def _positive_step(h: Any) -> float:
         raise TypeError(f"the step h must be a positive number, got {h!r}") from None
     if not (np.isfinite(hf) and hf > 0):
         raise ValueError(f"the step h must be a positive finite number, got {h!r}")
+    if hf < _H_MIN:
+        raise ValueError(
+            f"the step h = {hf!r} is too small for float64: h^2 underflows (below {_H_MIN:.1e} it is less than the "
+            "smallest normal number 2.2e-308), so a step's displacement h^2 F / M is lost and the step equations "
+            "cannot be solved; rescale time (a unit of time of about h), or use h >= 1.5e-154")
     return hf
+
+
+_H_MIN = float(np.sqrt(np.finfo(np.float64).tiny))
+"""The smallest step ``h``: ``h^2`` is still a normal float64 (``1.49e-154``)."""
 
 
 def _finite_float(x: Any, name: str) -> float:
@@ -1061,7 +1155,21 @@ def _count(x: Any, name: str, minimum: int) -> int:
     return int(x)
 
 
+def _refuse_complex(x: Any, name: str) -> None:
+    """A TypeError for complex initial data (they would be cast to real, dropping the imaginary part)."""
+    if x is None or isinstance(x, (str, bytes)):
+        return
+    try:
+        leaves = jax.tree.leaves(x)
+    except Exception:  # noqa: BLE001 - not a pytree: the shape checks that follow say what it is
+        return
+    if any(np.iscomplexobj(a) for a in leaves):
+        raise TypeError(f"{name}: expected real values, got complex ones (the imaginary part would be dropped): "
+                        f"pass {name}.real if that is what you mean")
+
+
 def _vector(x: Any, B: tuple[int, ...], n: int, name: str) -> np.ndarray:
+    _refuse_complex(x, name)
     try:
         a = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
@@ -1208,6 +1316,8 @@ def integrate(
     >>> heavier = md.integrate(pendulum, np.array([1.0]), v0=np.array([0.0]), h=0.05, n_steps=100,
     ...                        params={"ml2": 2.0, "mgl": 19.62})
     """
+    if not isinstance(system, LagrangeDiracSystem):
+        raise TypeError(f"integrate: system must be a LagrangeDiracSystem, got {type(system).__name__}")
     if any(isinstance(x, jax.core.Tracer)
            for x in jax.tree.leaves((q0, v0, p0, h, t0, controls, system.params, params))):
         raise TypeError(
@@ -1343,3 +1453,194 @@ def _check_primary_constraint(sysm: LagrangeDiracSystem, sol: dict, B: tuple[int
         )
     ok = (rel <= 1e-9) & (deg > _DEGENERATE)
     return sol["v"] if bool(np.all(ok)) else None
+
+
+_SINGULAR_STEP = 1e13
+"""Condition number of the equilibrated Newton matrix above which a step's equations are singular."""
+
+
+def equilibrated_condition(J: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The condition number of ``J`` scaled by rows then columns (traceable), and its null direction.
+
+    Rows and columns are divided by their largest entry (so the units of the
+    unknowns and of the equations drop out); the condition number is the
+    ratio of the extreme singular values of the scaled matrix (``inf`` for a
+    zero singular value), the direction the right singular vector of the
+    smallest one, in the scaled unknowns.
+    """
+    Je = J / jnp.maximum(jnp.max(jnp.abs(J), axis=1, keepdims=True), 1e-300)
+    col = jnp.maximum(jnp.max(jnp.abs(Je), axis=0, keepdims=True), 1e-300)
+    Je = Je / col
+    _, s, Vt = jnp.linalg.svd(Je)
+    cond = jnp.where(s[-1] > 0, s[0] / jnp.where(s[-1] > 0, s[-1], 1.0), jnp.inf)
+    return cond, Vt[-1] / col[0]
+
+
+def step_conditioning(sm: StepMap, q: Any, p: jax.Array, z: jax.Array, t: Any, h: Any,
+                      params: Any) -> tuple[jax.Array, jax.Array]:
+    """``(cond, direction)`` of the step's equilibrated Newton matrix ``dr/dz`` at ``z`` (one member; traceable).
+
+    Used at the start of a run (:meth:`Integrator.initial_state`,
+    :func:`~manifold_dirac.mechanics.differentiable.rollout`) on the first
+    step's warm start; the inputs are not differentiated.
+    """
+    q, p, z, t, h, params = jax.lax.stop_gradient((q, p, z, t, h, params))
+    J = jax.jacfwd(lambda zz: sm.equations(zz, q, p, t, h, params)[0])(z)
+    if J.size == 0:
+        return jnp.ones(()), jnp.zeros(z.shape)
+    finite = jnp.all(jnp.isfinite(J))
+    cond, d = equilibrated_condition(jnp.where(finite, J, 0.0))
+    # a non-finite matrix is the step's own failure (NONFINITE, diagnosed there), not a singular system
+    return jnp.where(finite, cond, 1.0), d
+
+
+def _direction_words(sysm: LagrangeDiracSystem, d: np.ndarray) -> str:
+    """A frame direction in words: its largest components, with the coordinate names of a vector space."""
+    d = np.asarray(d, dtype=float)
+    n = d.size
+    scale = np.max(np.abs(d)) if n else 0.0
+    if not scale > 0:
+        return "(no direction found)"
+    d = d / scale
+    big = [int(i) for i in np.flatnonzero(np.abs(d) > 1e-3)]
+    names = tuple(getattr(sysm.Q, "coordinate_names", ()) or ())
+    from ..manifolds.euclidean import Euclidean
+
+    if isinstance(sysm.Q, Euclidean) and len(names) == n:
+        label = [names[i] for i in big]
+    else:
+        label = [f"frame component {i}" for i in big]
+    vec = np.array2string(np.round(d, 3), separator=", ", suppress_small=True)
+    return f"{vec} ({', '.join(label)})"
+
+
+def _galerkin_stages_unconstrained(sm: StepMap) -> bool:
+    """Whether the rule has internal curve stages that the step does not hold in the distribution Delta."""
+    return sm.system.n_one_forms > 0 and sm.rule.n_stages(sm.system.dim) > 0
+
+
+def _check_galerkin_degeneracy(sysm: LagrangeDiracSystem, rule: Any, deg: np.ndarray, direction: np.ndarray,
+                               B: tuple[int, ...]) -> None:
+    """Refuse a Galerkin rule (internal stages) for a degenerate Lagrangian with one-form constraints.
+
+    The stages ``X_1..X_{s-1}`` of a Galerkin curve are free in every frame
+    direction (the scheme's constraint holds only at the ends of the step),
+    and their equations are the stationarity of the action alone. In a
+    direction ``e`` where ``d2L/dv2`` vanishes, ``dL/dv . e`` does not see the
+    curve's velocity, so the stage equation in ``e`` is the Gauss-weighted
+    moment of ``dL/dq . e`` along the curve -- an equation of the potential
+    alone, unrelated to the motion, which the constraint (not the kinetic
+    term) determines in that direction. The step then solves, converges and
+    is wrong at O(1) (the LC circuit's charge stays put). Refused, naming the
+    direction; the midpoint rule has no stages and is exact for this.
+    """
+    deg = np.asarray(deg, dtype=float)
+    bad = deg <= _DEGENERATE
+    if not np.any(bad):
+        return
+    i = tuple(int(x) for x in np.unravel_index(int(np.argmax(bad)), np.shape(bad))) if B else ()
+    where = f" (batch index {list(i)})" if B else ""
+    raise IllPosedSystemError(
+        f"discrete Lagrangian {rule.name!r} cannot integrate {sysm.name or 'this system'}{where}: its Lagrangian "
+        f"is degenerate (d2L/dv2 is singular at q0, relative singular value {float(deg[i]):.1e}, in the frame "
+        f"direction {_direction_words(sysm, np.asarray(direction)[i])}) and the system has constraint one-forms; "
+        "the internal stages of a Galerkin curve are not held in the constraint distribution, so in that "
+        "direction their equations hold the potential alone and the step converges to a wrong motion. Use "
+        "discrete_lagrangian='midpoint'."
+    )
+
+
+def _check_step_matrix(sysm: LagrangeDiracSystem, integ: Any, cond: np.ndarray, null: np.ndarray,
+                       B: tuple[int, ...]) -> None:
+    """Refuse a run whose first step's (equilibrated) Newton matrix is singular: the step is undetermined.
+
+    Newton's method on a singular matrix does not stop with an error: a
+    least-squares or LU solve picks one of the solutions, the residual
+    vanishes and the step is accepted, with ``q_{k+1}`` moving freely along
+    the null direction (a body with no kinetic energy in a direction, a
+    coordinate with no kinetic term). Evaluated once at the first step's warm
+    start (O(h) from its solution), where it costs one Jacobian; a matrix that
+    becomes singular later is diagnosed at the failed step.
+    """
+    cond = np.asarray(cond, dtype=float)
+    bad = cond > _SINGULAR_STEP  # inf included; NaN (non-finite data) is left to the step's own diagnosis
+    if not np.any(bad):
+        return
+    i = tuple(int(x) for x in np.unravel_index(int(np.argmax(np.where(bad, cond, -1.0))), np.shape(bad))) if B else ()
+    where = f" (batch index {list(i)})" if B else ""
+    n = sysm.dim
+    d = np.asarray(null)[i]
+    xi_part = d[:n]
+    if np.max(np.abs(xi_part), initial=0.0) > 1e-6 * np.max(np.abs(d), initial=0.0):
+        what = f"the step xi in the frame direction {_direction_words(sysm, xi_part)}"
+    else:
+        what = "the constraint multipliers or internal stages only (a redundant constraint or a singular rule)"
+    raise IllPosedSystemError(
+        f"the step equations of {sysm.name or 'this system'} are singular at the start{where} (condition number "
+        f"of the equilibrated Newton matrix {float(cond[i]):.3e} > {_SINGULAR_STEP:.0e}, with "
+        f"scheme {integ.scheme.name!r} and discrete Lagrangian {integ.rule.name!r}): they do not determine "
+        f"{what}. Give that direction a kinetic term (d2L/dv2 regular on the constraint distribution) or "
+        "constrain it; for a Lagrangian degenerate by design, use discrete_lagrangian='midpoint'."
+    )
+
+
+def _secondary_residual(sysm: LagrangeDiracSystem, q: Any, v: jax.Array, N: jax.Array, t: Any,
+                        params: Any) -> tuple[jax.Array, jax.Array]:
+    """The violation of the algebraic equations of motion at ``(q0, v0)`` (one member, a vector space; traceable).
+
+    A direction ``e`` of the constraint distribution (``e = N c``) whose
+    momentum ``dL/dv . e`` is locally constant -- ``d2L/dv2 e = 0``,
+    ``d2L/dv dq`` annihilating ``e`` on both sides -- has the equation of
+    motion ``d/dt (dL/dv . e) = 0 = (dL/dq + F) . e`` (the constraint forces
+    vanish on ``Delta``): not a differential equation but a constraint on
+    ``q`` alone (and on ``v`` through ``F`` only), which the initial data must
+    satisfy. Returns the largest violation relative to the size of the terms
+    and its direction ``e``.
+    """
+    n = sysm.dim
+    H = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
+    M = jax.jacfwd(lambda e: sysm.momentum(sysm.Q.first_order_curve(q, e), v, params))(jnp.zeros(n))  # dp_i/dq_j
+    dq = sysm.partials(q, v, params)[0]
+    F = sysm.force(t, q, v, params) if sysm.has_force else None
+    g = dq if F is None else dq + F
+    norm = lambda X: X / jnp.maximum(jnp.max(jnp.abs(X)), 1e-300)  # noqa: E731
+    K = jnp.concatenate([norm(H) @ N, norm(M) @ N, norm(M.T) @ N])
+    if K.shape[-1] == 0:
+        return jnp.zeros(()), jnp.zeros(n)
+    s, Vt = jnp.linalg.svd(K, full_matrices=False)[1:]
+    null = s <= 1e-8
+    E = Vt @ N.T  # rows: candidate directions e in Delta, unit length
+    scale = jnp.maximum(jnp.max(jnp.abs(dq)), jnp.max(jnp.abs(sysm.momentum(q, v, params))))
+    if F is not None:
+        scale = jnp.maximum(scale, jnp.max(jnp.abs(F)))
+    res = jnp.where(null, jnp.abs(E @ g), 0.0) / jnp.maximum(scale, 1e-300)
+    j = jnp.argmax(res)
+    return res[j], E[j]
+
+
+_SECONDARY_RTOL = 1e-8
+"""Relative violation of an algebraic equation of motion at ``q0`` that refuses a start."""
+
+
+def _check_secondary_constraint(sysm: LagrangeDiracSystem, res: np.ndarray, direction: np.ndarray,
+                                B: tuple[int, ...]) -> None:
+    """Refuse initial data that violate an algebraic equation of motion (see :func:`_secondary_residual`).
+
+    A coordinate with no kinetic term (its momentum constant) obeys
+    ``dL/dq . e + F . e = 0`` at every instant; started off it, no motion
+    satisfies the equations, and the discrete map answers with a parasitic
+    mode (the coordinate flips sign every step).
+    """
+    res = np.asarray(res, dtype=float)
+    bad = res > _SECONDARY_RTOL  # a NaN (non-finite data at q0) is the first step's failure, diagnosed there
+    if not np.any(bad):
+        return
+    i = tuple(int(x) for x in np.unravel_index(int(np.argmax(np.where(bad, res, -1.0))), np.shape(bad))) if B else ()
+    where = f" (batch index {list(i)})" if B else ""
+    raise IllPosedSystemError(
+        f"the initial data violate an algebraic equation of motion of {sysm.name or 'this system'}{where}: in the "
+        f"direction {_direction_words(sysm, np.asarray(direction)[i])} the momentum dL/dv does not depend on q or "
+        f"v (no kinetic term), so its equation of motion is (dL/dq + F) . e = 0, a constraint on q0; at q0 it "
+        f"is off by {float(res[i]):.3e} relative to the size of dL/dq, dL/dv and F. Start where it holds (no "
+        "motion satisfies the equations from this q0; the discrete map would answer with a parasitic mode)."
+    )

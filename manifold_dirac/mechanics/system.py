@@ -13,7 +13,7 @@ never from the user's indexing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -47,7 +47,15 @@ def as_one_forms(forms: Any, n: int, label: str, rows: str = "m") -> np.ndarray:
     ValueError
         For a wrong shape or non-finite entries.
     """
-    A = np.asarray(forms, dtype=float)
+    try:
+        if np.iscomplexobj(forms):
+            raise TypeError(f"{label}: one-forms must be real, got complex values")
+        A = np.asarray(forms, dtype=float)
+    except (TypeError, ValueError) as exc:
+        if "complex" in str(exc):
+            raise
+        raise TypeError(f"{label}: constant one-forms are a ({rows}, {n}) matrix of real numbers, got "
+                        f"{type(forms).__name__} {forms!r:.60}") from None
     if A.ndim == 1:
         A = A[None, :]
     if A.ndim != 2 or A.shape[1] != n:
@@ -114,12 +122,67 @@ def _probe(what: str, fn: Callable, *args: Any, pair: bool = False, at: str = ""
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
             jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError) as exc:
         raise TypeError(f"{what} cannot be traced by JAX ({type(exc).__name__}). {_TRACE_HINT}") from None
+    except (KeyError, IndexError, AttributeError) as exc:
+        params = args[-1] if len(args) and isinstance(args[-1], Mapping) else None
+        key = exc.args[0] if isinstance(exc, KeyError) and exc.args else None
+        if params is not None and key is not None and key not in params:
+            raise ValueError(
+                f"params: {what} looks up the key {key!r}, which the system's params do not have (keys: "
+                f"{', '.join(repr(k) for k in params) or 'none'}): add it to params=") from exc
+        exc.add_note(
+            f"(raised by {what}, traced once when the LagrangeDiracSystem was built, for one point{at})"
+        )
+        raise
     except Exception as exc:
         exc.add_note(
             f"(raised by {what}, traced once when the LagrangeDiracSystem was built, for one point{at})"
         )
         raise
     return returned.get("what", out)
+
+
+def _check_arity(label: str, f: Callable, names: str, with_params: bool) -> None:
+    """Refuse a user function that cannot be called as the library calls it (TypeError naming it and why).
+
+    With ``params`` given to the system the library calls ``f(*args,
+    params)``; without, ``f(*args)``. Functions whose signature cannot be
+    read (builtins, some wrappers) are not checked here.
+    """
+    import inspect
+
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return
+    n = len(names.split(", "))
+    call = f"{label}({names}{', params' if with_params else ''})"
+    try:
+        sig.bind(*range(n + int(with_params)))
+    except TypeError:
+        pass
+    else:
+        return
+    if with_params:
+        try:
+            sig.bind(*range(n))
+        except TypeError:
+            pass
+        else:
+            raise TypeError(
+                f"LagrangeDiracSystem: params= is given, so the {label} is called as {call}, but it takes "
+                f"({names}) only: add a params argument to it, or do not pass params")
+    else:
+        try:
+            sig.bind(*range(n + 1))
+        except TypeError:
+            pass
+        else:
+            raise TypeError(
+                f"LagrangeDiracSystem: the {label} takes one argument more than ({names}), and no params= is "
+                f"given, so it is called as {call}: if its last argument is params, pass params=... to "
+                "LagrangeDiracSystem; else write it as a function of ({names})")
+    raise TypeError(f"LagrangeDiracSystem: the {label} must be callable as {call}; its signature is "
+                    f"{f.__name__ if hasattr(f, '__name__') else label}{sig}")
 
 
 def _describe(x: Any) -> str:
@@ -264,6 +327,17 @@ class LagrangeDiracSystem:
                 raise TypeError(f"LagrangeDiracSystem: {label} must be callable, got {type(f).__name__}")
         if lagrangian is None:
             raise TypeError("LagrangeDiracSystem: a lagrangian L(q, v) is required")
+        if constraint is not None and not callable(constraint) and (
+                isinstance(constraint, (str, bytes, Mapping)) or np.asarray(constraint).dtype == object):
+            raise TypeError(
+                "LagrangeDiracSystem: constraint must be None, a callable A(q) returning (m, n) one-forms, or a "
+                f"constant (m, {Q.dim}) array of one-forms, got {type(constraint).__name__} {constraint!r:.60}")
+        extra = " params" if params is not None else ""
+        for label, f, names in (("lagrangian", lagrangian, "q, v"), ("force", force, "t, q, v"),
+                                ("partials", partials, "q, v"), ("holonomic", holonomic, "q"),
+                                ("constraint", constraint if callable(constraint) else None, "q")):
+            if f is not None:
+                _check_arity(label, f, names, params is not None)
         self.Q = Q
         self.name = name
         self.params = params

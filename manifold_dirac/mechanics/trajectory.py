@@ -139,8 +139,8 @@ class Trajectory:
 
     @property
     def ok(self) -> bool:
-        """Whether every member finished."""
-        return bool(np.all(self.status == 0))
+        """Whether every member finished and no recorded value is NaN or inf (``ok`` means no NaN, anywhere)."""
+        return bool(np.all(self.status == 0)) and _first_nonfinite(self) is None
 
     @property
     def energy_error(self) -> np.ndarray:
@@ -437,7 +437,46 @@ def _validated_fields(data: dict[str, np.ndarray], header: dict) -> dict[str, An
                                f"float64 of shape {(n_pts, *B)}")
             kw[k] = data[k]
     kw["q"] = q_leaves[0] if structure is None else _unflatten(structure, iter(q_leaves))
+    # the values agree with the status: a finished run holds no NaN/inf, and a finished member of a run
+    # that failed elsewhere has finite times, points and momenta (its v and energy may end in NaN there)
+    named = {**{k: kw[k] for k in _FLOAT_FIELDS}, **{f"q_{i}": a for i, a in enumerate(q_leaves)},
+             **{k: kw[k] for k in _OPTIONAL_FIELDS if k in kw}}
+    if not np.all(np.isfinite(t)):
+        k = int(np.argmax(~np.isfinite(t)))
+        raise _Problem(f"is damaged: its times 't' hold {_word(t)} at point {k}")
+    fields = list(named) if not failed else ["p"] + [f"q_{i}" for i in range(n_q)]
+    for name in fields:
+        a = named[name]
+        ok_members = (status == 0)
+        lead = a.shape[:1 + len(B)]
+        flat = a.reshape(lead + (int(np.prod(a.shape[len(lead):], dtype=int)),))
+        bad = ~np.isfinite(flat).all(axis=-1)
+        bad = bad & ok_members  # (points, *B)
+        if np.any(bad):
+            k, *i = (int(x) for x in np.argwhere(bad)[0])
+            who = f", batch member {i}" if B else ""
+            raise _Problem(f"is damaged or altered: {name!r} holds NaN/inf at {'step' if name in _STEP_FIELDS else 'point'}"
+                           f" {k}{who}, whose status is 0 (finished): a finished run holds no NaN or inf")
     return kw
+
+
+_STEP_FIELDS = ("xi", "mu", "constraint_residual", "residual")
+
+
+def _word(x: np.ndarray) -> str:
+    return "NaN" if np.any(np.isnan(x)) else "inf"
+
+
+def _first_nonfinite(tr: Trajectory) -> str | None:
+    """The name of the first recorded float field with a NaN or inf (None when every value is finite)."""
+    for name in (*_FLOAT_FIELDS, *_OPTIONAL_FIELDS):
+        a = getattr(tr, name, None)
+        if a is not None and not np.all(np.isfinite(np.asarray(a, dtype=float))):
+            return name
+    for i, a in enumerate(_flatten(tr.q)):
+        if not np.all(np.isfinite(np.asarray(a, dtype=float))):
+            return f"q_{i}"
+    return None
 
 
 def _valid_structure(s: Any) -> bool:

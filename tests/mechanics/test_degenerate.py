@@ -19,7 +19,7 @@ import pytest
 from manifold_dirac.analysis import observed_order
 from manifold_dirac.mechanics.integrate import integrate
 from manifold_dirac.systems import LOTKA_VOLTERRA_INITIAL, lc_circuit_exact, lotka_volterra_invariant
-from manifold_dirac.errors import DegenerateLagrangianWarning, StepError
+from manifold_dirac.errors import DegenerateLagrangianWarning, IllPosedSystemError, StepError
 
 from ..systems.bundled import new
 
@@ -79,6 +79,11 @@ def test_other_rules_warn_and_fail_loudly(rule):
     steps; the rectangle rules give singular steps at once. Each is warned
     about up front and fails with a StepError, never with silent garbage."""
     lv, H = lotka_volterra()
+    if rule.startswith("rectangle"):  # singular at the first step: refused before any step, naming it
+        with pytest.warns(DegenerateLagrangianWarning, match=rule.replace("+", r"\+")):
+            with pytest.raises(IllPosedSystemError, match="singular at the start.*frame direction"):
+                integrate(lv, Q0, p0=P0, h=0.05, n_steps=4000, discrete_lagrangian=rule)
+        return
     with pytest.warns(DegenerateLagrangianWarning, match=rule.replace("+", r"\+")):
         with pytest.raises(StepError) as ei:
             integrate(lv, Q0, p0=P0, h=0.05, n_steps=4000, discrete_lagrangian=rule)

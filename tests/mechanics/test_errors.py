@@ -40,6 +40,7 @@ from manifold_dirac.errors import (
     ConvergenceError,
     DegenerateLagrangianWarning,
     IllPosedStepError,
+    IllPosedSystemError,
     NonFiniteError,
     StepError,
 )
@@ -209,12 +210,20 @@ def test_large_masses_and_small_steps_are_not_ill_posed():
 
 
 def test_ill_posed_step_is_not_a_convergence_failure():
+    """A singular first step is refused before any step; one that becomes singular later is an
+    IllPosedStepError (not a convergence failure), and the trajectory's status says the same."""
     lv = new("lotka_volterra")
     with pytest.warns(DegenerateLagrangianWarning, match="rectangle\\+"):
-        with pytest.raises(IllPosedStepError, match="step 0 .* the step equations are singular") as ei:
+        with pytest.raises(IllPosedSystemError, match="singular at the start"):
             integrate(lv, np.array([1.0, 2.0]), p0=np.array([np.log(2.0), 0.0]), h=0.05, n_steps=5,
                       discrete_lagrangian="rectangle+")
+    # the kinetic term of x0 vanishes for x0 >= 1, reached at step 7
+    sysm = LagrangeDiracSystem(Euclidean(2), lambda q, v: 0.5 * jnp.maximum(1.0 - q[0], 0.0) * v[0] ** 2
+                               + 0.5 * v[1] ** 2, name="vanishing_mass")
+    with pytest.raises(IllPosedStepError, match="step 7 .* the step equations are singular") as ei:
+        integrate(sysm, np.zeros(2), np.ones(2), h=0.1, n_steps=100)
     assert not isinstance(ei.value, ConvergenceError) and isinstance(ei.value, StepError)
+    assert int(ei.value.trajectory.status) == Status.ILL_POSED
 
 
 @functools.lru_cache(maxsize=None)
