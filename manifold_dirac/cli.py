@@ -124,8 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "residual, Newton iterations and wall time per step.")
     s.add_argument("system", help="a bundled system (see 'manifold-dirac list')")
     s.add_argument("--retractions", type=_names, help="comma-separated (default: all the system offers)")
-    s.add_argument("--schemes", type=_names, default=["symmetric", "plus", "minus"], help="comma-separated")
+    s.add_argument("--schemes", type=_names, default=None,
+                   help="comma-separated (default: symmetric,plus,minus; symmetric with --compositions)")
     s.add_argument("--rules", type=_names, default=["midpoint"], help="comma-separated discrete Lagrangians")
+    s.add_argument("--compositions", type=_names, default=None,
+                   help="comma-separated composition methods crossed with the schemes, 'none' for the scheme alone "
+                        "(e.g. none,triple_jump4,kahan_li8; the default scheme becomes 'symmetric')")
     s.add_argument("--h", type=_floats, help="comma-separated step sizes (default: 2h, h, h/2 of the system)")
     s.add_argument("--T", type=_positive_float, help="time at which the error is measured")
     s.add_argument("--long-steps", type=_positive_int, default=2000, help="steps of the energy run (default: %(default)s)")
@@ -300,9 +304,11 @@ def _cmd_study(args: Any) -> int:
         if n:
             print(f"starting afresh: removed {n} finished task files of an earlier study in {store} "
                   "(--resume keeps them)")
-    res = study.retraction_study(args.system, retractions=args.retractions, schemes=args.schemes, rules=args.rules,
+    schemes = args.schemes or (["symmetric"] if args.compositions else ["symmetric", "plus", "minus"])
+    res = study.retraction_study(args.system, retractions=args.retractions, schemes=schemes, rules=args.rules,
                                  hs=args.h, T=args.T, long_steps=args.long_steps, progress=not args.no_progress,
-                                 workers=args.workers, client=args.scheduler, store=store, resume=args.resume)
+                                 workers=args.workers, client=args.scheduler, store=store, resume=args.resume,
+                                 compositions=args.compositions)
     table = res.table()
     print(table)
     if out is not None:

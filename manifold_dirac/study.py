@@ -311,11 +311,24 @@ def _run(example: Example, system: Any, h: float, n: int, scheme: str, rule: str
     """One run and the time of its stepping loop; compiled beforehand (once per key in ``warm``)."""
     q0, v0 = example.initial(system)
     key = (id(system), scheme, rule, stride)
+    scheme, comp = _scheme_and_composition(scheme)
     if warm is not None and key not in warm:
-        integrate(system, q0, v0=v0, h=h, n_steps=1, scheme=scheme, discrete_lagrangian=rule, stride=stride)
+        integrate(system, q0, v0=v0, h=h, n_steps=1, scheme=scheme, discrete_lagrangian=rule, stride=stride,
+                  composition=comp)
         warm.add(key)
-    tr = integrate(system, q0, v0=v0, h=h, n_steps=n, scheme=scheme, discrete_lagrangian=rule, stride=stride)
+    tr = integrate(system, q0, v0=v0, h=h, n_steps=n, scheme=scheme, discrete_lagrangian=rule, stride=stride,
+                   composition=comp)
     return tr, float(tr.meta["wall_time"]), n
+
+
+def _scheme_and_composition(scheme: str) -> tuple[str, str | None]:
+    """``"split+triple_jump4"`` -> ``("split", "triple_jump4")``; ``"symmetric"`` -> ``("symmetric", None)``.
+
+    A study's scheme axis names a composition after a ``+`` (the axis of
+    :func:`retraction_study`'s ``compositions``).
+    """
+    base, _, comp = str(scheme).partition("+")
+    return base, (comp or None)
 
 
 def _example(system: str | Example) -> Example:
@@ -396,6 +409,7 @@ def retraction_study(
     processes: bool = True,
     store: str | Path | None = None,
     resume: bool = False,
+    compositions: Sequence[str] | None = None,
 ) -> StudyResult:
     """Compare retractions x schemes x discrete Lagrangians on a bundled example.
 
@@ -429,6 +443,12 @@ def retraction_study(
         Write each finished cell there (see :func:`~manifold_dirac.sweep.sweep`).
     resume : bool
         Skip the cells already in ``store``.
+    compositions : sequence of str, optional
+        Composition methods to cross with the schemes
+        (:mod:`~manifold_dirac.mechanics.composition`; ``"none"`` for the
+        scheme alone): the scheme axis then holds ``"scheme+composition"``
+        (e.g. ``"split+triple_jump4"``). A combination whose base is not
+        self-adjoint is refused before any run.
 
     Returns
     -------
@@ -469,6 +489,16 @@ def retraction_study(
         )
     if long_steps < 1:
         raise ValueError(f"study: long_steps must be positive, got {long_steps}")
+    if compositions:
+        from .mechanics.integrate import Integrator
+
+        schemes = [s if c in ("none", "") else f"{s}+{c}" for s in schemes for c in compositions]
+        for r in rets:  # refuse a combination that cannot be composed, before any run (the reason is the error)
+            for sc in schemes:
+                base, comp = _scheme_and_composition(sc)
+                for rule in rules:
+                    if comp is not None:
+                        Integrator(example_system(ex, r), hs[0], base, rule, composition=comp)
     from ._sweep import sweep
 
     # a catalog example travels to the workers by name; another one (a modified copy) as itself

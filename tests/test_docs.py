@@ -29,7 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 RUN = (
-    "index.md", "galerkin.md", "getting-started.md", "schemes.md", "derivatives.md", "interconnection.md",
+    "index.md", "galerkin.md", "getting-started.md", "schemes.md", "composition.md", "derivatives.md", "interconnection.md",
     "tutorials/rigid-body.md", "tutorials/vehicle.md", "tutorials/retraction-study.md", "sweeps.md", "differentiable.md",
 )
 

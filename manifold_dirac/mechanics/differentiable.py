@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 
+from .composition import check_composable, get_composition
 from .newton import SolverOptions, newton
 from .rules import QuadratureRule, get_rule
 from .schemes import Scheme, get_scheme
@@ -220,8 +221,12 @@ def _initial_unknowns(sm: StepMap, q0: Any, p0: jax.Array, xi0: jax.Array) -> ja
 
 
 def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrolled_iterations: int,
-           checkpoint: bool, warm_start: bool) -> Callable:
-    """The compiled rollout for one step map and one set of static choices."""
+           checkpoint: bool, warm_start: bool, gammas: tuple[float, ...] | None = None) -> Callable:
+    """The compiled rollout for one step map and one set of static choices.
+
+    ``gammas``: the coefficients of a composition (each step of ``h`` is the
+    sub-steps ``gamma_i h`` of ``sm``, :mod:`.composition`), or None.
+    """
     sysm = sm.system
     Q, n = sysm.Q, sysm.dim
     if mode == "implicit":
@@ -240,11 +245,28 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
         else:
             xi0 = jnp.zeros(n, jnp.float64)  # a first guess only: the solution does not depend on it
         z0 = _initial_unknowns(sm, q0, p0, jax.lax.stop_gradient(xi0))
+        if gammas is not None:
+            z0 = z0 * gammas[-1]  # the first sub-step's guess is the carried z scaled by gamma_1 / gamma_s
 
         def body(c: _Carry, xs):
             k, u = xs
             t = t0 + k * h
-            guess = jax.lax.stop_gradient(c.z) if warm_start else jnp.zeros_like(c.z)
+            if gammas is None:
+                return sub_step(c, k, t, h, u, 1.0)
+            g = jnp.asarray(gammas, jnp.float64)
+            ratio = g / jnp.roll(g, 1)  # sub-step i starts from sub-step i-1's solution (the last one's for i = 0)
+            t_sub = t + h * jnp.concatenate([jnp.zeros(1), jnp.cumsum(g)[:-1]])
+
+            def one(cc, x):
+                gi, ti, ri = x
+                cc, (q1, p1, z1, it) = sub_step(cc, k, ti, gi * h, u, ri)
+                return cc, (z1, it)
+
+            c, (zs, its) = jax.lax.scan(one, c, (g, t_sub, ratio))
+            return c, (c.q, c.p, zs, jnp.sum(its).astype(jnp.int32))
+
+        def sub_step(c: _Carry, k, t, h, u, ratio):
+            guess = jax.lax.stop_gradient(c.z * ratio) if warm_start else jnp.zeros_like(c.z)
             z1, info = solve(guess, c.q, c.p, t, h, params, u)
             _, _, (q1, p1, _) = sm.equations(z1, c.q, c.p, t, h, params, u)
             st = classify_step(info[0].astype(jnp.int32), Q, z1[:n], q1, p1)
@@ -295,6 +317,7 @@ def rollout(
     scheme: str | Scheme = "symmetric",
     discrete_lagrangian: str | QuadratureRule = "midpoint",
     solver: SolverOptions | None = None,
+    composition: Any = None,
     differentiation: str = "implicit",
     unrolled_iterations: int = 1,
     checkpoint: bool = True,
@@ -334,8 +357,10 @@ def rollout(
         step (as in :meth:`Integrator.run`); differentiable.
     t0 : float or array, shape=[]
         The time of the initial data (float64; differentiable).
-    scheme, discrete_lagrangian, solver
-        As in :func:`integrate`.
+    scheme, discrete_lagrangian, solver, composition
+        As in :func:`integrate`. With a composition each step of ``h``
+        is its sub-steps ``gamma_i h``, and ``z`` has shape ``(N, s, N_z)``:
+        the solution of every sub-step.
     differentiation : {"implicit", "unrolled", "detached"}
         See :data:`DIFFERENTIATION_MODES`; anything but ``"implicit"`` gives
         wrong derivatives on purpose (for tests and demonstrations).
@@ -353,7 +378,7 @@ def rollout(
     Returns
     -------
     Rollout
-        ``t (N+1,)``, ``q (N+1, ...)``, ``p (N+1, n)``, ``z (N, N_z)``,
+        ``t (N+1,)``, ``q (N+1, ...)``, ``p (N+1, n)``, ``z (N, N_z)`` (``(N, s, N_z)`` composed),
         ``iterations (N,)``, ``status ()``, ``fail_step ()``.
 
     Raises
@@ -404,7 +429,10 @@ def rollout(
     solver = SolverOptions() if solver is None else solver
     if not isinstance(solver, SolverOptions):
         raise TypeError(f"rollout: solver must be a SolverOptions instance, got {type(solver).__name__}")
+    comp = None if composition is None else get_composition(composition)
     sm = StepMap(system, get_scheme(scheme), get_rule(discrete_lagrangian), solver)
+    if comp is not None:
+        check_composable(sm.scheme, sm.rule, system)  # a base that is not self-adjoint is refused, with the reason
     n = system.dim
     point_shape = jax.tree.map(jnp.shape, system.Q.default_point())
     given_shape = jax.tree.map(jnp.shape, q0)
@@ -419,13 +447,14 @@ def rollout(
         raise ValueError(f"rollout: controls must have shape (n_steps, n) = ({n_steps}, {n}), "
                          f"got {jnp.shape(controls)}")
     params = system.params if params is None else params
-    key = ("rollout", sm.scheme, sm.rule, sm.options, n_steps, v0 is not None, controls is not None,
+    key = ("rollout", sm.scheme, sm.rule, sm.options, comp, n_steps, v0 is not None, controls is not None,
            differentiation, int(unrolled_iterations), bool(checkpoint), bool(warm_start))
     cache = system.__dict__.setdefault("_compiled_functions", {})
     fn = cache.get(key)
     if fn is None:
         fn = cache[key] = _build(sm, n_steps, v0 is not None, controls is not None, differentiation,
-                                 int(unrolled_iterations), bool(checkpoint), bool(warm_start))
+                                 int(unrolled_iterations), bool(checkpoint), bool(warm_start),
+                                 None if comp is None else comp.coefficients)
     f64 = lambda x: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), x)  # noqa: E731
     zeros = jnp.zeros(n)
     return fn(f64(q0), zeros if v0 is None else f64(v0), zeros if p0 is None else f64(p0), h, t0, params,

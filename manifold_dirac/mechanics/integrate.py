@@ -32,6 +32,7 @@ from ..errors import DegenerateLagrangianWarning, IllPosedSystemError, RunInterr
 from ..manifolds.base import tree_where
 from .newton import SolverOptions
 from .rules import QuadratureRule, get_rule
+from .composition import ComposedStepMap, Composition, composed_order, get_composition
 from .schemes import Scheme, get_scheme
 from .status import Status
 from .step import FAIL_ENERGY, FAIL_ITERATE, State, StepMap, StepRecord
@@ -124,7 +125,7 @@ def compiled_functions(system: LagrangeDiracSystem) -> dict:
 def _compiled(sm: StepMap, kind: Any, build: Callable[[], Callable]) -> Callable:
     """One compiled function per (system, scheme, rule, options, kind), kept with the system."""
     cache = compiled_functions(sm.system)
-    key = (sm.scheme, sm.rule, sm.options, kind)
+    key = (sm.scheme, sm.rule, sm.options, getattr(sm, "composition", None), kind)
     fn = cache.get(key)
     if fn is None:
         fn = cache[key] = build()
@@ -179,9 +180,12 @@ def _legendre_reported(sm: StepMap) -> bool:
 
     The second-order rules keep the central difference: it is as accurate
     as their momenta (both second order), costs nothing, and is what their
-    recorded results were computed with.
+    recorded results were computed with. A composition of order above 2
+    (:class:`~manifold_dirac.mechanics.composition.ComposedStepMap`) reports
+    the Legendre velocity too.
     """
-    return int(getattr(sm.rule, "order", 2) or 2) > 2
+    comp = getattr(sm, "composition", None)
+    return int(getattr(sm.rule, "order", 2) or 2) > 2 or (comp is not None and comp.order > 2)
 
 
 def _reported_legendre_velocity(sysm: LagrangeDiracSystem, q: Any, p: jax.Array, v_central: jax.Array,
@@ -371,7 +375,7 @@ class Integrator:
         The system to integrate (its manifold ``system.Q``, ``n = Q.dim``).
     h : float
         Time step (> 0); traced, so another ``h`` does not recompile.
-    scheme : {"symmetric", "plus", "minus"} or Scheme
+    scheme : {"symmetric", "split", "plus", "minus"} or Scheme
         The default is second order for nonholonomic systems.
     discrete_lagrangian : str or QuadratureRule
         The quadrature of the action over a step: a registered name
@@ -385,6 +389,9 @@ class Integrator:
         :class:`~manifold_dirac.errors.StepError` subclass of the failure with
         the partial trajectory; ``mark`` (default for a batch) marks the
         failed member, freezes it, and goes on with the others.
+    composition : str, Composition or sequence of float, optional
+        Each step of ``h`` composed of sub-steps ``gamma_i h`` of a
+        self-adjoint scheme (:mod:`~manifold_dirac.mechanics.composition`).
 
     Examples
     --------
@@ -412,6 +419,7 @@ class Integrator:
         discrete_lagrangian: str | QuadratureRule = "midpoint",
         solver: SolverOptions | None = None,
         on_failure: str | None = None,
+        composition: str | Composition | Any = None,
     ):
         if not isinstance(system, LagrangeDiracSystem):
             raise TypeError(f"Integrator: system must be a LagrangeDiracSystem, got {type(system).__name__}")
@@ -422,11 +430,14 @@ class Integrator:
         if not isinstance(solver, SolverOptions):
             raise TypeError(f"Integrator: solver must be a SolverOptions instance, got {type(solver).__name__}")
         self.system = system
+        self.composition = None if composition is None else get_composition(composition)
         self.scheme = get_scheme(scheme)
         self.rule = get_rule(discrete_lagrangian)
         self.solver = solver
         self.on_failure = on_failure
         self.stepmap = StepMap(system, self.scheme, self.rule, solver)
+        if self.composition is not None:  # refuses a base that is not self-adjoint, with the reason
+            self.stepmap = ComposedStepMap(self.stepmap, self.composition)
         self._params = system.params  # the parameters of the last call (what a failure is diagnosed with)
 
     def _use_params(self, params: Any, where: str) -> Any:
@@ -436,12 +447,14 @@ class Integrator:
 
     @property
     def order(self) -> int:
-        """Declared order of this scheme and rule on this retraction (constrained or not)."""
-        return self.scheme.order_with(self.rule, self.system.Q, constrained=self.system.n_one_forms > 0)
+        """Declared order of this scheme and rule on this retraction (constrained or not), and composition."""
+        o = self.scheme.order_with(self.rule, self.system.Q, constrained=self.system.n_one_forms > 0)
+        return o if self.composition is None else composed_order(self.composition, o)
 
     def __repr__(self) -> str:
+        comp = "" if self.composition is None else f", composition={self.composition.name!r}"
         return (f"Integrator({self.system!r}, h={self.h:g}, scheme={self.scheme.name!r}, "
-                f"discrete_lagrangian={self.rule.name!r})")
+                f"discrete_lagrangian={self.rule.name!r}{comp})")
 
     # --------------------------------------------------------------- start
     def initial_state(self, q0: Any, v0: Any = None, p0: Any = None, t0: float = 0.0, *,
@@ -1044,6 +1057,7 @@ class Integrator:
         n_steps_taken = final.k
         meta = {
             "h": self.h, "scheme": self.scheme.name, "discrete_lagrangian": self.rule.name, "order": self.order,
+            "composition": None if self.composition is None else self.composition.name,
             "system": sysm.name or "unnamed", "manifold": repr(Q), "n_steps": n_steps_taken, "stride": stride,
             "total_iterations": int(np.sum(a["iterations"][steps])), "wall_time": wall,
             "names": getattr(sysm, "subsystem_slices", None), "interrupted": interrupted,
@@ -1224,6 +1238,7 @@ def integrate(
     t_final: float | None = None,
     scheme: str | Scheme = "symmetric",
     discrete_lagrangian: str | QuadratureRule = "midpoint",
+    composition: str | Composition | Any = None,
     t0: float = 0.0,
     stride: int = 1,
     controls: Any = None,
@@ -1257,14 +1272,21 @@ def integrate(
         ``10 / 0.1 = 99.99999999999999``, not a step of another length),
         else a ``ValueError`` says the nearest ``t_final`` and ``h`` that fit.
         The last stored time is ``t0 + n_steps h``.
-    scheme : {"symmetric", "plus", "minus"} or Scheme
+    scheme : {"symmetric", "split", "plus", "minus"} or Scheme
         ``plus`` is (52), ``minus`` (53), ``symmetric`` the second-order
-        scheme with the constraint at the retraction midpoint (default).
+        scheme with the constraint at the retraction midpoint (default),
+        ``split`` the same with the reaction split between the two ends.
     discrete_lagrangian : str or QuadratureRule
         The quadrature of the action over a step (``"midpoint"``,
         ``"trapezoid"``, ``"rectangle+"``, ``"rectangle-"``, ``"gauss4"``,
         ``"gauss6"``, or a rule object); ``gauss4``/``gauss6`` are
         of order 4 and 6 without constraint one-forms (``docs/galerkin.md``).
+    composition : {"triple_jump4", "suzuki4", "yoshida6", "kahan_li6", "suzuki6", "triple_jump6", "kahan_li8"}, optional
+        Compose each step of ``h`` from sub-steps ``gamma_i h`` of the
+        scheme (a :class:`~manifold_dirac.mechanics.composition.Composition`,
+        its name, or a sequence of coefficients): order 4, 6 or 8 from a
+        self-adjoint scheme of order 2 (``docs/composition.md``). A base that
+        is not self-adjoint is refused with the reason.
     t0 : float
         The time of the initial data (``t_k = t0 + k h``).
     stride : int
@@ -1324,7 +1346,7 @@ def integrate(
             "integrate runs its loop on the host (chunks, progress, failures raised) and cannot be traced by "
             "jax.grad/jacfwd/jit/vmap; for derivatives of a run use manifold_dirac.rollout, the same discrete "
             "map as one differentiable JAX function (docs/differentiable.md)")
-    integ = Integrator(system, h, scheme, discrete_lagrangian, solver, on_failure)
+    integ = Integrator(system, h, scheme, discrete_lagrangian, solver, on_failure, composition=composition)
     n_steps = _steps_to(n_steps, t_final, _finite_float(t0, "t0"), integ.h)
     state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0, params=params)
     if v0 is None and not integ.scheme.carries_pre_momentum:

@@ -14,6 +14,8 @@ scheme     discrete constraint ``c(xi)``                    reaction ``G``  orde
 plus       ``A(q_k) xi``                              (42+)  ``A(q_k)^T``    1
 minus      ``-A(q_{k+1}) R_{q_{k+1}}^{-1}(q_k)``      (42-)  ``-A(q_k)^T``   1
 symmetric  ``A(c) J_xi(xi/2) xi``, ``c = R_{q_k}(xi/2)``      ``A(q_k)^T``    2
+split      as symmetric                                     half at each    2
+                                                            end
 =========  ===============================================  ==============  =====
 
 * **plus** is (52): ``p_k = -D1 L_d + A(q_k)^T mu``, ``p_{k+1} = D2 L_d``.
@@ -27,6 +29,23 @@ symmetric  ``A(c) J_xi(xi/2) xi``, ``c = R_{q_k}(xi/2)``      ``A(q_k)^T``    2
   equations with a symmetric discrete constraint (McLachlan & Perlmutter,
   J. Nonlinear Sci. 2006), second order and time-reversible for a symmetric
   rule and retraction.
+* **split** is symmetric with the reaction impulse split between the two
+  ends: ``r1 = p_in + D1 L_d + f^- - (1/2) A(q_k)^T mu`` and
+  ``p_out = D2 L_d + f^+ + (1/2) A(q_{k+1})^T mu``. Its positions, and its
+  momenta modulo the annihilator ``Delta°(q)`` of the constraint
+  distribution, are those of ``symmetric`` (both solve the discrete
+  Lagrange--d'Alembert equation ``D2 L_d(q_{k-1}, q_k) + D1 L_d(q_k,
+  q_{k+1}) = A(q_k)^T mu~_k`` with the same discrete constraint); it differs
+  in the ``Delta°`` part of the momentum, and only it is **self-adjoint** on
+  ``T*Q``. ``symmetric`` is not: with ``L_d(q0, q1; h) = -L_d(q1, q0; -h)``
+  the reverse step from ``(q_{k+1}, p_{k+1})`` returns ``(q_k, p_k - A(q_k)^T
+  mu)`` (the reaction moves from the first end to the last), so
+  ``Phi_{-h} o Phi_h = id`` holds only modulo ``Delta°`` -- which the map
+  does not read, so it is self-adjoint on ``(q, p`` on ``Delta)``. The
+  ``Delta°`` part of ``split``'s momentum is carried without the reaction
+  (not ``dL/dv``); ``symmetric``'s is ``D2 L_d``. Both can be composed
+  (``docs/composition.md``; Hairer, Lubich & Wanner, *Geometric Numerical
+  Integration*, 2nd ed., II.3 and V.3).
 
 A scheme is one small class: its discrete constraint, the sign of its
 reaction, and whether it carries the pre-momentum; :func:`register_scheme`
@@ -65,7 +84,7 @@ from ..types import Covector, Params, Point, Vector
 from .rules import DiscreteLagrangian, RuleValue
 from .system import LagrangeDiracSystem
 
-__all__ = ["SCHEMES", "Minus", "Plus", "Scheme", "Symmetric", "get_scheme", "register_scheme"]
+__all__ = ["SCHEMES", "Minus", "Plus", "Scheme", "Split", "Symmetric", "get_scheme", "register_scheme"]
 
 
 class Scheme(abc.ABC):
@@ -80,6 +99,11 @@ class Scheme(abc.ABC):
         bound: some systems do better, see ``docs/schemes.md``).
     symmetric : bool
         Whether the scheme is time-reversible with a symmetric rule and retraction.
+    self_adjoint : bool
+        Whether its one-step map on ``(q, p)`` is self-adjoint,
+        ``Phi_{-h} o Phi_h = id``, with constraints and a self-adjoint rule
+        and retraction (what a composition method needs; without
+        constraints every scheme is the variational integrator of ``L_d``).
     reaction_sign : float
         ``G = reaction_sign * A(q_k)^T`` in ``r1``.
     carries_pre_momentum : bool
@@ -110,6 +134,7 @@ class Scheme(abc.ABC):
     name: ClassVar[str]
     order: ClassVar[int]
     symmetric: ClassVar[bool]
+    self_adjoint: ClassVar[bool] = False
     reaction_sign: ClassVar[float] = 1.0
     carries_pre_momentum: ClassVar[bool] = False
     extra_nodes: ClassVar[tuple[float, ...]] = ()
@@ -141,6 +166,11 @@ class Scheme(abc.ABC):
     def reaction(self, system: LagrangeDiracSystem, q0: Point, params: Params) -> jax.Array:
         """``G``, shape ``(n, m)``: ``r1 = ... - G mu``."""
         return self.reaction_sign * system.constraint_matrix(q0, params).T
+
+    def outgoing_momentum(self, system: LagrangeDiracSystem, q1: Point, p_out: Covector, mu: jax.Array,
+                          params: Params) -> Covector:
+        """``p_{k+1}`` from ``D2 L_d + f^+`` (``p_out``) and the step's multipliers: ``p_out`` itself."""
+        return p_out
 
     def reported_momentum(self, system: LagrangeDiracSystem, q0: Point, p_in: Covector, mu: jax.Array,
                           params: Params) -> Covector:
@@ -212,6 +242,39 @@ class Symmetric(Scheme):
         return system.one_form_matrix(mid.point, params) @ (mid.Jxi @ xi)
 
 
+class Split(Symmetric):
+    """``symmetric`` with the reaction split: ``(1/2) A(q_k)^T mu`` in ``r1``, ``(1/2) A(q_{k+1})^T mu`` in ``p_{k+1}``.
+
+    Notes
+    -----
+    The step ``(q_k, p_k) -> (q_{k+1}, p_{k+1})`` solves, with ``C = [A; dg]``
+    the one-forms and the differentials of the holonomic constraints::
+
+        p_k + D1 L_d(q_k, q_{k+1}) + f^- - (1/2) C(q_k)^T mu = 0
+        c(xi) = 0                           (symmetric's discrete constraint; g(q_{k+1}) = 0)
+        p_{k+1} = D2 L_d(q_k, q_{k+1}) + f^+ + (1/2) C(q_{k+1})^T mu
+
+    With a symmetric discrete Lagrangian, ``L_d(q0, q1; h) = -L_d(q1, q0;
+    -h)``, and a discrete constraint that is the same seen from either end
+    (a retraction that is a flow), the step of ``-h`` from ``(q_{k+1},
+    p_{k+1})`` is solved by ``(q_k, p_k)`` with the same ``mu``: the map is
+    self-adjoint (Hairer, Lubich & Wanner, *Geometric Numerical
+    Integration*, 2nd ed., Def. II.3.1), so of even order, here 2. Eliminating
+    ``p`` gives the discrete Lagrange--d'Alembert equation of ``symmetric``
+    with ``mu~_k = (mu_k - mu_{k-1})/2`` (McLachlan & Perlmutter, J. Nonlinear
+    Sci. 2006): both schemes give the same positions, and momenta equal
+    modulo ``C(q)^T``; the split places the reaction impulse symmetrically,
+    as the discrete forces of (24) are placed at the two ends.
+    """
+
+    name = "split"
+    self_adjoint = True
+    reaction_sign = 0.5
+
+    def outgoing_momentum(self, system, q1, p_out, mu, params):
+        return p_out + 0.5 * (system.constraint_matrix(q1, params).T @ mu)
+
+
 def _check_scheme(name: str, cls: object) -> None:
     if not (isinstance(cls, type) and issubclass(cls, Scheme)):
         raise TypeError(f"register_scheme: give a Scheme subclass, got {cls!r}")
@@ -249,5 +312,5 @@ def get_scheme(scheme: str | Scheme | type[Scheme]) -> Scheme:
     return SCHEMES.get(scheme)()
 
 
-for _cls in (Plus, Minus, Symmetric):
+for _cls in (Plus, Minus, Symmetric, Split):
     register_scheme(_cls)

@@ -180,7 +180,10 @@ class StepMap:
         size = jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves(q0)]))
         sc = jnp.maximum(jnp.max(jnp.abs(xi), initial=0.0), _EPS * jnp.maximum(size, 1.0))
         scale = jnp.concatenate([jnp.full(n + self.ns_curve, s1), jnp.full(ns - self.ns_curve + self.m, sc)])
-        return r, scale, (ld.q1, ld.D2 + ld.f_plus, c)
+        p_out = ld.D2 + ld.f_plus
+        if self.m:  # the scheme's reaction at q_(k+1), if any (the split scheme)
+            p_out = self.scheme.outgoing_momentum(sysm, ld.q1, p_out, mu, params)
+        return r, scale, (ld.q1, p_out, c)
 
     def roundoff_floor(self, z: jax.Array, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any,
                        u: Any = None) -> jax.Array:

@@ -1,0 +1,362 @@
+"""Work--precision of composition methods against DOP853 and Radau.
+
+Run (from the repository root)::
+
+    PYTHONPATH=$PWD python benchmarks/composition.py            # full: errors 1e-3 ... 1e-10
+    PYTHONPATH=$PWD python benchmarks/composition.py --quick    # two step sizes each, smoke run
+
+For each system, to ``T = 2``:
+
+* the library: the ``split`` scheme with the midpoint rule (``exp``; its
+  positions are those of ``symmetric`` to round-off, and so are its errors
+  and its cost),
+  alone and composed (``triple_jump4``, ``kahan_li6``, ``kahan_li8``), over
+  step sizes that put the error at ``T`` between ``1e-2`` and ``1e-11``;
+  on the heavy top also ``gauss4`` and ``gauss6`` (no constraints: the
+  Galerkin rules apply);
+* ``scipy.integrate.solve_ivp`` DOP853 and Radau at ``rtol = atol = 10^-k``
+  on the reduced first-order equations of the same motion.
+
+Errors are measured at ``T`` against a DOP853 solve at ``rtol = atol =
+1e-14`` of the same reduced equations (the rolling disk: its closed form).
+Times are the **wall time of one call** (``integrate`` or ``solve_ivp``),
+compilation excluded (a first call of each program is made and not
+counted), median of ``--repeats`` interleaved rounds (round ``r`` calls the
+methods in an order rotated by ``r``), all in one process, so the ratios are
+side by side. The matched-accuracy table gives, for each target error, the
+fastest run of each method whose error is at most the target.
+
+``--adjoint`` measures instead whether each base map is self-adjoint: one
+step of ``h = 0.1`` from the catalog's initial data and the step of ``-h``
+back, ``Phi_{-h}(Phi_h(q0, p0)) - (q0, p0)``, for the ``symmetric`` and the
+``split`` scheme on every kind of system (nonholonomic, interconnected,
+holonomic, Lie group, degenerate), to ``benchmarks/results/composition_adjoint.md``.
+
+Output: ``benchmarks/results/composition.json``, the table
+``benchmarks/results/composition.md`` and the figure
+``docs/figures/composition_wp.png`` (``docs/composition.md`` quotes them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from manifold_dirac import integrate  # noqa: E402
+from manifold_dirac.mechanics.composition import adjoint_defect  # noqa: E402
+from manifold_dirac.systems.catalog import EXAMPLES  # noqa: E402
+
+T = 2.0
+TARGETS = [10.0 ** -k for k in range(3, 11)]
+COMPOSED = ("triple_jump4", "kahan_li6", "kahan_li8")
+
+
+def _hat(w):
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def _wrap(a):
+    return (a + np.pi) % (2 * np.pi) - np.pi
+
+
+def _coordinate_errors(ex, sysm, ref):
+    """Max-norm errors at T of the example's coordinates (angle index 2 wrapped): of a run, of an ODE state."""
+    import jax
+
+    def err(c):
+        d = np.asarray(c, float)[: len(ref)] - ref
+        d[2] = _wrap(d[2])
+        return float(np.max(np.abs(d)))
+
+    return (lambda tr: err(ex.coordinates(sysm, jax.tree.map(lambda a: a[-1], tr.q)))), err
+
+
+# ------------------------------------------------------------------ systems
+def rolling_disk():
+    """The catalog's vertical rolling disk (interconnected, SE(2) x R, exp) and its reduced ODE."""
+    ex = EXAMPLES["rolling_disk"]
+    sysm = ex.system("exp")
+    q0, v0 = ex.initial(sysm)
+    c0 = np.asarray(ex.coordinates(sysm, q0), float)  # (x, y, theta, phi)
+    radius = 0.5  # the catalog's disk
+    ref = np.asarray(ex.reference(T, sysm), float).reshape(-1)
+    v = np.asarray(v0, float)
+
+    def rhs(_t, y):
+        s = radius * y[5]
+        return [s * math.cos(y[2]), s * math.sin(y[2]), y[4], y[5], 0.0, 0.0]
+
+    # the rates of the catalog's start: theta' is the body's angular rate (v[0]), phi' the wheel's (v[-1])
+    y0 = np.concatenate([c0, [v[0], v[-1]]])
+
+    err_lib, err_ivp = _coordinate_errors(ex, sysm, ref)
+
+    return dict(label="rolling disk (SE(2) x R, interconnected, 2 one-forms)", system=sysm, q0=q0, v0=v0, rhs=rhs,
+                y0=y0, err_lib=err_lib, err_ivp=err_ivp, reference="closed form")
+
+
+def chaplygin_sled():
+    """The catalog's Chaplygin sled (SE(2), exp) and its reduced ODE (as ``vehicles.chaplygin_sled_reference``)."""
+    from scipy.integrate import solve_ivp
+
+    ex = EXAMPLES["chaplygin_sled"]
+    sysm = ex.system("exp")
+    q0, v0 = ex.initial(sysm)
+    a, m, J = 0.5, 1.0, 0.2  # the catalog sled's defaults (offset, mass, inertia)
+
+    def rhs(_t, y):
+        x, yy, th, w, vx = y
+        return [vx * math.cos(th), vx * math.sin(th), w, -m * a * vx * w / (J + m * a * a), a * w * w]
+
+    v = np.asarray(v0, float)  # body twist (omega, v_x, v_y = 0)
+    y0 = np.array([0.0, 0.0, 0.0, v[0], v[1]])
+    ref = solve_ivp(rhs, (0, T), y0, method="DOP853", rtol=1e-14, atol=1e-14).y[:3, -1]
+
+    err_lib, err_ivp = _coordinate_errors(ex, sysm, ref)
+
+    return dict(label="Chaplygin sled (SE(2), 1 one-form)", system=sysm, q0=q0, v0=v0, rhs=rhs, y0=y0,
+                err_lib=err_lib, err_ivp=err_ivp, reference="DOP853 at 1e-14")
+
+
+def heavy_top():
+    """The catalog's heavy top (SO(3), exp) and its equations in ``(R, omega)``."""
+    from scipy.integrate import solve_ivp
+
+    ex = EXAMPLES["heavy_top"]
+    sysm = ex.system("exp")
+    q0, v0 = ex.initial(sysm)
+    I = np.array([1.0, 2.0, 3.0])
+    mgl, chi, e3 = 1.0, np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.0, 1.0])
+
+    def rhs(_t, y):
+        R, w = y[:9].reshape(3, 3), y[9:]
+        torque = -mgl * np.cross(chi, R.T @ e3)
+        return np.concatenate([(R @ _hat(w)).ravel(), (np.cross(I * w, w) + torque) / I])
+
+    y0 = np.concatenate([np.asarray(q0).ravel(), np.asarray(v0, float)])
+    ref = solve_ivp(rhs, (0, T), y0, method="DOP853", rtol=1e-14, atol=1e-14).y[:9, -1].reshape(3, 3)
+
+    def err_lib(tr):
+        return float(np.max(np.abs(np.asarray(tr.q)[-1] - ref)))
+
+    def err_ivp(y):
+        return float(np.max(np.abs(np.asarray(y[:9]).reshape(3, 3) - ref)))
+
+    return dict(label="heavy top (SO(3), unconstrained)", system=sysm, q0=q0, v0=v0, rhs=rhs, y0=y0,
+                err_lib=err_lib, err_ivp=err_ivp, reference="DOP853 at 1e-14", gauss=True)
+
+
+SYSTEMS = {"rolling_disk": rolling_disk, "chaplygin_sled": chaplygin_sled, "heavy_top": heavy_top}
+
+# step sizes per library method (errors from ~1e-2 down to ~1e-11 at T = 2)
+H_ORDER2 = [0.1, 0.03, 0.01, 0.003, 0.001, 0.0003]
+H_COMPOSED = {"triple_jump4": [0.4, 0.2, 0.1, 0.05, 0.025, 0.0125],
+              "kahan_li6": [1.0, 0.5, 0.25, 0.125, 0.0625],
+              "kahan_li8": [1.0, 0.5, 0.25, 0.125]}
+H_GAUSS = {"gauss4": [0.4, 0.2, 0.1, 0.05, 0.025], "gauss6": [1.0, 0.5, 0.25, 0.125]}
+TOLS = [10.0 ** -k for k in range(3, 14)]
+
+
+def methods(case, quick):
+    """``{(method, setting): callable}`` of the library runs (each returns its error)."""
+    out = {}
+    sysm, q0, v0 = case["system"], case["q0"], case["v0"]
+
+    def lib(h, comp, scheme, rule):
+        def run():
+            tr = integrate(sysm, q0, v0, h=h, n_steps=int(round(T / h)), stride=int(round(T / h)), scheme=scheme,
+                           discrete_lagrangian=rule, composition=comp)
+            return case["err_lib"](tr), int(tr.meta["total_iterations"])
+        return run
+
+    pick = (lambda hs: hs[1:3]) if quick else (lambda hs: hs)
+    for h in pick(H_ORDER2):
+        out[("split midpoint", h)] = lib(h, None, "split", "midpoint")
+    for comp in COMPOSED:
+        for h in pick(H_COMPOSED[comp]):
+            out[(f"split + {comp}", h)] = lib(h, comp, "split", "midpoint")
+    if case.get("gauss"):
+        for rule, hs in H_GAUSS.items():
+            for h in pick(hs):
+                out[(rule, h)] = lib(h, None, "symmetric", rule)
+    return out
+
+
+def ivp_methods(case, quick):
+    from scipy.integrate import solve_ivp
+
+    out = {}
+    tols = TOLS[::5] if quick else TOLS
+    for meth in ("DOP853", "Radau"):
+        for r in tols:
+            def run(meth=meth, r=r):
+                sol = solve_ivp(case["rhs"], (0.0, T), case["y0"], method=meth, rtol=r, atol=r)
+                return case["err_ivp"](sol.y[:, -1]), int(sol.nfev)
+            out[(meth, r)] = run
+    return out
+
+
+def measure(name, quick, repeats):
+    case = SYSTEMS[name]()
+    calls = {**methods(case, quick), **ivp_methods(case, quick)}
+    compile_s = {}
+    results = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, f in calls.items():  # first calls: compile each library program once (not timed)
+            t0 = time.perf_counter()
+            results[key] = f()
+            m = key[0]
+            if m not in compile_s:
+                compile_s[m] = time.perf_counter() - t0
+        walls = {k: [] for k in calls}
+        keys = list(calls)
+        for r in range(repeats):
+            j = (r * 7) % len(keys)
+            for k in keys[j:] + keys[:j]:
+                t0 = time.perf_counter()
+                calls[k]()
+                walls[k].append(time.perf_counter() - t0)
+    runs = [{"method": k[0], "setting": k[1], "error": results[k][0], "work": results[k][1],
+             "wall": statistics.median(walls[k]), "walls": walls[k]} for k in keys]
+    matched = {}
+    for tgt in TARGETS:
+        row = {}
+        for m in dict.fromkeys(k[0] for k in keys):
+            ok = [r["wall"] for r in runs if r["method"] == m and r["error"] <= tgt]
+            row[m] = min(ok) if ok else None
+        matched[f"{tgt:.0e}"] = row
+    print(f"[composition] {name}: done (load {os.getloadavg()})", file=sys.stderr, flush=True)
+    return {"label": case["label"], "reference": case["reference"], "runs": runs, "matched": matched,
+            "first_call_s": compile_s}
+
+
+def table(out) -> str:
+    lines = [f"Machine: {out['machine']}; load average before/after: {out['load_before']} / {out['load_after']}; "
+             f"median of {out['repeats']} interleaved rounds; T = {T:g}.", ""]
+    for name, d in out["systems"].items():
+        methods_ = list(next(iter(d["matched"].values())))
+        lines += [f"### {d['label']}", "", "Wall time (ms) of the fastest run with error at T <= target, and "
+                  "the ratio best composed / DOP853:", "",
+                  "| target | " + " | ".join(methods_) + " | best composed / DOP853 |",
+                  "|---" * (len(methods_) + 2) + "|"]
+        for tgt, row in d["matched"].items():
+            comp = [row[m] for m in methods_ if m.startswith("split +") and row[m] is not None]
+            best = min(comp) if comp else None
+            dop = row.get("DOP853")
+            ratio = f"{best / dop:.2f}" if best and dop else "-"
+            lines.append(f"| {tgt} | " + " | ".join("-" if row[m] is None else f"{1e3 * row[m]:.3g}" for m in methods_)
+                         + f" | {ratio} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def figure(out, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(out["systems"])
+    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.4))
+    axes = np.atleast_1d(axes)
+    for ax, name in zip(axes, names):
+        d = out["systems"][name]
+        for m in dict.fromkeys(r["method"] for r in d["runs"]):
+            rs = sorted((r for r in d["runs"] if r["method"] == m and r["error"] > 0), key=lambda r: r["wall"])
+            style = "--" if m in ("DOP853", "Radau") else "-"
+            ax.loglog([1e3 * r["wall"] for r in rs], [r["error"] for r in rs], style, marker="o", ms=3, label=m)
+        ax.set_title(d["label"], fontsize=9)
+        ax.set_xlabel("wall time per call (ms, compile excluded)")
+        ax.set_ylabel("error at T = 2")
+        ax.axhspan(1e-10, 1e-6, color="0.92", zorder=0)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+ADJOINT_CASES = [
+    ("rolling_disk", "exp"), ("rolling_disk", "cayley"), ("rolling_disk", "so2xr2"), ("chaplygin_sled", "exp"),
+    ("chaplygin_sled", "cayley"), ("knife_edge", "exp"), ("inclined_knife_edge", "exp"), ("rolling_ball", "exp"),
+    ("rolling_disk_3d", "exp"), ("four_bar", "identity"), ("cartesian_pendulum", "identity"), ("heavy_top", "exp"),
+    ("heavy_top", "cayley"), ("tumbling_brick", "so3xr3"), ("tumbling_brick", "exp"), ("lc_circuit", "identity"),
+    ("lc_from_elements", "identity"), ("mass_spring_torn", "identity"),
+]
+
+
+def adjoint_table() -> str:
+    lines = ["Round trip Phi_{-h}(Phi_h(q0, p0)) - (q0, p0), h = 0.1, midpoint rule, max-norms (q in the chart at q0; "
+             "p_Delta: the momentum defect on the constraint distribution).", "",
+             "| system | retraction | constraints | symmetric: q | symmetric: p | symmetric: p on Delta | "
+             "split: q | split: p |", "|---|---|---|---|---|---|---|---|"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, r in ADJOINT_CASES:
+            ex = EXAMPLES[name]
+            sysm = ex.system(r)
+            q0, v0 = ex.initial(sysm)
+            a = adjoint_defect(sysm, q0, v0, 0.1, "symmetric")
+            b = adjoint_defect(sysm, q0, v0, 0.1, "split")
+            lines.append(f"| {name} | {r} | {sysm.n_constraints} | {a['q']:.1e} | {a['p']:.1e} | {a['p_delta']:.1e} | "
+                         f"{b['q']:.1e} | {b['p']:.1e} |")
+            print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--systems", default=",".join(SYSTEMS))
+    ap.add_argument("--adjoint", action="store_true", help="measure the self-adjointness of the base maps instead")
+    ap.add_argument("--figure-only", action="store_true", help="redraw the table and figure from the stored results")
+    args = ap.parse_args(argv)
+    if args.figure_only:
+        out = json.loads((HERE / "results" / "composition.json").read_text())
+        print(table(out))
+        figure(out, ROOT / "docs" / "figures" / "composition_wp.png")
+        return
+    if args.adjoint:
+        txt = f"Machine: {platform.machine()}, {os.cpu_count()} cores.\n\n" + adjoint_table()
+        (HERE / "results" / "composition_adjoint.md").write_text(txt + "\n")
+        print(txt)
+        return
+    out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
+           "load_before": [round(x, 2) for x in os.getloadavg()], "repeats": 1 if args.quick else args.repeats,
+           "T": T, "systems": {}}
+    for name in args.systems.split(","):
+        out["systems"][name] = measure(name, args.quick, out["repeats"])
+    out["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    res = HERE / "results"
+    suffix = "_quick" if args.quick else ""
+    old = res / f"composition{suffix}.json"
+    if old.exists() and set(out["systems"]) != set(SYSTEMS):  # a run of some systems updates the others' results
+        prev = json.loads(old.read_text())
+        out["systems"] = {**{k: v for k, v in prev.get("systems", {}).items() if k not in out["systems"]},
+                          **out["systems"]}
+        out["load_before"] = prev.get("load_before", out["load_before"])
+    (res / f"composition{suffix}.json").write_text(json.dumps(out, indent=1))
+    txt = table(out)
+    (res / f"composition{suffix}.md").write_text(txt + "\n")
+    print(txt)
+    if not args.quick:
+        figure(out, ROOT / "docs" / "figures" / "composition_wp.png")
+
+
+if __name__ == "__main__":
+    main()
