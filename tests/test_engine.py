@@ -190,6 +190,10 @@ def test_stride_stores_every_kth_point_and_the_last():
     np.testing.assert_array_equal(sub.q[-1], full.q[-1])
     np.testing.assert_array_equal(sub.v[:-1], full.v[:-1:7])
     np.testing.assert_array_equal(sub.v[-1], full.v[-1])
+    # the step fields of a stored point are those of the step from it, R_{q_k}^{-1}(q_(k+1))
+    np.testing.assert_allclose(sub.xi, full.xi[::7], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sub.mu, full.mu[::7], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(sub.iterations, full.iterations[::7])
 
 
 # -------------------------------------------------------------- batches
