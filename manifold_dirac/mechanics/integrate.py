@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import DegenerateLagrangianWarning, IllPosedSystemError, RunInterrupted, StepError
 from ..manifolds.base import tree_where
+from . import compile_cache
 from .newton import SolverOptions
 from .rules import QuadratureRule, get_rule
 from .schemes import Scheme, get_scheme
@@ -103,7 +104,8 @@ def _unflatten_batch(x: Any, B: tuple[int, ...]) -> Any:
 def _flatten_batch(x: Any, nb: int) -> Any:
     if nb == 0:
         return x
-    return jax.tree.map(lambda a: jnp.reshape(a, (int(np.prod(jnp.shape(a)[:nb])), *jnp.shape(a)[nb:])), x)
+    # numpy stays numpy (an eager JAX reshape would compile a program of its own)
+    return jax.tree.map(lambda a: a.reshape((int(np.prod(np.shape(a)[:nb])), *np.shape(a)[nb:])), x)
 
 
 # ---------------------------------------------------------------- compiled
@@ -112,23 +114,19 @@ MEMBERS = "members"
 
 
 def compiled_functions(system: LagrangeDiracSystem) -> dict:
-    """The compiled functions of ``system`` (key: scheme, rule, options, kind).
+    """The compiled programs that serve ``system`` (key: scheme, rule, options, kind).
 
-    They live on the system object itself, so they are freed with it (a
-    module-level table keyed by the system would keep every system and its
-    executables alive: each compiled function refers back to its system).
+    They live in one bounded, process-wide table keyed by what the system
+    computes (:mod:`~manifold_dirac.mechanics.compile_cache`): a system built
+    again from the same functions shares them.
     """
-    return system.__dict__.setdefault("_compiled_functions", {})
+    sk = compile_cache.structure_key(system)
+    return {k[1:]: fn for k, fn in compile_cache.entries() if k[0] == sk}
 
 
 def _compiled(sm: StepMap, kind: Any, build: Callable[[], Callable]) -> Callable:
-    """One compiled function per (system, scheme, rule, options, kind), kept with the system."""
-    cache = compiled_functions(sm.system)
-    key = (sm.scheme, sm.rule, sm.options, kind)
-    fn = cache.get(key)
-    if fn is None:
-        fn = cache[key] = build()
-    return fn
+    """One compiled program per (system structure, scheme, rule, options, kind)."""
+    return compile_cache.cached((compile_cache.structure_key(sm.system), sm.scheme, sm.rule, sm.options, kind), build)
 
 
 def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_prev: Any, v_init: Any,
@@ -476,7 +474,7 @@ class Integrator:
                        lambda: self._build_start(nb, vv is not None, not self.rule.degenerate_safe))
         zeros = np.zeros((*B, n))
         params = self._use_params(params, "initial_state")
-        out = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, jnp.asarray(self.h), np.float64(t0),
+        out = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, np.float64(self.h), np.float64(t0),
                  params)
         members = out.pop("members")
         out = jax.device_get(out)  # the values checked on the host
@@ -527,8 +525,8 @@ class Integrator:
             _check_secondary_constraint(sysm, out["secondary"], out["secondary_direction"], B)
         _check_step_matrix(sysm, self, out["step_cond"], out["step_null"], B)
         return RunState(k=0, t0=t0, members=members, batch_shape=B, q_prev=None,
-                        v_init=None if vv is None else _flatten_batch(jnp.asarray(vv), nb),
-                        v_legendre=None if v_legendre is None else _flatten_batch(jnp.asarray(v_legendre), nb))
+                        v_init=None if vv is None else _flatten_batch(vv, nb),
+                        v_legendre=None if v_legendre is None else _flatten_batch(v_legendre, nb))
 
     def _build_start(self, nb: int, has_v: bool, check_degenerate: bool) -> Callable:
         """The compiled start of a run: ``A(q0)``, ``p0 = dL/dv(q0, v0)``, the degeneracy test, the state.
@@ -640,7 +638,7 @@ class Integrator:
             return jax.jit(f)
 
         fn = _compiled(sm, ("step", batched, u is None), build)
-        uu = None if u is None else _flatten_batch(jnp.asarray(_vector(u, B, self.system.dim, "u")), len(B))
+        uu = None if u is None else _flatten_batch(_vector(u, B, self.system.dim, "u"), len(B))
         h = np.float64(self.h)
         params = self._use_params(params, "Integrator.step")
         new, rec = fn(state.members, np.int32(state.k), np.float64(state.t0 + state.k * self.h), h,
