@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from manifold_dirac import sweep as SW
+from manifold_dirac import _sweep as SW
 
 
 def _flags() -> str:
