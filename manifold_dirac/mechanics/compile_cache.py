@@ -34,7 +34,7 @@ MAX_ENTRIES = 64
 """Compiled programs kept (a run uses two: its start and its loop)."""
 
 _TABLE: OrderedDict = OrderedDict()
-_IGNORED_ATTRIBUTES = frozenset({"name", "params", "_compiled_functions"})
+_IGNORED_ATTRIBUTES = frozenset({"name", "params", "_compiled_functions", "_structure_key"})
 """System attributes that do not enter the compiled programs (``params`` are arguments)."""
 _MAX_DEPTH = 40
 
@@ -63,8 +63,22 @@ def _global_names(code: types.CodeType) -> set[str]:
 
 
 def structure_key(obj: Any) -> Any:
-    """A hashable fingerprint of ``obj``: equal for objects that compute the same (see the module docstring)."""
-    return _fp(obj, {}, 0)
+    """A hashable fingerprint of ``obj``: equal for objects that compute the same (see the module docstring).
+
+    Kept on the object after the first call (an interconnected system's
+    takes milliseconds to compute): a system's functions are fixed when it
+    is built; only whether it has ``params`` is looked at again.
+    """
+    d = getattr(obj, "__dict__", None)
+    flag = getattr(obj, "params", None) is None
+    if d is not None:
+        kept = d.get("_structure_key")
+        if kept is not None and kept[0] == flag:
+            return kept[1]
+    key = _fp(obj, {}, 0)
+    if d is not None:
+        d["_structure_key"] = (flag, key)
+    return key
 
 
 def _fp(x: Any, active: dict, depth: int) -> Any:
