@@ -44,3 +44,24 @@ def test_the_cache_is_bounded_so_that_jax_locks_reads_and_writes():
         "print(jax.config.jax_compilation_cache_max_size == c.CACHE_MAX_BYTES > 0)"
     )
     assert _run(code) == "True"
+
+
+def test_the_xla_flag_is_set_only_when_the_user_has_not_set_xla_flags():
+    code = "import os, manifold_dirac, manifold_dirac.config as c; print(repr(os.environ.get('XLA_FLAGS')), c.xla_flags_set())"
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "MANIFOLD_DIRAC_XLA_FLAGS")}
+    from manifold_dirac.config import XLA_FLAGS
+
+    def run(**extra):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **extra},
+                             timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip()
+
+    assert run() == f"{XLA_FLAGS!r} True"
+    assert run(XLA_FLAGS="--xla_cpu_enable_fast_math=false") == "'--xla_cpu_enable_fast_math=false' False"
+    assert run(XLA_FLAGS="") == "'' False"  # set, even empty: the user's
+    assert run(MANIFOLD_DIRAC_XLA_FLAGS="0") == "None False"  # the opt-out
+    # JAX already running: the flag would have no effect, so it is not set
+    late = "import os, jax; jax.numpy.zeros(1); import manifold_dirac.config as c; print(os.environ.get('XLA_FLAGS'), c.xla_flags_set())"
+    out = subprocess.run([sys.executable, "-c", late], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.strip() == "None False", out.stderr[-2000:]

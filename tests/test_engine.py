@@ -169,16 +169,36 @@ def test_changing_h_initial_data_and_step_count_does_not_recompile():
 
 
 def test_compiled_functions_are_freed_with_their_system():
-    """The compiled chunk refers back to its system: the cache must live on the system, not in a table."""
+    """The compiled chunk refers back to its system: the table of programs is bounded, so a system whose
+    programs have left it is freed (and a system built again from the same functions shares them)."""
     import gc
     import weakref
 
-    sysm = LagrangeDiracSystem(Euclidean(1), lambda q, v: 0.5 * v @ v - 0.5 * q @ q)
+    from manifold_dirac.mechanics import compile_cache
+
+    def make():
+        return LagrangeDiracSystem(Euclidean(1), _spring)
+
+    sysm = make()
     integrate(sysm, np.array([1.0]), v0=np.array([0.0]), h=0.1, n_steps=3)
+    assert engine_table_has(make())  # shared with an equal system
     ref = weakref.ref(sysm)
     del sysm
     gc.collect()
+    assert ref() is not None  # held by its programs while they are in the table
+    for i in range(compile_cache.MAX_ENTRIES):
+        compile_cache.cached(("another program", i), lambda: (lambda: None))
+    gc.collect()
     assert ref() is None
+
+
+def _spring(q, v):
+    return 0.5 * v @ v - 0.5 * q @ q
+
+
+def engine_table_has(system) -> bool:
+    engine = importlib.import_module("manifold_dirac.mechanics.integrate")
+    return bool(engine.compiled_functions(system))
 
 
 # ------------------------------------------------------------- stride
@@ -190,6 +210,10 @@ def test_stride_stores_every_kth_point_and_the_last():
     np.testing.assert_array_equal(sub.q[-1], full.q[-1])
     np.testing.assert_array_equal(sub.v[:-1], full.v[:-1:7])
     np.testing.assert_array_equal(sub.v[-1], full.v[-1])
+    # the step fields of a stored point are those of the step from it, R_{q_k}^{-1}(q_(k+1))
+    np.testing.assert_allclose(sub.xi, full.xi[::7], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sub.mu, full.mu[::7], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(sub.iterations, full.iterations[::7])
 
 
 # -------------------------------------------------------------- batches

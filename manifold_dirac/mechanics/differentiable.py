@@ -59,10 +59,6 @@ two are wrong on purpose, for tests and for showing what the implicit term
 carries (``docs/differentiable.md``).
 """
 
-_UNROLL = 0
-"""Newton iterations unrolled before the while loop in a rollout (0: the loop body is traced once,
-which keeps the compile of a gradient program short; see :func:`~manifold_dirac.mechanics.newton.newton`)."""
-
 _Z_NAME = "manifold_dirac_step_solution"
 """Name under which a step's solution is saved for the reverse pass (``jax.checkpoint`` policy)."""
 
@@ -123,7 +119,7 @@ class Rollout(NamedTuple):
 # ------------------------------------------------------------- one solve
 def _newton_solve(sm: StepMap, z0, q, p, t, h, params, u):
     """Newton's solve of one step (the primal; no derivative is taken through it)."""
-    res = newton(lambda z: sm.equations(z, q, p, t, h, params, u), z0, sm.options, unroll=_UNROLL,
+    res = newton(lambda z: sm.equations(z, q, p, t, h, params, u), z0, sm.options,
                  floor=lambda z: sm.roundoff_floor(z, q, p, t, h, params, u))
     info = jnp.stack([res.status.astype(z0.dtype), res.iterations.astype(z0.dtype), res.error])
     # named, so that a checkpointed step saves them and its reverse pass does not run Newton again

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import DegenerateLagrangianWarning, IllPosedSystemError, RunInterrupted, StepError
 from ..manifolds.base import tree_where
+from . import compile_cache
 from .newton import SolverOptions
 from .rules import QuadratureRule, get_rule
 from .composition import ComposedStepMap, Composition, composed_order, get_composition
@@ -104,7 +105,8 @@ def _unflatten_batch(x: Any, B: tuple[int, ...]) -> Any:
 def _flatten_batch(x: Any, nb: int) -> Any:
     if nb == 0:
         return x
-    return jax.tree.map(lambda a: jnp.reshape(a, (int(np.prod(jnp.shape(a)[:nb])), *jnp.shape(a)[nb:])), x)
+    # numpy stays numpy (an eager JAX reshape would compile a program of its own)
+    return jax.tree.map(lambda a: a.reshape((int(np.prod(np.shape(a)[:nb])), *np.shape(a)[nb:])), x)
 
 
 # ---------------------------------------------------------------- compiled
@@ -113,23 +115,21 @@ MEMBERS = "members"
 
 
 def compiled_functions(system: LagrangeDiracSystem) -> dict:
-    """The compiled functions of ``system`` (key: scheme, rule, options, kind).
+    """The compiled programs that serve ``system`` (key: scheme, rule, options, kind).
 
-    They live on the system object itself, so they are freed with it (a
-    module-level table keyed by the system would keep every system and its
-    executables alive: each compiled function refers back to its system).
+    They live in one bounded, process-wide table keyed by what the system
+    computes (:mod:`~manifold_dirac.mechanics.compile_cache`): a system built
+    again from the same functions shares them.
     """
-    return system.__dict__.setdefault("_compiled_functions", {})
+    sk = compile_cache.structure_key(system)
+    return {k[1:]: fn for k, fn in compile_cache.entries() if k[0] == sk}
 
 
 def _compiled(sm: StepMap, kind: Any, build: Callable[[], Callable]) -> Callable:
-    """One compiled function per (system, scheme, rule, options, kind), kept with the system."""
-    cache = compiled_functions(sm.system)
-    key = (sm.scheme, sm.rule, sm.options, getattr(sm, "composition", None), kind)
-    fn = cache.get(key)
-    if fn is None:
-        fn = cache[key] = build()
-    return fn
+    """One compiled program per (system structure, scheme, rule, options, composition, kind)."""
+    key = (compile_cache.structure_key(sm.system), sm.scheme, sm.rule, sm.options,
+           getattr(sm, "composition", None), kind)
+    return compile_cache.cached(key, build)
 
 
 def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: Any, have_prev: Any, v_init: Any,
@@ -281,19 +281,21 @@ class _Store:
         self.filled = hi
 
 
-def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
-    """The compiled chunk: ``CHUNK`` slots, each one stored point and ``stride`` steps.
+def _build_chunk(sm: StepMap, batched: bool) -> Callable:
+    """The compiled chunk: ``CHUNK`` slots, each one stored point and up to ``stride`` steps.
 
-    Inside a slot the ``stride`` steps are a ``scan`` whose first iteration
-    also records the point, so the step map appears once in the program
-    (compile time of one step). The slots are a loop over the live slots
-    only (``fori_loop`` with a traced trip count, writing each slot's output
-    in place): a chunk-long ``scan`` with a ``lax.cond`` skipping the slots
-    past the end cost ~5 us per skipped slot, 1.3 ms for a 1-step run.
-    Inside a slot: selects, not branches, because each level of branching
-    around the step costs buffer traffic on a CPU. Steps past the end inside
-    the last live slot (at most ``stride - 1``) are computed and discarded;
-    rows of the output past the live slots are left zero and never read.
+    ``stride`` is an argument (traced): another stride does not recompile.
+    Inside a slot the steps are a loop with a traced trip count whose first
+    iteration keeps its step record; the stored point of the slot is
+    computed after that loop from the slot's first state and that record, so
+    the step map and the point appear once each in the program. The last
+    live slot takes only the steps left (none are computed and discarded),
+    and at least one: the point at ``q_k`` needs the step from ``q_k`` (its
+    central velocity), which is taken but not kept at the end of the run.
+    The slots are a loop over the live slots only (``fori_loop`` with a
+    traced trip count, writing each slot's output in place): a short run
+    does not pay for a whole chunk. Rows of the output past the live slots
+    are left zero and never read.
     """
     member_step = sm.step
     member_point = _member_point
@@ -303,49 +305,34 @@ def _build_chunk(sm: StepMap, stride: int, batched: bool) -> Callable:
         member_point = jax.vmap(_member_point, in_axes=(None, 0, 0, 0, None, 0, None, None, None, None))
     spec: list = []
 
-    def chunk(members, q_prev, have_prev, v_init, k0, slot0, n_slots, n_total, t0, h, params, controls):
+    def chunk(members, q_prev, have_prev, v_init, k0, slot0, n_slots, n_total, stride, t0, h, params, controls):
         def control(k):
             return None if controls is None else controls[..., jnp.clip(k, 0, controls.shape[-2] - 1), :]
 
-        def empty(st):
-            return (
-                Point(st.q, st.p, jnp.full_like(st.p, jnp.nan), jnp.full_like(st.fail_error, jnp.nan), st.status,
-                      jnp.full_like(st.fail_error, jnp.nan), jnp.full_like(st.fail_error, jnp.nan)),
-                StepRecord(st.p, st.xi, st.mu, jnp.zeros_like(st.fail_error), jnp.zeros_like(st.status),
-                           jnp.zeros_like(st.fail_error), st.status),
-            )
-
         def run_slot(carry):
-            st, qp, hp, k = carry
+            st0, qp0, hp, k = carry
             k_end = jnp.minimum(k + stride, n_total)
+            n_sub = jnp.maximum(k_end - k, 1)  # the steps of this slot; one (not kept) at the end of the run
 
-            def sub(c, i):
-                st, qp, kk, out = c
+            def sub(i, c):
+                st, qp, kk, rec0 = c
                 new, rec = member_step(st, kk, t0 + kk * h, h, params, control(kk))
+                rec0 = jax.tree.map(lambda a, b: jnp.where(i == 0, a, b), rec, rec0)  # i unbatched: one select
                 advance = kk < k_end
-                if stride == 1:
-                    out = (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h, params), rec)
-                else:
-                    # i is unbatched, so this is a real branch: the point is computed once per slot
-                    out = jax.lax.cond(
-                        i == 0,
-                        lambda: (member_point(sm, st, rec, qp, hp, v_init, kk == 0, ~advance, h, params), rec),
-                        lambda: out,
-                    )
-                nxt = tree_where(advance, new, st)
-                # a non-finite energy at a stored point of a healthy member is a failure at that point:
-                # the member is frozen at q_k (the step from it is discarded), never ok with a NaN energy
-                pt = out[0]
-                bad = (pt.status == Status.OK) & ~jnp.isfinite(pt.energy)
-                if stride > 1:
-                    bad = bad & (i == 0)
-                nxt = tree_where(bad, _energy_failure(st, kk, pt.v, rec.error), nxt)
-                out = (pt._replace(status=jnp.where(bad, Status.NONFINITE, pt.status).astype(pt.status.dtype)), rec)
-                return (nxt, tree_where(advance, st.q, qp), kk + advance, out), None
+                return tree_where(advance, new, st), tree_where(advance, st.q, qp), kk + advance, rec0
 
-            (st2, qp2, k2, (pt, rec)), _ = jax.lax.scan(sub, (st, qp, k, empty(st)), jnp.arange(stride))
+            rec_init = jax.eval_shape(lambda: member_step(st0, k, t0, h, params, control(k))[1])
+            rec_init = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), rec_init)
+            st, qp, k2, rec = jax.lax.fori_loop(0, n_sub, sub, (st0, qp0, k, rec_init))
+            pt = member_point(sm, st0, rec, qp0, hp, v_init, k == 0, k >= n_total, h, params)
+            # a non-finite energy at a stored point of a healthy member is a failure at that point:
+            # the member is frozen at q_k (the slot's steps from it are discarded), never ok with a NaN energy
+            bad = (pt.status == Status.OK) & ~jnp.isfinite(pt.energy)
+            st = tree_where(bad, _energy_failure(st0, k, pt.v, rec.error), st)
+            qp = tree_where(bad, st0.q, qp)
+            pt = pt._replace(status=jnp.where(bad, Status.NONFINITE, pt.status).astype(pt.status.dtype))
             slot_info = jnp.stack([t0 + k * h, (k < n_total).astype(jnp.float64), 1.0])
-            return (st2, qp2, hp | (k2 > k), k2), (slot_info, _pack((pt, rec), spec, batched))
+            return (st, qp, hp | (k2 > k), k2), (slot_info, _pack((pt, rec), spec, batched))
 
         carry0 = (members, q_prev, have_prev, k0)
         # the live slots only (a loop with a traced trip count): a short run does not pay for a whole chunk
@@ -502,7 +489,7 @@ class Integrator:
                        lambda: self._build_start(nb, vv is not None, not self.rule.degenerate_safe))
         zeros = np.zeros((*B, n))
         params = self._use_params(params, "initial_state")
-        out = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, jnp.asarray(self.h), np.float64(t0),
+        out = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, np.float64(self.h), np.float64(t0),
                  params)
         members = out.pop("members")
         out = jax.device_get(out)  # the values checked on the host
@@ -553,8 +540,8 @@ class Integrator:
             _check_secondary_constraint(sysm, out["secondary"], out["secondary_direction"], B)
         _check_step_matrix(sysm, self, out["step_cond"], out["step_null"], B)
         return RunState(k=0, t0=t0, members=members, batch_shape=B, q_prev=None,
-                        v_init=None if vv is None else _flatten_batch(jnp.asarray(vv), nb),
-                        v_legendre=None if v_legendre is None else _flatten_batch(jnp.asarray(v_legendre), nb))
+                        v_init=None if vv is None else _flatten_batch(vv, nb),
+                        v_legendre=None if v_legendre is None else _flatten_batch(v_legendre, nb))
 
     def _build_start(self, nb: int, has_v: bool, check_degenerate: bool) -> Callable:
         """The compiled start of a run: ``A(q0)``, ``p0 = dL/dv(q0, v0)``, the degeneracy test, the state.
@@ -666,7 +653,7 @@ class Integrator:
             return jax.jit(f)
 
         fn = _compiled(sm, ("step", batched, u is None), build)
-        uu = None if u is None else _flatten_batch(jnp.asarray(_vector(u, B, self.system.dim, "u")), len(B))
+        uu = None if u is None else _flatten_batch(_vector(u, B, self.system.dim, "u"), len(B))
         h = np.float64(self.h)
         params = self._use_params(params, "Integrator.step")
         new, rec = fn(state.members, np.int32(state.k), np.float64(state.t0 + state.k * self.h), h,
@@ -757,8 +744,7 @@ class Integrator:
             controls_j = jnp.asarray(c)
         else:
             controls_j = None
-        fn = _compiled(sm, ("chunk", stride, bool(nb), controls is None),
-                       lambda: _build_chunk(sm, stride, bool(nb)))
+        fn = _compiled(sm, ("chunk", bool(nb), controls is None), lambda: _build_chunk(sm, bool(nb)))
         n_slots = -(-n_steps // stride) + 1
         members = state.members
         q_prev = state.q_prev if state.q_prev is not None else members.q
@@ -782,7 +768,7 @@ class Integrator:
             while slot0 < n_slots:
                 # host scalars as numpy values: eager jnp scalars cost ~70 us each to dispatch
                 args = (members, q_prev, np.bool_(have_prev), v_init if use_v_init else v_nan,
-                        np.int32(k), np.int32(slot0), np.int32(n_slots), np.int32(n_total),
+                        np.int32(k), np.int32(slot0), np.int32(n_slots), np.int32(n_total), np.int32(stride),
                         np.float64(state.t0), np.float64(h), params, controls_j)
                 carry, out = fn(*args)
                 store.add(jax.device_get(out))

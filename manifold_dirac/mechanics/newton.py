@@ -26,17 +26,15 @@ No fixed absolute floor: a system in SI units at the micro scale converges
 like the same system in unit scale, and the round-off floor scales with the
 problem.
 
-The first ``UNROLL`` iterations are unrolled as ``lax.cond`` (each skipped
-once converged) and a ``lax.while_loop`` takes over only if they did not
-suffice: on a CPU a while loop costs several microseconds per step in
-buffer traffic, more than the two or three iterations a warm-started step
-needs. The iterates are the same either way. Under ``vmap`` the opposite
-holds: a ``cond`` with a per-member predicate becomes a select, so every
-member would pay every unrolled iteration even when none needs it (free
-knife edge at B = 64: 8.7 us per member-step, against 0.65 us with a bare
-``while_loop``). Batched steps therefore pass the batch's ``axis_name``: an
-unrolled iteration is skipped, by a real branch, when every member has
-converged.
+The iteration is one plain ``lax.while_loop`` (one copy of the Newton
+update in the compiled program), and the Newton matrix is solved by
+:func:`~manifold_dirac.mechanics.small.solve_small`, Gaussian elimination with partial pivoting written out
+for the matrix's static size (no LAPACK call) up to
+:data:`~manifold_dirac.mechanics.small.SMALL_SOLVE_MAX`
+unknowns: with neither a LAPACK call nor a library matrix product inside
+it, XLA:CPU compiles a whole trajectory loop, Newton included, into one
+kernel (``docs/performance.md``). Under ``vmap`` the loop runs until every
+member has stopped; members already stopped keep their iterate.
 """
 
 from __future__ import annotations
@@ -49,14 +47,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..manifolds.base import tree_where
+from .small import solve_small
 from .status import Status
 
 __all__ = ["NewtonResult", "SolverOptions", "newton", "scaled_error"]
 
 _EPS = float(np.finfo(np.float64).eps)
-UNROLL = 2
-"""Newton iterations unrolled before the while loop (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -127,20 +123,18 @@ def scaled_error(r: jax.Array, scale: jax.Array) -> jax.Array:
 
 def newton(
     fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax.Array, options: SolverOptions,
-    active: Any = True, unroll: int = UNROLL, axis_name: str | None = None,
+    active: Any = True, axis_name: str | None = None,
     floor: Callable[[jax.Array], jax.Array] | None = None,
 ) -> NewtonResult:
     """Solve ``fun(z)[0] = 0`` from ``z0`` (see the module docstring for the stopping rule).
 
     ``active = False`` (a failed, frozen batch member) evaluates ``fun`` once
     and iterates no further, so that it does not hold up the batch.
-    ``unroll`` iterations run as ``lax.cond`` before the ``while_loop``.
     ``axis_name``: when ``newton`` runs under ``jax.vmap(..., axis_name=...)``,
-    the name of that batch axis; each unrolled iteration (and the loop) is
-    then skipped only when *every* member has converged (one real branch on
-    ``pmin`` over the batch; members already converged keep their iterate),
-    instead of a per-member ``cond`` that ``vmap`` turns into a select every
-    member pays.
+    the name of that batch axis; the round-off floor (below) is then
+    evaluated, by one real branch, when any member needs it, instead of a
+    per-member ``cond`` that ``vmap`` would turn into a select that every
+    member pays at every iteration.
     ``floor(z) -> (N,)``, optional: the absolute round-off floor of each
     residual at ``z`` (what rounding the data it is evaluated at can change
     it by). It is evaluated only when the iteration stagnates above ``rtol``
@@ -167,8 +161,8 @@ def newton(
         return ~c[4]
 
     def body(c):
-        z, r, e, it, _, status, _ = c
-        dz = jnp.linalg.solve(jac(z), -r)
+        z, r, e, it, done_in, _, _ = c
+        dz = solve_small(jac(z), -r)
         z1 = z + dz
         r1, e1, aux1 = value(z1)
         it1 = it + 1
@@ -176,7 +170,7 @@ def newton(
         stagnant = e1 >= 0.5 * e
         converged = (e1 <= 4 * _EPS) | (stagnant & (e1 <= rtol))
         if floor is not None:
-            converged = converged | at_floor(z1, r1, finite & stagnant & ~converged)
+            converged = converged | at_floor(z1, r1, finite & stagnant & ~converged & ~done_in)
         out_of_budget = it1 >= max_iter
         done = ~finite | converged | out_of_budget
         status = jnp.where(
@@ -184,6 +178,7 @@ def newton(
         ).astype(jnp.int32)
         # a non-finite iterate: keep the last finite one (where the failure can be diagnosed)
         z1 = jnp.where(jnp.all(jnp.isfinite(z1)), z1, z)
+        # (under vmap the loop runs while any member runs, and JAX keeps a stopped member's values)
         return z1, r1, e1, it1, done, status, aux1
 
     def at_floor(z1, r1, need):
@@ -198,15 +193,6 @@ def newton(
         anyone = jax.lax.pmax(need.astype(jnp.int32), axis_name) == 1  # unbatched: a real branch
         return need & jax.lax.cond(anyone, check, lambda _: jnp.zeros_like(need), None)
 
-    def unless_done(c, update):
-        if axis_name is None:
-            return jax.lax.cond(c[4], lambda c: c, update, c)
-        every = jax.lax.pmin(c[4].astype(jnp.int32), axis_name) == 1  # unbatched: a real branch
-        return jax.lax.cond(every, lambda c: c, lambda c: tree_where(c[4], c, update(c)), c)
-
     c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0)
-    for _ in range(min(unroll, max_iter)):
-        c = unless_done(c, body)
-    c = unless_done(c, lambda c: jax.lax.while_loop(cond, body, c))
-    z, _, e, it, _, status, aux = c
+    z, _, e, it, _, status, aux = jax.lax.while_loop(cond, body, c)
     return NewtonResult(z, aux, status, it, e)

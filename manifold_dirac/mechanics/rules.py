@@ -54,6 +54,7 @@ import numpy as np
 from .._registry import Registry
 from ..manifolds.base import Manifold
 from ..types import Covector, Matrix, Params, Point, Scalar, Vector
+from .small import mm, vm
 from .system import LagrangeDiracSystem
 
 __all__ = ["RULES", "DiscreteLagrangian", "NodeGeometry", "QuadratureRule", "RuleOrderWarning", "RuleValue",
@@ -93,7 +94,7 @@ def node_geometry(Q: Manifold, q0: Point, q1: Point, xi: Vector, J0: Matrix, J1:
         _, _, Jx = Q.retract_with_jacobians(q0, xi)
         return NodeGeometry(q1, jnp.zeros_like(eye), eye, Jx)
     c, Jq, Jx = Q.retract_with_jacobians(q0, s * xi)
-    return NodeGeometry(c, Jq + s * (Jx @ J0), s * (Jx @ J1), Jx)
+    return NodeGeometry(c, Jq + s * mm(Jx, J0), s * mm(Jx, J1), Jx)
 
 
 class RuleValue(NamedTuple):
@@ -421,15 +422,15 @@ class QuadratureRule(DiscreteLagrangian):
             val, dq, dv = system.value_and_partials(g.point, v, params)
             finite = finite & jnp.isfinite(val)
             hdq = h * dq
-            D1 = D1 + w * (hdq @ g.P0 + dv @ J0)
-            D2 = D2 + w * (hdq @ g.P1 + dv @ J1)
+            D1 = D1 + w * (vm(hdq, g.P0) + vm(dv, J0))
+            D2 = D2 + w * (vm(hdq, g.P1) + vm(dv, J1))
             scale = jnp.maximum(scale, jnp.maximum(jnp.max(jnp.abs(hdq)), jnp.max(jnp.abs(dv))))
             F = system.force(t0 + s * h, g.point, v, params)
             if u is not None:
                 F = u if F is None else F + u
             if F is not None:
-                fm = fm + (w * h) * (F @ g.P0)
-                fp = fp + (w * h) * (F @ g.P1)
+                fm = fm + (w * h) * vm(F, g.P0)
+                fp = fp + (w * h) * vm(F, g.P1)
                 scale = jnp.maximum(scale, h * jnp.max(jnp.abs(F)))
         return RuleValue(q1, J0, J1, D1, D2, fm, fp, scale, finite, nodes)
 

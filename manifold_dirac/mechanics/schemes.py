@@ -82,6 +82,7 @@ from .._registry import Registry
 from ..manifolds.base import Manifold
 from ..types import Covector, Params, Point, Vector
 from .rules import DiscreteLagrangian, RuleValue
+from .small import mv, vm
 from .system import LagrangeDiracSystem
 
 __all__ = ["SCHEMES", "Minus", "Plus", "Scheme", "Split", "Symmetric", "get_scheme", "register_scheme"]
@@ -176,7 +177,7 @@ class Scheme(abc.ABC):
                           params: Params) -> Covector:
         """The momentum ``p_k`` at the start of a solved step."""
         if self.carries_pre_momentum and system.n_constraints:
-            return p_in + system.constraint_matrix(q0, params).T @ mu
+            return p_in + vm(mu, system.constraint_matrix(q0, params))
         return p_in
 
     def order_with(self, rule: DiscreteLagrangian, Q: Manifold, constrained: bool = True) -> int:
@@ -210,7 +211,7 @@ class Plus(Scheme):
     dirac_sign = "+"
 
     def discrete_constraint(self, system, q0, xi, ld, params):
-        return system.one_form_matrix(q0, params) @ xi
+        return mv(system.one_form_matrix(q0, params), xi)
 
 
 class Minus(Scheme):
@@ -224,7 +225,7 @@ class Minus(Scheme):
     dirac_sign = "-"
 
     def discrete_constraint(self, system, q0, xi, ld, params):
-        return -system.one_form_matrix(ld.q1, params) @ system.Q.inverse_retract(ld.q1, q0)
+        return -mv(system.one_form_matrix(ld.q1, params), system.Q.inverse_retract(ld.q1, q0))
 
 
 class Symmetric(Scheme):
@@ -239,7 +240,7 @@ class Symmetric(Scheme):
 
     def discrete_constraint(self, system, q0, xi, ld, params):
         mid = ld.nodes[0.5]
-        return system.one_form_matrix(mid.point, params) @ (mid.Jxi @ xi)
+        return mv(system.one_form_matrix(mid.point, params), mv(mid.Jxi, xi))
 
 
 class Split(Symmetric):

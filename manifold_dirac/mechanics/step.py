@@ -19,6 +19,7 @@ from ..manifolds.base import tree_where
 from .newton import SolverOptions, newton
 from .rules import DiscreteLagrangian, StepContext
 from .schemes import Scheme
+from .small import mv
 from .status import Status, classify_step
 from .system import LagrangeDiracSystem
 
@@ -166,7 +167,7 @@ class StepMap:
         r1 = p_in + ld.D1 + ld.f_minus + jnp.where(ld.finite, 0.0, jnp.nan)  # a NaN/inf L fails the step
         s1 = jnp.maximum(jnp.max(jnp.abs(p_in)), ld.scale)
         if self.m:
-            reaction = self.scheme.reaction(sysm, q0, params) @ mu
+            reaction = mv(self.scheme.reaction(sysm, q0, params), mu)
             r1 = r1 - reaction
             s1 = jnp.maximum(s1, jnp.max(jnp.abs(reaction)))
             c = self.scheme.constraint_residual(sysm, q0, xi, ld, params)

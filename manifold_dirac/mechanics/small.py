@@ -1,0 +1,86 @@
+"""Small dense linear algebra written with elementwise operations and sums (no library calls).
+
+On a CPU, XLA compiles a loop whose body holds only elementwise operations,
+reductions and small loops into one kernel; a LAPACK call (``jnp.linalg.solve``)
+or a library matrix product (``@`` of small matrices becomes an Eigen call)
+splits it into many small kernels and costs microseconds per step in buffer
+traffic (``docs/performance.md``). The step equations therefore use these
+functions for the products and the Newton solve of their small, fixed-size
+matrices. Shapes are static: every loop here is unrolled at trace time.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["SMALL_SOLVE_MAX", "mm", "mv", "solve_small", "vdot", "vm"]
+
+SMALL_SOLVE_MAX = 12
+"""Largest system solved by the unrolled elimination of :func:`solve_small` (``jnp.linalg.solve`` above).
+
+The unrolled elimination puts ``O(n^3)`` operations into the program (about
+``n^3 / 3`` multiply-adds: 580 at ``n = 12``); above that the compile time
+grows faster than the step time falls."""
+
+
+def mm(A: jax.Array, B: jax.Array) -> jax.Array:
+    """``A @ B``, shapes ``(..., i, j) (..., j, k) -> (..., i, k)``, as broadcast-and-sum."""
+    return jnp.sum(A[..., :, :, None] * B[..., None, :, :], axis=-2)
+
+
+def mv(A: jax.Array, x: jax.Array) -> jax.Array:
+    """``A @ x``, shapes ``(..., i, j) (..., j) -> (..., i)``."""
+    return jnp.sum(A * x[..., None, :], axis=-1)
+
+
+def vm(x: jax.Array, A: jax.Array) -> jax.Array:
+    """``x @ A``, shapes ``(..., i) (..., i, j) -> (..., j)``."""
+    return jnp.sum(x[..., :, None] * A, axis=-2)
+
+
+def vdot(x: jax.Array, y: jax.Array) -> jax.Array:
+    """``x . y`` over the last axis."""
+    return jnp.sum(x * y, axis=-1)
+
+
+def solve_small(A: jax.Array, b: jax.Array) -> jax.Array:
+    """``A^{-1} b`` for one small square ``A`` (shape ``(n, n)``, ``b (n,)``), without a LAPACK call.
+
+    Gaussian elimination with partial pivoting (the algorithm of LAPACK's
+    ``getrf``/``getrs``), unrolled over the static size ``n`` and written with
+    elementwise operations and sums only, so that XLA fuses it with the
+    computation around it. A zero pivot (a singular matrix) gives ``inf`` or
+    ``NaN`` entries, as the LAPACK route does. Above :data:`SMALL_SOLVE_MAX`
+    it calls ``jnp.linalg.solve``.
+    """
+    n = A.shape[-1]
+    if n == 0:
+        return b
+    if n > SMALL_SOLVE_MAX:
+        return jnp.linalg.solve(A, b)
+    rows = [A[i] for i in range(n)]
+    rhs = [b[i] for i in range(n)]
+    for k in range(n - 1):
+        # the pivot: the largest |A[i, k]|, i >= k (the first one on ties, as LAPACK's idamax)
+        col = jnp.stack([jnp.abs(rows[i][k]) for i in range(k, n)])
+        piv = jnp.argmax(col) + k
+        sel = [piv == i for i in range(k, n)]
+        prow = sum(jnp.where(sel[i - k], rows[i], 0.0) for i in range(k, n))
+        prhs = sum(jnp.where(sel[i - k], rhs[i], 0.0) for i in range(k, n))
+        rk, bk = rows[k], rhs[k]
+        for i in range(k + 1, n):  # the row the pivot came from gets row k
+            rows[i] = jnp.where(sel[i - k], rk, rows[i])
+            rhs[i] = jnp.where(sel[i - k], bk, rhs[i])
+        rows[k], rhs[k] = prow, prhs
+        for i in range(k + 1, n):
+            f = rows[i][k] / prow[k]
+            rows[i] = rows[i] - f * prow
+            rhs[i] = rhs[i] - f * prhs
+    x = [None] * n
+    for k in range(n - 1, -1, -1):
+        acc = rhs[k]
+        for j in range(k + 1, n):
+            acc = acc - rows[k][j] * x[j]
+        x[k] = acc / rows[k][k]
+    return jnp.stack(x)
