@@ -140,8 +140,9 @@ def test_params_do_not_recompile(pendulum):
         ends.append(integ.run(integ.initial_state(q0, v0, params=p), 10, params=p).q[-1, 0])
     assert _compiled_count(pendulum) == n
     assert len(set(ends)) == 3  # the values reached the compiled loop
-    # the count sees a recompilation: another stride is another program
-    integ.run(integ.initial_state(q0, v0), 10, stride=2)
+    # the count sees a recompilation: another discrete Lagrangian is another program
+    other = md.Integrator(pendulum, 0.05, discrete_lagrangian="trapezoid")
+    other.run(other.initial_state(q0, v0), 10)
     assert _compiled_count(pendulum) > n
 
 

@@ -368,10 +368,10 @@ def test_energy_bounded_over_long_composed_runs():
 def test_cli_study_refuses_a_base_that_is_not_self_adjoint(capsys):
     from manifold_dirac.cli import main
 
-    code = main(["study", "rolling_disk", "--retractions", "exp", "--schemes", "symmetric",
+    code = main(["study", "heavy_top", "--retractions", "cayley", "--schemes", "symmetric",
                  "--compositions", "triple_jump4", "--no-progress"])
     assert code == 2
-    assert "scheme='split'" in capsys.readouterr().err
+    assert "not self-adjoint with the retraction 'cayley'" in capsys.readouterr().err
 
 
 @pytest.mark.slow
