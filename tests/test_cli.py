@@ -31,7 +31,7 @@ def run_cli(*args, cwd=None):
         (["run", "heavy_top", "--h", "-1"], "argument --h: expected positive numbers, got '-1'"),
         (["run", "heavy_top", "--steps", "zero"], "argument --steps: expected a positive integer, got 'zero'"),
         (["run", "heavy_top", "--scheme", "rk4"], "unknown scheme 'rk4'; valid: 'plus', 'minus', 'symmetric'"),
-        (["run", "heavy_top", "--rule", "simpson"], "unknown discrete Lagrangian 'simpson'"),
+        (["run", "heavy_top", "--rule", "no-such-rule"], "unknown discrete Lagrangian 'no-such-rule'"),
         (["study", "heavy_top", "--h", "0.1"], "need at least two positive step sizes"),
         (["study", "knife_edge", "--retractions", "exp,quaternion"], "has no retraction 'quaternion'"),
         (["bogus"], "invalid choice: 'bogus'"),

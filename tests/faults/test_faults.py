@@ -139,7 +139,7 @@ INTEGRATE_CASES = [
     ("stride zero", dict(stride=0), ValueError, r"stride must be an integer >= 1"),
     ("stride float", dict(stride=1.5), ValueError, r"stride"),
     ("scheme unknown", dict(scheme="rk4"), ValueError, r"unknown scheme 'rk4'"),
-    ("rule unknown", dict(discrete_lagrangian="simpson"), ValueError, r"unknown discrete Lagrangian 'simpson'"),
+    ("rule unknown", dict(discrete_lagrangian="no-such-rule"), ValueError, r"unknown discrete Lagrangian 'no-such-rule'"),
     ("on_failure", dict(on_failure="ignore"), ValueError, r"on_failure must be 'raise' or 'mark'"),
     ("solver dict", dict(solver={"rtol": 1e-3}), TypeError, r"solver must be a SolverOptions"),
     ("controls shape", dict(controls=np.zeros((3, 2))), ValueError, r"controls: expected shape \(2, \*batch, 2\)"),
@@ -498,7 +498,7 @@ CLI_CASES = [
     (["run", "pendulum", "--steps", "0"], r"--steps"),
     (["run", "pendulum", "--steps", "2.5"], r"--steps"),
     (["run", "pendulum", "--scheme", "rk4"], r"rk4"),
-    (["run", "pendulum", "--rule", "simpson"], r"simpson"),
+    (["run", "pendulum", "--rule", "no-such-rule"], r"no-such-rule"),
     (["study", "pendulum", "--resume"], r"--resume needs --out DIR"),
     (["bogus"], r"bogus"),
 ]

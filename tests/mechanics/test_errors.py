@@ -84,7 +84,7 @@ def test_q0_not_on_the_manifold():
         (dict(h=0.0), "the step h must be a positive finite number"),
         (dict(h=np.inf), "the step h must be a positive finite number"),
         (dict(h=0.1, scheme="rk4"), "unknown scheme 'rk4'; valid: 'plus', 'minus', 'symmetric'"),
-        (dict(h=0.1, discrete_lagrangian="simpson"), "unknown discrete Lagrangian 'simpson'; valid: 'rectangle\\+'"),
+        (dict(h=0.1, discrete_lagrangian="no-such-rule"), "unknown discrete Lagrangian 'no-such-rule'; valid: 'rectangle\\+'"),
         (dict(h=0.1, n_steps=-1), "n_steps must be an integer >= 0"),
         (dict(h=0.1, stride=0), "stride must be an integer >= 1"),
         (dict(h=0.1, on_failure="ignore"), "on_failure must be 'raise' or 'mark'"),
