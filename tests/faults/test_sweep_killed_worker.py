@@ -31,7 +31,9 @@ def test_a_cell_that_kills_its_worker_is_recorded_and_only_it_is_recomputed(tmp_
     cell = functools.partial(_cell, kill_file=str(kill))
     store = tmp_path / "store"
     t0 = time.perf_counter()
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):  # one retry, on a fresh worker
+    # one retry, on a fresh worker; one task per worker at a time, so that the scheduler suspects only the
+    # cell running on the dying worker (a task merely queued there counts as a failure of its own too)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0}):
         ds = sweep(cell, {"x": [0, 1, 2, 3]}, workers=2, cells_per_task=1, store=store, progress=False)
     took = time.perf_counter() - t0
     status = [str(s) for s in ds.status.values]
