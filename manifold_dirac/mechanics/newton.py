@@ -145,14 +145,14 @@ def newton(
 
     def value(z):
         r, scale, aux = fun(z)
-        return r, scaled_error(r, scale), aux
+        return r, scale, scaled_error(r, scale), aux
 
     def lin(z):
         r, _, _ = fun(z)
         return r
 
     jac = jax.jacfwd(lin)
-    r0, e0, aux0 = value(z0)
+    r0, _, e0, aux0 = value(z0)
     finite0 = jnp.isfinite(e0)
     done0 = (e0 <= 4 * _EPS) | ~finite0 | ~jnp.asarray(active)
     status0 = jnp.where(finite0, Status.OK, Status.NONFINITE).astype(jnp.int32)
@@ -164,13 +164,13 @@ def newton(
         z, r, e, it, done_in, _, _ = c
         dz = solve_small(jac(z), -r)
         z1 = z + dz
-        r1, e1, aux1 = value(z1)
+        r1, s1, e1, aux1 = value(z1)
         it1 = it + 1
         finite = jnp.isfinite(e1) & jnp.all(jnp.isfinite(z1))
         stagnant = e1 >= 0.5 * e
         converged = (e1 <= 4 * _EPS) | (stagnant & (e1 <= rtol))
         if floor is not None:
-            converged = converged | at_floor(z1, r1, finite & stagnant & ~converged & ~done_in)
+            converged = converged | at_floor(z1, r1, s1, finite & stagnant & ~converged & ~done_in)
         out_of_budget = it1 >= max_iter
         done = ~finite | converged | out_of_budget
         status = jnp.where(
@@ -181,12 +181,14 @@ def newton(
         # (under vmap the loop runs while any member runs, and JAX keeps a stopped member's values)
         return z1, r1, e1, it1, done, status, aux1
 
-    def at_floor(z1, r1, need):
-        """Whether ``r1`` is at the round-off floor of the data (computed only where ``need``)."""
+    def at_floor(z1, r1, scale1, need):
+        """Whether ``r1`` is at the round-off floor of the data (computed only where ``need``).
+
+        ``scale1`` is the scale ``fun`` returned with ``r1``: the equations are not evaluated again here.
+        """
 
         def check(_):
-            _, scale, _ = fun(z1)
-            return jnp.all(jnp.abs(r1) <= 4.0 * (_EPS * jnp.abs(scale) + floor(z1)))
+            return jnp.all(jnp.abs(r1) <= 4.0 * (_EPS * jnp.abs(scale1) + floor(z1)))
 
         if axis_name is None:
             return jax.lax.cond(need, check, lambda _: jnp.bool_(False), None)
