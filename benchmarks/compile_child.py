@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 from benchmarks.cases import CASES, system  # noqa: E402
 from manifold_dirac import integrate  # noqa: E402
 from manifold_dirac import systems as S  # noqa: E402
-from manifold_dirac.config import cache_directory  # noqa: E402
+from manifold_dirac._config import cache_directory  # noqa: E402
 
 EVENTS = {
     "/jax/core/compile/jaxpr_trace_duration": "trace",

@@ -57,7 +57,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from manifold_dirac import integrate  # noqa: E402
-from manifold_dirac.mechanics.composition import adjoint_defect  # noqa: E402
+from manifold_dirac._mechanics.composition import adjoint_defect  # noqa: E402
 from manifold_dirac.systems.catalog import EXAMPLES  # noqa: E402
 
 T = 2.0

@@ -34,9 +34,9 @@ import numpy as np
 
 from manifold_dirac import Euclidean, LagrangeDiracSystem, integrate
 from manifold_dirac.analysis import energy_drift
-from manifold_dirac.errors import StepError
-from manifold_dirac.manifolds.se2 import SE2
-from manifold_dirac.manifolds.so3 import SO3
+from manifold_dirac._errors import StepError
+from manifold_dirac._manifolds.se2 import SE2
+from manifold_dirac._manifolds.so3 import SO3
 from manifold_dirac.systems import chaplygin_sled
 from manifold_dirac.systems import interconnected as S
 

@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 import manifold_dirac  # noqa: E402,F401
 from manifold_dirac import integrate  # noqa: E402
 from manifold_dirac import systems as S  # noqa: E402
-from manifold_dirac.manifolds import SO3  # noqa: E402
+from manifold_dirac._manifolds import SO3  # noqa: E402
 
 I = np.array([1.0, 2.0, 3.0])
 MGL, CHI, E3 = 1.0, np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.0, 1.0])

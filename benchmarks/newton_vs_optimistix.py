@@ -1,4 +1,4 @@
-"""Own Newton (``manifold_dirac/mechanics/newton.py``) vs ``optimistix.Newton`` + ``optimistix.root_find``.
+"""Own Newton (``manifold_dirac/_mechanics/newton.py``) vs ``optimistix.Newton`` + ``optimistix.root_find``.
 
 Run: ``.venv/bin/python benchmarks/newton_vs_optimistix.py`` (about 2-4 minutes).
 Prints a table and writes it to ``benchmarks/results/newton_vs_optimistix.txt``.
@@ -60,11 +60,11 @@ import lineax as lx
 import numpy as np
 import optimistix as optx
 
-from manifold_dirac.manifolds.so3 import SO3
-from manifold_dirac.mechanics import newton as newton_module
-from manifold_dirac.mechanics.integrate import Integrator
-from manifold_dirac.mechanics.newton import NewtonResult, newton, scaled_error
-from manifold_dirac.mechanics.status import Status
+from manifold_dirac._manifolds.so3 import SO3
+from manifold_dirac._mechanics import newton as newton_module
+from manifold_dirac._mechanics.integrate import Integrator
+from manifold_dirac._mechanics.newton import NewtonResult, newton, scaled_error
+from manifold_dirac._mechanics.status import Status
 from manifold_dirac.systems import heavy_top, knife_edge
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -288,7 +288,7 @@ def import_seconds(n: int = 3) -> float:
 def main() -> None:
     t_start = time.perf_counter()
     names = list(SOLVERS)
-    emit("Own Newton (manifold_dirac/mechanics/newton.py) vs optimistix.Newton + root_find")
+    emit("Own Newton (manifold_dirac/_mechanics/newton.py) vs optimistix.Newton + root_find")
     emit(f"date {datetime.datetime.now().isoformat(timespec='seconds')}  python {platform.python_version()}  "
          f"jax {jax.__version__}  jaxlib {metadata.version('jaxlib')}  optimistix {metadata.version('optimistix')}  "
          f"lineax {metadata.version('lineax')}  equinox {metadata.version('equinox')}")

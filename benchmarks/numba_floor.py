@@ -22,7 +22,7 @@ no allocation inside a step; same formulas as ``benchmarks/baselines.py``):
   ``r2 = A xi`` (the midpoint tangent ``J_r(xi/2) xi`` is ``xi`` for ``exp``).
 
 Then ``p_{k+1} = D2 L_d``, ``q_{k+1} = q_k exp(xi)``. Closed forms and Taylor
-branches (``theta^2 < 1e-3``) are those of ``manifold_dirac/manifolds/so3.py``
+branches (``theta^2 < 1e-3``) are those of ``manifold_dirac/_manifolds/so3.py``
 and ``se2.py``. Entry points: ``*_step`` (one step), ``run_*`` (one
 trajectory), ``run_*_batch`` (``B`` trajectories, ``prange``), :func:`check`.
 
@@ -404,7 +404,7 @@ def knife_edge_state(q0, v0, h):
 
 def _cases():
     """``name: (system, q0, v0, h, make_state, step, run, run_batch)`` of the check and timings."""
-    from manifold_dirac.manifolds import SO3
+    from manifold_dirac._manifolds import SO3
     from manifold_dirac.systems import heavy_top, knife_edge
 
     return {
@@ -448,7 +448,7 @@ def _median_time(fn, repeats: int) -> float:
 
 def _batch_state(name: str, B: int, rng: np.random.Generator):
     """``B`` generic initial states near the check's (``v_y = 0`` for the knife edge)."""
-    from manifold_dirac.manifolds import SE2, SO3
+    from manifold_dirac._manifolds import SE2, SO3
 
     if name == "heavy_top":
         R0 = SO3().from_coordinates(rng.normal(0.0, 0.5, (B, 3)) + [0.3, 0.1, 0.0])

@@ -49,8 +49,8 @@ def heavy_top_ensemble_cell(retraction: str, h: float, members: np.ndarray, *, T
     ensemble from ``seed`` (so a member's data do not depend on how the ensemble is split
     into batches).
     """
-    from manifold_dirac.manifolds import SO3
-    from manifold_dirac.mechanics.integrate import integrate
+    from manifold_dirac._manifolds import SO3
+    from manifold_dirac._mechanics.integrate import integrate
     from manifold_dirac.study import example_system
     from manifold_dirac.systems.catalog import get_example
 

@@ -43,7 +43,7 @@ SINGLE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_thr
 
 
 def _initial(index: np.ndarray, n_members: int = 4096):
-    from manifold_dirac.manifolds import SO3
+    from manifold_dirac._manifolds import SO3
 
     noise = np.random.default_rng(7).standard_normal((n_members, 6))[index]
     R0 = np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0])))
@@ -53,7 +53,7 @@ def _initial(index: np.ndarray, n_members: int = 4096):
 
 def heavy_top_cell(case: int, *, steps: int) -> dict:
     """One heavy top (initial condition ``case``), ``steps`` steps at h = 0.01: CPU-bound."""
-    from manifold_dirac.mechanics.integrate import integrate
+    from manifold_dirac._mechanics.integrate import integrate
     from manifold_dirac.study import example_system
     from manifold_dirac.systems.catalog import get_example
 
@@ -65,7 +65,7 @@ def heavy_top_cell(case: int, *, steps: int) -> dict:
 
 def heavy_top_batch_cell(kind: str, members: np.ndarray, *, steps: int) -> dict:
     """The same heavy tops, a block of members as one batch (vmap)."""
-    from manifold_dirac.mechanics.integrate import integrate
+    from manifold_dirac._mechanics.integrate import integrate
     from manifold_dirac.study import example_system
     from manifold_dirac.systems.catalog import get_example
 

@@ -35,12 +35,12 @@ import importlib
 from importlib.metadata import PackageNotFoundError, version as _dist_version
 from typing import Any
 
-from . import config as _config
+from . import _config
 
 _config.configure()
 
-from .config import cache_directory  # noqa: E402
-from .errors import (  # noqa: E402
+from ._config import cache_directory  # noqa: E402
+from ._errors import (  # noqa: E402
     ConvergenceError,
     DegenerateLagrangianWarning,
     IllPosedStepError,
@@ -51,7 +51,7 @@ from .errors import (  # noqa: E402
     StepDomainError,
     StepError,
 )
-from .manifolds import (  # noqa: E402
+from ._manifolds import (  # noqa: E402
     SE2,
     SE3,
     SO3,
@@ -66,7 +66,7 @@ from .manifolds import (  # noqa: E402
     register_retraction,
     resolve_retraction,
 )
-from .mechanics import (  # noqa: E402
+from ._mechanics import (  # noqa: E402
     GalerkinRule,
     Integrator,
     LagrangeDiracSystem,
@@ -87,8 +87,8 @@ from .mechanics import (  # noqa: E402
     register_scheme,
     rollout,
 )
-from .mechanics.differentiable import solve_step  # noqa: E402
-from .interconnection import (  # noqa: E402
+from ._mechanics.differentiable import solve_step  # noqa: E402
+from ._interconnection import (  # noqa: E402
     Interaction,
     InterconnectedSystem,
     equal_velocities,

@@ -1,7 +1,7 @@
 """Compatibility shims for optional third-party packages.
 
 The core of manifold_dirac never imports geomstats; the adapter
-(:mod:`manifold_dirac.manifolds.geomstats_adapter`), ``Sphere2(values="geomstats")``
+(:mod:`manifold_dirac._manifolds.geomstats_adapter`), ``Sphere2(values="geomstats")``
 and the cross-check tests do, through :func:`import_geomstats`.
 
 geomstats 2.8.0 (its latest release) fails to import with numpy >= 2.4:

@@ -29,7 +29,7 @@ whose coordinates are the axes.
   compiled steps of a system live with it (:func:`~manifold_dirac.study.example_system`
   keeps one per process), and every worker process shares the persistent
   compilation cache that importing ``manifold_dirac`` switches on
-  (:mod:`manifold_dirac.config`), so a worker compiles a program another
+  (:mod:`manifold_dirac._config`), so a worker compiles a program another
   process compiled before only from the cache.
 
 Dask and xarray are the optional extra ``sweep``
@@ -323,7 +323,7 @@ intra-op threads, and two workers on two cores would contend for them)."""
 
 def worker_xla_flags() -> str:
     """``XLA_FLAGS`` of a worker process the sweep starts: this process's (the user's or the library's) + one thread."""
-    from . import config
+    from . import _config as config
 
     own = os.environ.get("XLA_FLAGS", config.XLA_FLAGS if os.environ.get("MANIFOLD_DIRAC_XLA_FLAGS") != "0" else "")
     return f"{own} {WORKER_THREAD_FLAGS}".strip()

@@ -215,7 +215,7 @@ def _figures(ex: Any, sysm: Any, tr: Any, out: Path) -> list[Path]:
 
 
 def _se2_factors(Q: Any, q: Any) -> list[np.ndarray]:
-    from .manifolds import SE2
+    from ._manifolds import SE2
 
     if isinstance(q, tuple):
         return [a for f, x in zip(Q.factors, q) for a in _se2_factors(f, x)]
@@ -223,8 +223,8 @@ def _se2_factors(Q: Any, q: Any) -> list[np.ndarray]:
 
 
 def _cmd_run(args: Any) -> int:
-    from .errors import RunInterrupted, StepError
-    from .mechanics.integrate import integrate
+    from ._errors import RunInterrupted, StepError
+    from ._mechanics.integrate import integrate
     from .study import example_system, point_at
     from .systems.catalog import get_example
 
@@ -326,7 +326,7 @@ def _cmd_study(args: Any) -> int:
 def _cmd_tour(args: Any) -> int:
     from tqdm.auto import tqdm
 
-    from .mechanics.integrate import integrate
+    from ._mechanics.integrate import integrate
     from .study import example_system, retraction_study
     from .systems.catalog import EXAMPLES
 
@@ -475,7 +475,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return _signal_status()
     except Exception as exc:
-        from .errors import StepError
+        from ._errors import StepError
 
         if os.environ.get("MANIFOLD_DIRAC_DEBUG"):
             raise

@@ -721,8 +721,8 @@ def plot_trajectory(
     >>> tr = md.integrate(pendulums, np.array([1.0, 0.5]), v0=np.zeros(2), h=0.01, n_steps=200)
     >>> fig = md.plot_trajectory(tr, path="double_pendulum.png")   # coordinates against time
     """
-    from .manifolds import SE2, SO3
-    from .manifolds.sphere import Sphere2
+    from ._manifolds import SE2, SO3
+    from ._manifolds.sphere import Sphere2
 
     Q = system.Q if system is not None else manifold
     q = _get(trajectory, "q")

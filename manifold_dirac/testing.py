@@ -40,7 +40,7 @@ whose methods cannot be traced (numpy inside: ``Sphere2(values="geomstats")``)
 is evaluated eagerly instead.
 
 Every Jacobian is checked three independent ways, each against its
-definition in :mod:`manifold_dirac.manifolds.base` -- the derivative
+definition in :mod:`manifold_dirac._manifolds.base` -- the derivative
 of a composition of ``retract`` and ``inverse_retract`` along
 ``q -> R_q(e eta)``:
 
@@ -71,9 +71,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._registry import Registry
-from .manifolds.base import Manifold
-from .manifolds.lie_group import MatrixLieGroup
-from .manifolds.product import ProductManifold
+from ._manifolds.base import Manifold
+from ._manifolds.lie_group import MatrixLieGroup
+from ._manifolds.product import ProductManifold
 
 __all__ = [
     "BATCH_SHAPES",
@@ -185,7 +185,7 @@ def registered_manifolds() -> dict[str, Callable[[], Manifold]]:
 
 
 def _register_builtins() -> None:
-    from .manifolds import SE2, SE3, SO3, Euclidean, Sphere2
+    from ._manifolds import SE2, SE3, SO3, Euclidean, Sphere2
 
     register_manifold("euclidean1", lambda: Euclidean(1))
     register_manifold("euclidean3", lambda: Euclidean(3))
@@ -1215,7 +1215,7 @@ def _edge_along(manifold: Manifold, d: np.ndarray) -> float | None:
 def _eager_outcome(manifold: Manifold, method: str, args: tuple) -> str | None:
     """Call ``manifold.method(*args)`` eagerly: None if it returned finite values or raised a
     :class:`RetractionDomainError` naming the primitive; otherwise what went wrong."""
-    from .errors import RetractionDomainError
+    from ._errors import RetractionDomainError
 
     def names(M: Manifold) -> list[str]:
         return [f"{M!r}."] + [n for f in getattr(M, "factors", ()) for n in names(f)]
@@ -1249,7 +1249,7 @@ def check_domain_edges(manifold: Manifold, q: Any, xi: Any) -> None:
     it, 2 pi), and a ``q1`` with a NaN entry; ``to_coordinates`` gets the
     same points and ``from_coordinates`` coordinates with a NaN or an
     infinite entry. Every call must return finite
-    values or raise a :class:`~manifold_dirac.errors.RetractionDomainError`
+    values or raise a :class:`~manifold_dirac._errors.RetractionDomainError`
     naming the primitive; ``in_domain`` must hold at 0 and fail at 1.5 times
     its edge. Eager calls only: inside ``jit`` the integrator's step status
     reports a step outside the domain.
@@ -1486,7 +1486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m manifold_dirac.testing TARGET...``: run every shared law on your manifolds.
 
     Each ``TARGET`` is ``module:Name`` or ``file.py:Name``, where ``Name`` is
-    a :class:`~manifold_dirac.manifolds.base.Manifold` subclass (checked
+    a :class:`~manifold_dirac._manifolds.base.Manifold` subclass (checked
     once per registered retraction), an instance, or a factory returning
     one. Prints one line per manifold with the number of law checks passed.
 

@@ -33,7 +33,7 @@ monitoring.register_event_duration_secs_listener(on_duration)
 monitoring.register_event_listener(on_event)
 import manifold_dirac
 from manifold_dirac import integrate, systems as S
-from manifold_dirac.manifolds import SO3
+from manifold_dirac._manifolds import SO3
 out = {}
 def count(label, fn):
     before = dict(counts)
@@ -81,7 +81,7 @@ def test_structure_key_tells_equal_systems_from_different_ones():
     import numpy as np
 
     from manifold_dirac import systems as S
-    from manifold_dirac.mechanics.compile_cache import structure_key
+    from manifold_dirac._mechanics.compile_cache import structure_key
 
     assert structure_key(S.heavy_top()) == structure_key(S.heavy_top())
     assert structure_key(S.rolling_disk()) == structure_key(S.rolling_disk())
@@ -90,8 +90,8 @@ def test_structure_key_tells_equal_systems_from_different_ones():
     assert structure_key(S.heavy_top()) != structure_key(S.heavy_top(retraction="cayley"))
     assert structure_key(S.heavy_top()) != structure_key(S.free_rigid_body())
 
-    from manifold_dirac.manifolds import Euclidean
-    from manifold_dirac.mechanics.system import LagrangeDiracSystem
+    from manifold_dirac._manifolds import Euclidean
+    from manifold_dirac._mechanics.system import LagrangeDiracSystem
 
     def make(k):
         return LagrangeDiracSystem(Euclidean(1), lambda q, v: 0.5 * v @ v - 0.5 * k * q @ q)
@@ -106,8 +106,8 @@ def test_a_system_differing_only_in_a_closed_over_constant_gets_its_own_program(
     import numpy as np
 
     from manifold_dirac import integrate
-    from manifold_dirac.manifolds import Euclidean
-    from manifold_dirac.mechanics.system import LagrangeDiracSystem
+    from manifold_dirac._manifolds import Euclidean
+    from manifold_dirac._mechanics.system import LagrangeDiracSystem
 
     def make(k):
         return LagrangeDiracSystem(Euclidean(1), lambda q, v: 0.5 * v @ v - 0.5 * k * q @ q)

@@ -22,7 +22,7 @@ def test_float64_is_enabled_on_import():
 
 
 def test_the_compilation_cache_is_on_by_default_in_the_user_cache_directory(tmp_path):
-    code = "import manifold_dirac, manifold_dirac.config as c; print(c.cache_directory())"
+    code = "import manifold_dirac, manifold_dirac._config as c; print(c.cache_directory())"
     env = {k: v for k, v in os.environ.items() if k != "MANIFOLD_DIRAC_JAX_CACHE"}
     env["XDG_CACHE_HOME"] = str(tmp_path)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
@@ -31,7 +31,7 @@ def test_the_compilation_cache_is_on_by_default_in_the_user_cache_directory(tmp_
 
 
 def test_the_cache_can_be_switched_off_or_moved(tmp_path):
-    code = "import manifold_dirac, manifold_dirac.config as c; print(c.cache_directory())"
+    code = "import manifold_dirac, manifold_dirac._config as c; print(c.cache_directory())"
     assert _run(code, MANIFOLD_DIRAC_JAX_CACHE="0") == "None"
     assert _run(code, MANIFOLD_DIRAC_JAX_CACHE=str(tmp_path / "elsewhere")) == str(tmp_path / "elsewhere")
 
@@ -40,16 +40,16 @@ def test_the_cache_is_bounded_so_that_jax_locks_reads_and_writes():
     """Unbounded, JAX writes cache entries in place without a lock: a concurrent reader can load a
     half-written executable and segfault. Bounded, every get/put holds a file lock."""
     code = (
-        "import jax, manifold_dirac, manifold_dirac.config as c; "
+        "import jax, manifold_dirac, manifold_dirac._config as c; "
         "print(jax.config.jax_compilation_cache_max_size == c.CACHE_MAX_BYTES > 0)"
     )
     assert _run(code) == "True"
 
 
 def test_the_xla_flag_is_set_only_when_the_user_has_not_set_xla_flags():
-    code = "import os, manifold_dirac, manifold_dirac.config as c; print(repr(os.environ.get('XLA_FLAGS')), c.xla_flags_set())"
+    code = "import os, manifold_dirac, manifold_dirac._config as c; print(repr(os.environ.get('XLA_FLAGS')), c.xla_flags_set())"
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "MANIFOLD_DIRAC_XLA_FLAGS")}
-    from manifold_dirac.config import XLA_FLAGS
+    from manifold_dirac._config import XLA_FLAGS
 
     def run(**extra):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **extra},
@@ -62,6 +62,6 @@ def test_the_xla_flag_is_set_only_when_the_user_has_not_set_xla_flags():
     assert run(XLA_FLAGS="") == "'' False"  # set, even empty: the user's
     assert run(MANIFOLD_DIRAC_XLA_FLAGS="0") == "None False"  # the opt-out
     # JAX already running: the flag would have no effect, so it is not set
-    late = "import os, jax; jax.numpy.zeros(1); import manifold_dirac.config as c; print(os.environ.get('XLA_FLAGS'), c.xla_flags_set())"
+    late = "import os, jax; jax.numpy.zeros(1); import manifold_dirac._config as c; print(os.environ.get('XLA_FLAGS'), c.xla_flags_set())"
     out = subprocess.run([sys.executable, "-c", late], capture_output=True, text=True, env=env, timeout=120)
     assert out.stdout.strip() == "None False", out.stderr[-2000:]

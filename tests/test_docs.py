@@ -129,17 +129,17 @@ def test_the_hook_turns_roles_into_cross_references():
         sys.path.pop(0)
 
     api_refs.on_config({"config_file_path": str(ROOT / "mkdocs.yml")})
-    assert api_refs.resolve("Trajectory") == "manifold_dirac.mechanics.trajectory.Trajectory"
-    assert api_refs.resolve("~manifold_dirac.errors.StepError") == "manifold_dirac.errors.StepError"
-    assert api_refs.resolve("Integrator.run") == "manifold_dirac.mechanics.integrate.Integrator.run"
+    assert api_refs.resolve("Trajectory") == "manifold_dirac._mechanics.trajectory.Trajectory"
+    assert api_refs.resolve("~manifold_dirac._errors.StepError") == "manifold_dirac._errors.StepError"
+    assert api_refs.resolve("Integrator.run") == "manifold_dirac._mechanics.integrate.Integrator.run"
     assert api_refs.resolve("no_such_thing") is None
     # a name defined in several places resolves to the one nearest the docstring that uses it
     many = list(api_refs._BY_NAME.get("step", []))
     assert len(many) >= 2, many
     for p in many:
         assert api_refs.resolve("step", context=p.rsplit(".", 1)[0]) == p
-    out = api_refs.rewrite(":class:<code>~manifold_dirac.errors.StepError</code> and <code>f ``x``</code>")
-    assert out == ('<autoref identifier="manifold_dirac.errors.StepError" optional><code>StepError</code></autoref>'
+    out = api_refs.rewrite(":class:<code>~manifold_dirac._errors.StepError</code> and <code>f ``x``</code>")
+    assert out == ('<autoref identifier="manifold_dirac._errors.StepError" optional><code>StepError</code></autoref>'
                    " and <code>f x</code>")
     assert api_refs.rewrite(":func:<code>no_such_thing</code>") == "<code>no_such_thing</code>"
 

@@ -20,13 +20,13 @@ import pytest
 
 import manifold_dirac  # noqa: F401  (float64, cache)
 from manifold_dirac.analysis import observed_order
-from manifold_dirac.manifolds import SO3, Euclidean
-from manifold_dirac.mechanics.integrate import Integrator, integrate
-from manifold_dirac.mechanics.newton import SolverOptions
-from manifold_dirac.mechanics.status import Status
-from manifold_dirac.mechanics.system import LagrangeDiracSystem
+from manifold_dirac._manifolds import SO3, Euclidean
+from manifold_dirac._mechanics.integrate import Integrator, integrate
+from manifold_dirac._mechanics.newton import SolverOptions
+from manifold_dirac._mechanics.status import Status
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import heavy_top_reference
-from manifold_dirac.errors import NonFiniteError, StepDomainError
+from manifold_dirac._errors import NonFiniteError, StepDomainError
 
 INERTIA = jnp.array([1.0, 2.0, 3.0])
 CHI = jnp.array([0.0, 0.0, 1.0])
@@ -160,7 +160,7 @@ def test_results_are_float64_numpy_arrays():
 # -------------------------------------------------- compile once, trace h
 def test_changing_h_initial_data_and_step_count_does_not_recompile():
     integrate(TOP, Q0, v0=V0, h=0.01, n_steps=10)
-    engine = importlib.import_module("manifold_dirac.mechanics.integrate")
+    engine = importlib.import_module("manifold_dirac._mechanics.integrate")
     fn = next(f for k, f in engine.compiled_functions(TOP).items() if k[-1][0] == "chunk")
     before = fn._cache_size()
     integrate(TOP, SO3().exp(jnp.array([0.0, 0.2, 0.1])), v0=2 * V0, h=0.003, n_steps=1000)
@@ -174,7 +174,7 @@ def test_compiled_functions_are_freed_with_their_system():
     import gc
     import weakref
 
-    from manifold_dirac.mechanics import compile_cache
+    from manifold_dirac._mechanics import compile_cache
 
     def make():
         return LagrangeDiracSystem(Euclidean(1), _spring)
@@ -197,7 +197,7 @@ def _spring(q, v):
 
 
 def engine_table_has(system) -> bool:
-    engine = importlib.import_module("manifold_dirac.mechanics.integrate")
+    engine = importlib.import_module("manifold_dirac._mechanics.integrate")
     return bool(engine.compiled_functions(system))
 
 

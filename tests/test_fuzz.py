@@ -11,7 +11,7 @@ bytes, and damaged copies of a real file) ends in one of
   (the default for a batch), a trajectory whose failed members carry a
   status and a message while the others stay finite;
 * a documented exception -- ``ValueError``, ``TypeError`` or a
-  :mod:`manifold_dirac.errors` class (the ``OSError`` of a missing file
+  :mod:`manifold_dirac._errors` class (the ``OSError`` of a missing file
   is not reachable here) -- with a message of one non-empty line;
 
 never another exception type, never ``ok=True`` with a NaN.
@@ -33,10 +33,10 @@ import numpy as np
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from manifold_dirac import errors
-from manifold_dirac.mechanics import SolverOptions, Trajectory, integrate
-from manifold_dirac.mechanics.rules import RULES
-from manifold_dirac.mechanics.schemes import SCHEMES
+from manifold_dirac import _errors as errors
+from manifold_dirac._mechanics import SolverOptions, Trajectory, integrate
+from manifold_dirac._mechanics.rules import RULES
+from manifold_dirac._mechanics.schemes import SCHEMES
 
 from .systems.bundled import new
 

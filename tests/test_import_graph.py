@@ -104,9 +104,9 @@ def _packages(graph: dict[str, set[str]], top: Path) -> set[str]:
 def test_no_module_imports_itself_through_others():
     top = ROOT / "manifold_dirac"
     graph = import_graph(top)
-    assert "manifold_dirac.mechanics.rules" in graph and graph["manifold_dirac.mechanics.galerkin"]
+    assert "manifold_dirac._mechanics.rules" in graph and graph["manifold_dirac._mechanics.galerkin"]
     assert circles(graph, _packages(graph, top)) == []
-    assert "manifold_dirac.mechanics.galerkin" not in graph["manifold_dirac.mechanics.rules"]
+    assert "manifold_dirac._mechanics.galerkin" not in graph["manifold_dirac._mechanics.rules"]
 
 
 def test_the_checker_finds_a_planted_circle(tmp_path):
@@ -122,10 +122,10 @@ def test_the_checker_finds_a_planted_circle(tmp_path):
     assert circles(graph, _packages(graph, pkg)) == [{"planted.a", "planted.b"}]
 
 
-@pytest.mark.parametrize("module", ["manifold_dirac.mechanics.rules", "manifold_dirac.mechanics.galerkin"])
+@pytest.mark.parametrize("module", ["manifold_dirac._mechanics.rules", "manifold_dirac._mechanics.galerkin"])
 def test_each_rule_module_imports_alone_and_finds_every_rule(module):
     """In a fresh interpreter, importing either module alone gives the whole rule registry."""
-    code = (f"import {module}\nfrom manifold_dirac.mechanics.rules import RULES, get_rule\n"
+    code = (f"import {module}\nfrom manifold_dirac._mechanics.rules import RULES, get_rule\n"
             "print(','.join(RULES.names())); get_rule('gauss4'); get_rule('midpoint')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -14,7 +14,7 @@ runs reuse one compiled program.
 import numpy as np
 import pytest
 
-from manifold_dirac.mechanics import Integrator, SolverOptions, integrate
+from manifold_dirac._mechanics import Integrator, SolverOptions, integrate
 
 from .systems.bundled import new
 

@@ -107,7 +107,7 @@ def pendulum():
 
 
 def _compiled_count(system) -> int:
-    from manifold_dirac.mechanics.integrate import compiled_functions
+    from manifold_dirac._mechanics.integrate import compiled_functions
 
     return sum(f._cache_size() for f in compiled_functions(system).values())
 
@@ -238,7 +238,7 @@ _DEEP = re.compile(
     r"(?:from|import)\s+manifold_dirac\.(?!(?:" + "|".join(PUBLIC_SUBMODULES) + r")\b(?!\.))[\w.]+"
     r"|(?:from|import)\s+manifold_dirac\.[\w]+\.[\w.]+"
     r"|\bmanifold_dirac\.(?:mechanics|manifolds|interconnection|errors|config|_\w+)\.\w"
-    r"|\bmd\.(?:mechanics|manifolds|interconnection|errors|config)\."
+    r"|\bmd\._\w+|\bmd\.(?:mechanics|manifolds|interconnection|errors|config)\."
 )
 
 
@@ -261,14 +261,14 @@ def _sources() -> list[tuple[str, str]]:
 
 def test_the_scan_finds_deep_imports():
     bad = [
-        "from manifold_dirac.mechanics.integrate import integrate",
+        "from manifold_dirac._mechanics.integrate import integrate",
         "from manifold_dirac.systems.catalog import get_example",
-        "from manifold_dirac.mechanics import Scheme",
-        "from manifold_dirac.errors import StepError",
+        "from manifold_dirac._mechanics import Scheme",
+        "from manifold_dirac._errors import StepError",
         "from manifold_dirac._sweep import sweep",
-        "import manifold_dirac.mechanics.integrate",
-        "x = manifold_dirac.mechanics.integrate.legendre_inverse",
-        "md.mechanics.integrate(...)",
+        "import manifold_dirac._mechanics.integrate",
+        "x = manifold_dirac._mechanics.integrate.legendre_inverse",
+        "md._mechanics.integrate(...)",
     ]
     for line in bad:
         assert deep_imports(line), line

@@ -12,11 +12,11 @@ import itertools
 import pytest
 
 from manifold_dirac._registry import Registry
-from manifold_dirac.manifolds import SE2, Euclidean
-from manifold_dirac.manifolds.lie_group import GroupRetraction
-from manifold_dirac.mechanics.rules import RULES, QuadratureRule, get_rule, register_rule
-from manifold_dirac.mechanics.schemes import SCHEMES, Plus, get_scheme, register_scheme
-from manifold_dirac.manifolds.base import register_retraction
+from manifold_dirac._manifolds import SE2, Euclidean
+from manifold_dirac._manifolds.lie_group import GroupRetraction
+from manifold_dirac._mechanics.rules import RULES, QuadratureRule, get_rule, register_rule
+from manifold_dirac._mechanics.schemes import SCHEMES, Plus, get_scheme, register_scheme
+from manifold_dirac._manifolds.base import register_retraction
 from manifold_dirac.testing import _REGISTRY as MANIFOLDS
 from manifold_dirac.testing import register_manifold
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from manifold_dirac.manifolds import SE2, SO3, Euclidean, ProductManifold
+from manifold_dirac._manifolds import SE2, SO3, Euclidean, ProductManifold
 from manifold_dirac.testing import (
     assert_close,
     check_manifold_laws,
@@ -111,7 +111,7 @@ def test_the_laws_command_runs_a_user_file_and_reports_a_failure(tmp_path, capsy
     good = tmp_path / "my_group.py"
     good.write_text(
         "from manifold_dirac import SE2\n"
-        "from manifold_dirac.manifolds.se2 import SE2Exp\n\n"
+        "from manifold_dirac._manifolds.se2 import SE2Exp\n\n"
         "def make():\n    return SE2('exp')\n\n"
         "class Broken(SE2):\n    pass\n\n"
         "class _Off(SE2Exp):\n"
@@ -119,7 +119,7 @@ def test_the_laws_command_runs_a_user_file_and_reports_a_failure(tmp_path, capsy
         "    def tau_with_jacobians(self, G, xi):\n"
         "        t, Jq, Jxi = super().tau_with_jacobians(G, xi)\n"
         "        return t, Jq, 1.01 * Jxi\n\n"
-        "from manifold_dirac.manifolds import register_retraction\n"
+        "from manifold_dirac._manifolds import register_retraction\n"
         "register_retraction(Broken)(_Off)\n"
     )
     law = ["--law", "fused_equals_composition", "--seeds", "1"]

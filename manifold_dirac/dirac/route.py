@@ -26,7 +26,7 @@ reaction in ``row A(q_k)`` (McLachlan & Perlmutter, J. Nonlinear Sci. 2006).
 :func:`dirac_route` runs the route; :func:`verify` measures, step by step,
 how far a computed trajectory is from its scheme's discrete structure.
 Which structure is read from the scheme object
-(:attr:`~manifold_dirac.mechanics.schemes.Scheme.dirac_sign`,
+(:attr:`~manifold_dirac._mechanics.schemes.Scheme.dirac_sign`,
 ``dirac_midpoint``), never from its name; a registered scheme that declares
 none is verified against its own step equations (its discrete constraint,
 reaction and reported momentum) with this module's ``L_d`` partials.
@@ -44,11 +44,11 @@ import jax.numpy as jnp
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..interconnection import InterconnectedSystem, SubsystemDiscreteLagrangian
-from ..mechanics.rules import DiscreteLagrangian, QuadratureRule, RuleValue, get_rule, node_geometry
-from ..mechanics.schemes import Scheme, get_scheme
-from ..mechanics.system import LagrangeDiracSystem
-from ..types import Covector, Matrix, Point, Scalar, Vector
+from .._interconnection import InterconnectedSystem, SubsystemDiscreteLagrangian
+from .._mechanics.rules import DiscreteLagrangian, QuadratureRule, RuleValue, get_rule, node_geometry
+from .._mechanics.schemes import Scheme, get_scheme
+from .._mechanics.system import LagrangeDiracSystem
+from .._types import Covector, Matrix, Point, Scalar, Vector
 from .discrete import DiscreteDiracStructure, discrete_dirac_differential
 from .linear import block_diag_forms
 
@@ -286,7 +286,7 @@ def discrete_structure_of(system: LagrangeDiracSystem, sign: str, q: Point, *, m
     Parameters
     ----------
     system : LagrangeDiracSystem
-        An elementary or an :class:`~manifold_dirac.interconnection.InterconnectedSystem`.
+        An elementary or an :class:`~manifold_dirac._interconnection.InterconnectedSystem`.
     sign : {'+', '-'}
     q : point
         The chart centre: ``q_k`` for (+), ``q_{k+1}`` for (−).
@@ -524,7 +524,7 @@ class StepVerification:
         The scheme's discrete constraint, ``|B chi|`` with the velocity forms of
         the structure (the interaction's included), relative to ``max(1, |chi|)``;
         for a scheme without a declared structure, its
-        :meth:`~manifold_dirac.mechanics.schemes.Scheme.constraint_residual`
+        :meth:`~manifold_dirac._mechanics.schemes.Scheme.constraint_residual`
         relative to ``max(1, |xi|)``.
     velocity_constraint : ndarray, shape=[K+1]
         ``|A(q_k) v_k|`` with the stored velocities (the continuous constraint,
@@ -547,7 +547,7 @@ class StepVerification:
         the constraint forces). Round-off for a run as the library wrote it.
     tolerance : float
         The run's Newton tolerance ``rtol`` (``trajectory.meta["solver_rtol"]``,
-        else the default of :class:`~manifold_dirac.mechanics.newton.SolverOptions`):
+        else the default of :class:`~manifold_dirac._mechanics.newton.SolverOptions`):
         each step's equations hold to it relative to their scale, so every
         residual here is below it for a run as computed; :attr:`ok` compares.
     """
@@ -717,7 +717,7 @@ def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[
     xis = np.array([np.asarray(fns["inverse_retract"](points[k], points[k + 1])) for k in range(K)]).reshape(K, n)
     records = _recorded_fields(system, trajectory, points, p, xis, t, h, rule, fns)
     if rtol is None:
-        from ..mechanics.newton import SolverOptions
+        from .._mechanics.newton import SolverOptions
 
         rtol = float(meta.get("solver_rtol", SolverOptions().rtol))
     return StepVerification(scheme, mem, base, con, vel, noether, checked, records, float(rtol))

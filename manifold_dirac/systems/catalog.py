@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..manifolds import SE2, SE3, SO3
-from ..mechanics.system import LagrangeDiracSystem
+from .._manifolds import SE2, SE3, SO3
+from .._mechanics.system import LagrangeDiracSystem
 from . import circuits, pendulums, rigid_bodies, vehicles
 
 __all__ = ["EXAMPLES", "Example", "get_example"]
@@ -276,7 +276,7 @@ def _linkages():
 
 def _cartesian_pendulum_initial():
     """The ``spherical_pendulum`` example's start in Cartesian coordinates: ``x = q``, ``v = E(q) v_S2``."""
-    from ..manifolds.sphere import Sphere2
+    from .._manifolds.sphere import Sphere2
 
     S2 = Sphere2()
     q = np.asarray(S2.from_coordinates([2.5, 0.3]))

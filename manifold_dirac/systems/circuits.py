@@ -14,8 +14,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..manifolds import Euclidean
-from ..mechanics.system import LagrangeDiracSystem
+from .._manifolds import Euclidean
+from .._mechanics.system import LagrangeDiracSystem
 
 __all__ = ["KIRCHHOFF_LC", "lc_circuit", "lc_circuit_exact"]
 

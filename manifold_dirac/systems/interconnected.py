@@ -19,7 +19,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..interconnection import (
+from .._interconnection import (
     InterconnectedSystem,
     equal_velocities,
     interconnect,
@@ -27,10 +27,10 @@ from ..interconnection import (
     rolling_ball_on_plane,
     rolling_without_slipping,
 )
-from ..manifolds.euclidean import Euclidean
-from ..manifolds.se2 import SE2
-from ..manifolds.so3 import SO3
-from ..mechanics.system import LagrangeDiracSystem
+from .._manifolds.euclidean import Euclidean
+from .._manifolds.se2 import SE2
+from .._manifolds.so3 import SO3
+from .._mechanics.system import LagrangeDiracSystem
 from .vehicles import KNIFE_EDGE_CONSTRAINT
 
 __all__ = [

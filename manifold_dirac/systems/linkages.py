@@ -14,8 +14,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..manifolds import Euclidean
-from ..mechanics.system import LagrangeDiracSystem
+from .._manifolds import Euclidean
+from .._mechanics.system import LagrangeDiracSystem
 
 __all__ = ["FOUR_BAR", "four_bar", "four_bar_initial", "rigid_double_pendulum", "rigid_double_pendulum_initial"]
 
@@ -124,7 +124,7 @@ def four_bar_initial(theta1: float = 0.5, rate: float = 2.0, crank: float = FOUR
 
 def _rigid_body(mass: float, inertia, gravity: float, name: str) -> LagrangeDiracSystem:
     """A free rigid body in gravity on ``SO(3) x R^3``: ``q = (R, x)``, ``v = (Omega, xdot)``."""
-    from ..manifolds import SO3, ProductManifold
+    from .._manifolds import SO3, ProductManifold
 
     J = np.asarray(inertia, dtype=float)
 
@@ -151,7 +151,7 @@ def rigid_double_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float
     InterconnectedSystem
         Subsystems ``"upper"`` and ``"lower"``; energy is conserved.
     """
-    from ..interconnection import interconnect, pin_joint
+    from .._interconnection import interconnect, pin_joint
 
     inertia = mass * length**2 * np.array([1 / 12, 1 / 12, 1 / 120])
     up = _rigid_body(mass, inertia, gravity, "upper")

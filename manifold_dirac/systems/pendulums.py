@@ -14,8 +14,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..manifolds import Euclidean
-from ..mechanics.system import LagrangeDiracSystem
+from .._manifolds import Euclidean
+from .._mechanics.system import LagrangeDiracSystem
 
 __all__ = [
     "damped_oscillator",
@@ -242,7 +242,7 @@ def spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 
     ``dL/dq`` along ``q -> R_q(e eta)`` with ``v`` fixed is ``-m g l E(q)^T e3``
     (the frame is orthonormal, so ``|v|`` does not depend on ``q``).
     """
-    from ..manifolds.sphere import Sphere2
+    from .._manifolds.sphere import Sphere2
 
     S2 = Sphere2()
     P = {"ml2": np.float64(mass * length**2), "mgl": np.float64(mass * gravity * length)}

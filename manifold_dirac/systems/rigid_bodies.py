@@ -20,8 +20,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..manifolds import SE3, SO3, Euclidean, ProductManifold
-from ..mechanics.system import LagrangeDiracSystem
+from .._manifolds import SE3, SO3, Euclidean, ProductManifold
+from .._mechanics.system import LagrangeDiracSystem
 
 __all__ = [
     "BRICK_SIDES",

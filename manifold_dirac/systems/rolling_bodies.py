@@ -11,8 +11,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..manifolds import SO3, Euclidean, ProductManifold
-from ..mechanics.system import LagrangeDiracSystem
+from .._manifolds import SO3, Euclidean, ProductManifold
+from .._mechanics.system import LagrangeDiracSystem
 
 __all__ = ["rolling_disk_3d", "rolling_disk_3d_contact", "rolling_disk_3d_initial"]
 

@@ -21,8 +21,8 @@ from collections.abc import Callable
 import jax.numpy as jnp
 import numpy as np
 
-from ..manifolds import SE2
-from ..mechanics.system import LagrangeDiracSystem
+from .._manifolds import SE2
+from .._mechanics.system import LagrangeDiracSystem
 
 __all__ = [
     "KNIFE_EDGE_CONSTRAINT",

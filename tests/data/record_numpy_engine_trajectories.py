@@ -25,8 +25,8 @@ without ``format``/``version`` (format version 1). Read by
 import numpy as np
 
 from manifold_dirac import integrate
-from manifold_dirac.manifolds import SO3, Euclidean, ProductManifold
-from manifold_dirac.mechanics.system import LagrangeDiracSystem
+from manifold_dirac._manifolds import SO3, Euclidean, ProductManifold
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import heavy_top
 
 top = heavy_top()

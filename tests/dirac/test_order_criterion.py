@@ -19,7 +19,7 @@ import manifold_dirac  # noqa: F401  (float64)
 from manifold_dirac import Euclidean, LagrangeDiracSystem, integrate
 from manifold_dirac.analysis import observed_order
 from manifold_dirac.dirac import constraint_along_retraction
-from manifold_dirac.manifolds.so3 import SO3
+from manifold_dirac._manifolds.so3 import SO3
 
 I3 = jnp.array([1.0, 2.0, 3.0])
 VESELOVA = LagrangeDiracSystem(SO3("exp"), lambda q, v: 0.5 * v @ (I3 * v),

@@ -23,17 +23,17 @@ import pytest
 
 import manifold_dirac  # noqa: F401  (float64)
 from manifold_dirac.dirac import DiscreteDiracStructure, dirac_route, discrete_structure_of, verify
-from manifold_dirac.interconnection import (
+from manifold_dirac._interconnection import (
     interconnect,
     linear_interaction,
     rolling_without_slipping,
 )
-from manifold_dirac.manifolds.euclidean import Euclidean
-from manifold_dirac.manifolds.product import ProductManifold
-from manifold_dirac.manifolds.se2 import SE2
-from manifold_dirac.manifolds.so3 import SO3
-from manifold_dirac.mechanics.integrate import integrate
-from manifold_dirac.mechanics.system import LagrangeDiracSystem
+from manifold_dirac._manifolds.euclidean import Euclidean
+from manifold_dirac._manifolds.product import ProductManifold
+from manifold_dirac._manifolds.se2 import SE2
+from manifold_dirac._manifolds.so3 import SO3
+from manifold_dirac._mechanics.integrate import integrate
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import interconnected as S
 from manifold_dirac.systems.vehicles import chaplygin_sled
 

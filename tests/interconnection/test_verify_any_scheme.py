@@ -16,7 +16,7 @@ import pytest
 
 import manifold_dirac as md
 from manifold_dirac.dirac import dirac_route, verify
-from manifold_dirac.mechanics.schemes import SCHEMES, Minus, Plus, Scheme, Symmetric, register_scheme
+from manifold_dirac._mechanics.schemes import SCHEMES, Minus, Plus, Scheme, Symmetric, register_scheme
 
 
 class Quarter(Scheme):
@@ -118,7 +118,7 @@ def test_the_route_refuses_a_scheme_without_a_structure(quarter):
 def test_a_per_subsystem_rule_is_verified_with_its_subsystems_nodes():
     """The discrete Lagrangian of an interconnection, discretized subsystem by subsystem, is read
     through its rules (one node set for all: the route evaluates every L_d^i at the same nodes)."""
-    from manifold_dirac.interconnection import SubsystemDiscreteLagrangian
+    from manifold_dirac._interconnection import SubsystemDiscreteLagrangian
     from manifold_dirac.systems import interconnected as S
 
     sysm = S.mass_spring_torn()

@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from manifold_dirac.errors import StepDomainError
-from manifold_dirac.manifolds import SE2, SE3, SO3
-from manifold_dirac.manifolds.lie_group import CAYLEY_MAX_ROTATION, Cayley
-from manifold_dirac.mechanics.integrate import integrate
+from manifold_dirac._errors import StepDomainError
+from manifold_dirac._manifolds import SE2, SE3, SO3
+from manifold_dirac._manifolds.lie_group import CAYLEY_MAX_ROTATION, Cayley
+from manifold_dirac._mechanics.integrate import integrate
 from manifold_dirac.systems.rigid_bodies import free_rigid_body, tumbling_brick
 
 
@@ -66,7 +66,7 @@ def test_cayley_and_exp_refuse_at_the_same_step(se3=False):
 def test_sensitivity_the_former_bound_accepts_the_aliased_step(monkeypatch):
     """With the former bound (rotations within 0.1 rad of pi) the 10 rad/s spin runs with ok=True and
     records 3.03 rad/s: the tests above can fail."""
-    from manifold_dirac.mechanics import compile_cache
+    from manifold_dirac._mechanics import compile_cache
 
     # compiled programs are keyed by what a system computes, and a class attribute patched after they were
     # built is not part of that key: drop them before and after, so the patched bound is compiled in

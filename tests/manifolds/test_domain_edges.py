@@ -18,9 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from manifold_dirac.errors import RetractionDomainError
-from manifold_dirac.manifolds import SE2, SE3, SO3, Euclidean, GeomstatsManifold, Manifold, Sphere2
-from manifold_dirac.manifolds.base import Manifold as BaseManifold
+from manifold_dirac._errors import RetractionDomainError
+from manifold_dirac._manifolds import SE2, SE3, SO3, Euclidean, GeomstatsManifold, Manifold, Sphere2
+from manifold_dirac._manifolds.base import Manifold as BaseManifold
 from manifold_dirac.testing import check_domain_edges, draw_sample, registered_manifolds
 
 SEED = 7

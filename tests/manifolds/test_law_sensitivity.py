@@ -14,8 +14,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import pytest
 
-from manifold_dirac.manifolds import SE2, Euclidean, ProductManifold, register_retraction
-from manifold_dirac.manifolds.se2 import SE2Cayley, SE2Exp, SO2xR2
+from manifold_dirac._manifolds import SE2, Euclidean, ProductManifold, register_retraction
+from manifold_dirac._manifolds.se2 import SE2Cayley, SE2Exp, SO2xR2
 from manifold_dirac.testing import (
     check_adjoint,
     check_ambient_tangent,

@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from manifold_dirac.manifolds import SE2, SO3, Euclidean, ProductManifold, Sphere2
+from manifold_dirac._manifolds import SE2, SO3, Euclidean, ProductManifold, Sphere2
 from manifold_dirac.testing import assert_close
 
 BATCH = (2, 3)

@@ -24,7 +24,7 @@ import pytest
 from scipy.integrate import quad_vec
 from scipy.spatial.transform import Rotation
 
-from manifold_dirac.manifolds import SE2, SO3, Euclidean, ProductManifold, Sphere2
+from manifold_dirac._manifolds import SE2, SO3, Euclidean, ProductManifold, Sphere2
 from manifold_dirac.testing import assert_close, law_values
 
 RNG_SEED = 20240611

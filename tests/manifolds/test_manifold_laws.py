@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from manifold_dirac.manifolds import (
+from manifold_dirac._manifolds import (
     SE2,
     SO3,
     Euclidean,

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from manifold_dirac.manifolds import (
+from manifold_dirac._manifolds import (
     SE2,
     SO3,
     Euclidean,
@@ -324,7 +324,7 @@ def test_value_checks_skip_traced_calls_nan_members_and_round_off():
 def test_the_checks_add_no_operation_to_a_compiled_primitive(monkeypatch):
     """The jaxpr of every checked primitive is identical with the checks switched off; a deliberate
     extra operation changes it (so the comparison can fail)."""
-    from manifold_dirac.manifolds.base import Manifold
+    from manifold_dirac._manifolds.base import Manifold
 
     cases = []
     for M in (Euclidean(3), SO3(), SO3("cayley"), SE2(), SE2("so2xr2"), Sphere2(), ProductManifold(SO3(), Euclidean(2))):

@@ -11,8 +11,8 @@ import scipy.linalg
 from scipy.spatial.transform import Rotation
 
 from manifold_dirac import SE3, SO3
-from manifold_dirac.manifolds import Cayley, register_retraction
-from manifold_dirac.manifolds.se3 import SE3Exp
+from manifold_dirac._manifolds import Cayley, register_retraction
+from manifold_dirac._manifolds.se3 import SE3Exp
 from manifold_dirac.testing import (
     check_fused_equals_composition,
     check_inverse_jacobians_autodiff,

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from manifold_dirac.mechanics.integrate import Integrator, integrate
+from manifold_dirac._mechanics.integrate import Integrator, integrate
 from manifold_dirac.systems import rigid_bodies
 
 

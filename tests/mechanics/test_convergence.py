@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from manifold_dirac.analysis import observed_order
-from manifold_dirac.manifolds import SO3, Euclidean
-from manifold_dirac.mechanics.rules import QuadratureRule
-from manifold_dirac.mechanics.system import LagrangeDiracSystem
+from manifold_dirac._manifolds import SO3, Euclidean
+from manifold_dirac._mechanics.rules import QuadratureRule
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import (
     chaplygin_sled_reference,
     damped_oscillator_exact,

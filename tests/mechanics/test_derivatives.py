@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 from manifold_dirac import systems as S
-from manifold_dirac.manifolds import SE2, SO3, Euclidean, ProductManifold
-from manifold_dirac.mechanics.system import LagrangeDiracSystem
+from manifold_dirac._manifolds import SE2, SO3, Euclidean, ProductManifold
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
 
 
 def _interconnected(name):

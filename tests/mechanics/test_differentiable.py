@@ -16,11 +16,11 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from manifold_dirac import integrate, rollout
-from manifold_dirac.errors import StepDomainError
-from manifold_dirac.interconnection import interconnect, rolling_without_slipping
-from manifold_dirac.manifolds import SE2, Euclidean
-from manifold_dirac.mechanics.status import Status
-from manifold_dirac.mechanics.system import LagrangeDiracSystem
+from manifold_dirac._errors import StepDomainError
+from manifold_dirac._interconnection import interconnect, rolling_without_slipping
+from manifold_dirac._manifolds import SE2, Euclidean
+from manifold_dirac._mechanics.status import Status
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import differential_drive, heavy_top
 
 RTOL = 1e-7  # gradient vs central differences, relative to the gradient's size

@@ -29,14 +29,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from manifold_dirac.manifolds import Euclidean
-from manifold_dirac.mechanics.integrate import Integrator, integrate
-from manifold_dirac.mechanics.newton import SolverOptions
-from manifold_dirac.mechanics.status import Status
-from manifold_dirac.mechanics.system import LagrangeDiracSystem
-from manifold_dirac.mechanics.trajectory import Trajectory
+from manifold_dirac._manifolds import Euclidean
+from manifold_dirac._mechanics.integrate import Integrator, integrate
+from manifold_dirac._mechanics.newton import SolverOptions
+from manifold_dirac._mechanics.status import Status
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
+from manifold_dirac._mechanics.trajectory import Trajectory
 from manifold_dirac.systems import LOTKA_VOLTERRA_INITIAL
-from manifold_dirac.errors import (
+from manifold_dirac._errors import (
     ConvergenceError,
     DegenerateLagrangianWarning,
     IllPosedStepError,

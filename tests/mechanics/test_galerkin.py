@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 
 from manifold_dirac.analysis import observed_order
-from manifold_dirac.manifolds import SE2, SO3, Euclidean, ProductManifold, Sphere2
-from manifold_dirac.mechanics.galerkin import GalerkinRule, _lagrange_tables, gauss_legendre, lobatto_interior
-from manifold_dirac.mechanics.integrate import Integrator, integrate
-from manifold_dirac.mechanics.rules import RULES, QuadratureRule, RuleOrderWarning, StepContext, get_rule
-from manifold_dirac.mechanics.system import LagrangeDiracSystem
+from manifold_dirac._manifolds import SE2, SO3, Euclidean, ProductManifold, Sphere2
+from manifold_dirac._mechanics.galerkin import GalerkinRule, _lagrange_tables, gauss_legendre, lobatto_interior
+from manifold_dirac._mechanics.integrate import Integrator, integrate
+from manifold_dirac._mechanics.rules import RULES, QuadratureRule, RuleOrderWarning, StepContext, get_rule
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import (cartesian_spherical_pendulum, damped_oscillator_exact, four_bar, four_bar_initial,
                                     rigid_bodies)
 
@@ -113,7 +113,7 @@ def _brick(retraction, hs=None):
     Without gravity: in a field, the coupled ``exp`` mixes the ballistic translation into the rotation
     and stays pre-asymptotic at these steps (gauss4: slope 3.3 at h = 0.05 ... 0.0125, errors 4e-4 to
     4e-6, where ``so3xr3`` has 4.00 at 4e-8 to 1e-10; docs/manifolds.md)."""
-    from manifold_dirac.manifolds import SE3
+    from manifold_dirac._manifolds import SE3
     from manifold_dirac.systems.rigid_bodies import tumbling_brick, tumbling_brick_reference
 
     q0 = np.asarray(SE3().from_coordinates(np.array([0.0, 0.0, 0.0, 0.3, 0.1, 0.0])))  # (x, y, z, rotation vector)
@@ -386,7 +386,7 @@ def test_free_rigid_body_spatial_momentum_gauss6():
 
 
 def test_galerkin_rule_is_refused_per_subsystem():
-    from manifold_dirac.interconnection import SubsystemDiscreteLagrangian
+    from manifold_dirac._interconnection import SubsystemDiscreteLagrangian
     from manifold_dirac.systems.interconnected import mass_spring_torn
 
     with pytest.raises(ValueError, match="internal stages"):
@@ -492,7 +492,7 @@ def test_constrained_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
 
 def test_rollout_with_holonomic_galerkin_matches_integrate_and_its_gradient():
     """The differentiable rollout carries the node multipliers: same q as integrate, grad = finite differences."""
-    from manifold_dirac.mechanics.differentiable import rollout
+    from manifold_dirac._mechanics.differentiable import rollout
 
     sysm = cartesian_spherical_pendulum()
     tr = integrate(sysm, X0, v0=V0, h=0.05, n_steps=10, discrete_lagrangian="gauss4")

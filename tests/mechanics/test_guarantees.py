@@ -34,11 +34,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from manifold_dirac.errors import IllPosedSystemError, NonFiniteError, RunInterrupted, StepDomainError
-from manifold_dirac.manifolds import Euclidean
-from manifold_dirac.mechanics.integrate import CHUNK, Integrator, compiled_functions, integrate
-from manifold_dirac.mechanics.status import Status
-from manifold_dirac.mechanics.system import LagrangeDiracSystem
+from manifold_dirac._errors import IllPosedSystemError, NonFiniteError, RunInterrupted, StepDomainError
+from manifold_dirac._manifolds import Euclidean
+from manifold_dirac._mechanics.integrate import CHUNK, Integrator, compiled_functions, integrate
+from manifold_dirac._mechanics.status import Status
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import LOTKA_VOLTERRA_INITIAL
 
 from ..systems.bundled import new

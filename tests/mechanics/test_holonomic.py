@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from manifold_dirac import LagrangeDiracSystem, integrate
-from manifold_dirac.manifolds import Euclidean
-from manifold_dirac.manifolds.sphere import Sphere2
-from manifold_dirac.mechanics.integrate import Integrator
+from manifold_dirac._manifolds import Euclidean
+from manifold_dirac._manifolds.sphere import Sphere2
+from manifold_dirac._mechanics.integrate import Integrator
 from manifold_dirac.systems import pendulums
 from manifold_dirac.systems.linkages import (
     four_bar,
@@ -290,7 +290,7 @@ def test_two_particles_joined_by_a_rigid_rod_interconnected():
     """interconnect(..., holonomic=g) on the product: two particles in gravity joined by a rod |x1 - x2| = l.
     The rod length holds to round-off, the horizontal momentum is conserved, and parts() reports the rod's
     pull on each particle exactly: m (x_{k+1} - 2 x_k + x_{k-1}) / h^2 = -m g e_z + f_k (midpoint rule)."""
-    from manifold_dirac.interconnection import interconnect
+    from manifold_dirac._interconnection import interconnect
 
     def particle(m, name):
         return LagrangeDiracSystem(Euclidean(3), lambda q, v: 0.5 * m * jnp.sum(v * v) - 9.81 * m * q[2], name=name)

@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 
 from manifold_dirac import integrate
-from manifold_dirac.manifolds import SO3, Sphere2
+from manifold_dirac._manifolds import SO3, Sphere2
 from manifold_dirac.systems import pendulums
 
 from ..systems.bundled import new
 from .test_galerkin import case as galerkin_case
 
-I = sys.modules["manifold_dirac.mechanics.integrate"]  # the module (the package exports the function)
+I = sys.modules["manifold_dirac._mechanics.integrate"]  # the module (the package exports the function)
 
 R0 = np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0])))
 W0 = np.array([0.5, -0.2, 2.0])

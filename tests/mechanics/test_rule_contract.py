@@ -1,7 +1,7 @@
 """The discrete-Lagrangian contract: a new kind of rule is one subclass in one file.
 
 The rule kind below lives in this test file alone: it implements the abstract members of
-:class:`~manifold_dirac.mechanics.rules.DiscreteLagrangian` and nothing else, computing
+:class:`~manifold_dirac._mechanics.rules.DiscreteLagrangian` and nothing else, computing
 ``D1 L_d`` and ``D2 L_d`` by automatic differentiation of ``L_d`` in the retraction's charts
 (no code shared with the quadrature rules). Registered by name, it integrates through
 ``md.integrate`` and agrees with the built-in midpoint rule, whose partials are assembled by
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import manifold_dirac as md
-from manifold_dirac.manifolds import SO3
-from manifold_dirac.mechanics.rules import (
+from manifold_dirac._manifolds import SO3
+from manifold_dirac._mechanics.rules import (
     RULES,
     DiscreteLagrangian,
     RuleValue,
@@ -168,7 +168,7 @@ def test_the_step_and_the_schemes_read_declared_members_only():
     import inspect
     import re
 
-    from manifold_dirac.mechanics import schemes, step
+    from manifold_dirac._mechanics import schemes, step
 
     for mod in (step, schemes):
         assert not re.search(r"getattr\((self\.)?rule", inspect.getsource(mod)), mod.__name__

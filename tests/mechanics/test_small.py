@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import manifold_dirac  # noqa: F401  (float64)
-from manifold_dirac.mechanics.small import SMALL_SOLVE_MAX, mm, mv, solve_small, vdot, vm
+from manifold_dirac._mechanics.small import SMALL_SOLVE_MAX, mm, mv, solve_small, vdot, vm
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, SMALL_SOLVE_MAX, SMALL_SOLVE_MAX + 1])
@@ -55,8 +55,8 @@ def test_the_step_loop_has_no_library_call():
     import re
 
     from manifold_dirac import systems as S
-    from manifold_dirac.manifolds import SO3
-    from manifold_dirac.mechanics.integrate import Integrator
+    from manifold_dirac._manifolds import SO3
+    from manifold_dirac._mechanics.integrate import Integrator
 
     sysm = S.heavy_top()
     integ = Integrator(sysm, 0.01)
@@ -67,7 +67,7 @@ def test_the_step_loop_has_no_library_call():
     assert "custom-call" not in txt and "lapack" not in txt.lower()
     assert not re.search(r"\bdot\(", txt)
     # and the check sees one: the same step with the Newton matrix solved by LAPACK
-    import manifold_dirac.mechanics.newton as N
+    import manifold_dirac._mechanics.newton as N
 
     saved = N.solve_small
     N.solve_small = lambda A, b: jax.numpy.linalg.solve(A, b)

@@ -30,12 +30,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from manifold_dirac.errors import StepError
-from manifold_dirac.manifolds import SO3, Euclidean, ProductManifold
-from manifold_dirac.mechanics.integrate import CHUNK, Integrator, integrate
-from manifold_dirac.mechanics.rules import StepContext
-from manifold_dirac.mechanics.system import LagrangeDiracSystem
-from manifold_dirac.mechanics.trajectory import FORMAT, FORMAT_VERSION, Trajectory
+from manifold_dirac._errors import StepError
+from manifold_dirac._manifolds import SO3, Euclidean, ProductManifold
+from manifold_dirac._mechanics.integrate import CHUNK, Integrator, integrate
+from manifold_dirac._mechanics.rules import StepContext
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
+from manifold_dirac._mechanics.trajectory import FORMAT, FORMAT_VERSION, Trajectory
 
 from ..systems.bundled import new
 

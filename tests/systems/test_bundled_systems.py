@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from manifold_dirac import systems as NEW
-from manifold_dirac.mechanics.system import LagrangeDiracSystem
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems.catalog import EXAMPLES, get_example
 
 from .bundled import CASES, FIELDS, assert_same_trajectory, new, numpy_engine_reference, run_against_reference

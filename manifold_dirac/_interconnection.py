@@ -9,7 +9,7 @@ interconnected system is the ordinary Lagrange--Dirac system (33) with
 ``[blockdiag(A_i(q_i)); S(q)]``, and external forces pulled back factor by
 factor (34). :func:`interconnect` returns exactly that, an
 :class:`InterconnectedSystem` -- a
-:class:`~manifold_dirac.mechanics.system.LagrangeDiracSystem` built
+:class:`~manifold_dirac._mechanics.system.LagrangeDiracSystem` built
 through its public constructor, which every scheme integrates and which can
 be interconnected again.
 
@@ -39,11 +39,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .manifolds.product import ProductManifold, block_diag
-from .types import Params, Point, Scalar, Vector
-from .mechanics.rules import DiscreteLagrangian, NodeGeometry, QuadratureRule, RuleValue, StepContext, get_rule
-from .mechanics.schemes import get_scheme
-from .mechanics.system import LagrangeDiracSystem, as_one_forms
+from ._manifolds.product import ProductManifold, block_diag
+from ._types import Params, Point, Scalar, Vector
+from ._mechanics.rules import DiscreteLagrangian, NodeGeometry, QuadratureRule, RuleValue, StepContext, get_rule
+from ._mechanics.schemes import get_scheme
+from ._mechanics.system import LagrangeDiracSystem, as_one_forms
 
 __all__ = [
     "Interaction",
@@ -399,7 +399,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
     ``g_int(q)`` on the product (two bodies pinned at a point,
     :func:`pin_joint`) are stacked into the product's ``g(q) = (g_1, ...,
     g_k, g_int)``; the one-forms above are then ``[blockdiag(A_i); S]``
-    only, and :meth:`~manifold_dirac.mechanics.system.LagrangeDiracSystem.constraint_matrix`
+    only, and :meth:`~manifold_dirac._mechanics.system.LagrangeDiracSystem.constraint_matrix`
     appends ``dg`` below them (:meth:`constraint_rows` says where).
     """
 
@@ -575,7 +575,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
         as the force ``-A(q_k)^T mu_k / h``. The stored step ``k`` starts at the
         stored point ``k`` (with a stride, too).
         """
-        from .mechanics.trajectory import Trajectory
+        from ._mechanics.trajectory import Trajectory
 
         if not isinstance(trajectory, Trajectory):
             raise TypeError(f"parts: trajectory must be a Trajectory of this system, got {type(trajectory).__name__}")

@@ -42,9 +42,9 @@ Which base maps are self-adjoint (measured, ``tests/mechanics/test_composition.p
 A composition is a :class:`Composition` (name, coefficients, order) in
 :data:`COMPOSITIONS`; :func:`register_composition` adds one, after checking
 its order numerically (:func:`observed_order`). :class:`ComposedStepMap`
-wraps a :class:`~manifold_dirac.mechanics.step.StepMap` with the same
+wraps a :class:`~manifold_dirac._mechanics.step.StepMap` with the same
 ``step`` interface, so the compiled loop of
-:func:`~manifold_dirac.mechanics.integrate.integrate` runs it unchanged.
+:func:`~manifold_dirac._mechanics.integrate.integrate` runs it unchanged.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..manifolds.base import Manifold, tree_where
+from .._manifolds.base import Manifold, tree_where
 from .rules import DiscreteLagrangian, is_flow
 from .schemes import Scheme
 from .status import Status

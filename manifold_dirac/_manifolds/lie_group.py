@@ -87,7 +87,7 @@ class GroupRetraction(Retraction):
         """Boolean ``(*batch,)``: ``xi`` inside the step domain, ``|rotation part of xi| < max_rotation``.
 
         What the integrator tests at every step (a step outside is refused
-        with the status ``DOMAIN``, :class:`~manifold_dirac.errors.StepDomainError`).
+        with the status ``DOMAIN``, :class:`~manifold_dirac._errors.StepDomainError`).
         """
         return G.rotation_norm2(xi) < self.max_rotation**2
 
@@ -179,7 +179,7 @@ class MatrixLieGroup(Manifold):
         eager calls, for a concrete ``g`` that is not in the group (where
         the group defines :meth:`_defects`: SO(3), SE(2), SE(3); tolerance
         ``1e-6``) or has a non-finite entry (:class:`RetractionDomainError`);
-        traced calls check shapes only. See :mod:`manifold_dirac.manifolds.base`.
+        traced calls check shapes only. See :mod:`manifold_dirac._manifolds.base`.
         """
 
     @abc.abstractmethod
@@ -254,7 +254,7 @@ class MatrixLieGroup(Manifold):
         """How far the matrices ``a`` ``(*batch, N, N)`` are from the group, per batch member (numpy).
 
         A tuple of ``(what, error (*batch,))``; a member is refused when an
-        error exceeds :data:`~manifold_dirac.manifolds.base.VALUE_ATOL`. Empty
+        error exceeds :data:`~manifold_dirac._manifolds.base.VALUE_ATOL`. Empty
         by default (no value check); SO(3) and SE(2) define it.
         """
         return ()

@@ -94,7 +94,7 @@ class Trajectory:
     status : ndarray of int, shape=[*B]
         0 where the member finished, else its failure code, or
         ``INTERRUPTED`` (5) for a member still running when the run was
-        interrupted (:class:`~manifold_dirac.mechanics.status.Status`).
+        interrupted (:class:`~manifold_dirac._mechanics.status.Status`).
     messages : tuple of str
         Failure messages, one per failed member.
     meta : dict

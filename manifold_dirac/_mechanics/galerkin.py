@@ -40,7 +40,7 @@ makes their variation drop out).
 Where it applies: manifolds whose frame velocity of a curve
 ``R_{q0}(xi(t))`` does not depend on ``q0`` beyond the curve itself -- vector
 spaces, matrix Lie groups with left-trivialized frames (SO(3), SE(2), and
-any other :class:`~manifold_dirac.manifolds.lie_group.MatrixLieGroup`) and
+any other :class:`~manifold_dirac._manifolds.lie_group.MatrixLieGroup`) and
 products of them. Other manifolds (the sphere, whose frame moves with the
 point) are refused with a ``ValueError``.
 """
@@ -53,8 +53,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..manifolds.base import Manifold
-from ..types import Params, Point, Scalar, Vector
+from .._manifolds.base import Manifold
+from .._types import Params, Point, Scalar, Vector
 from .rules import (
     DiscreteLagrangian,
     RuleOrderWarning,
@@ -103,9 +103,9 @@ def supports_galerkin(Q: Manifold) -> bool:
 
     True for vector spaces, matrix Lie groups (left-trivialized) and products of them.
     """
-    from ..manifolds.euclidean import Euclidean
-    from ..manifolds.lie_group import MatrixLieGroup
-    from ..manifolds.product import ProductManifold
+    from .._manifolds.euclidean import Euclidean
+    from .._manifolds.lie_group import MatrixLieGroup
+    from .._manifolds.product import ProductManifold
 
     if isinstance(Q, ProductManifold):
         return all(supports_galerkin(f) for f in Q.factors)
@@ -113,8 +113,8 @@ def supports_galerkin(Q: Manifold) -> bool:
 
 
 def _is_vector_space(Q: Manifold) -> bool:
-    from ..manifolds.euclidean import Euclidean
-    from ..manifolds.product import ProductManifold
+    from .._manifolds.euclidean import Euclidean
+    from .._manifolds.product import ProductManifold
 
     if isinstance(Q, ProductManifold):
         return all(_is_vector_space(f) for f in Q.factors)
@@ -138,7 +138,7 @@ class GalerkinRule(DiscreteLagrangian):
     order : int, optional
         Declared order; by default ``min(2 s, d + 1)`` with ``d`` the
         exactness degree of the quadrature. A larger declaration is
-        downgraded with a :class:`~manifold_dirac.mechanics.rules.RuleOrderWarning`
+        downgraded with a :class:`~manifold_dirac._mechanics.rules.RuleOrderWarning`
         that says why (Marsden & West 2001, Thm 2.6.2: order
         ``min(2s, d + 1)``).
     degenerate_safe : bool

@@ -28,8 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import DegenerateLagrangianWarning, IllPosedSystemError, RunInterrupted, StepError
-from ..manifolds.base import tree_where
+from .._errors import DegenerateLagrangianWarning, IllPosedSystemError, RunInterrupted, StepError
+from .._manifolds.base import tree_where
 from . import compile_cache
 from .newton import SolverOptions
 from .rules import QuadratureRule, get_rule
@@ -118,7 +118,7 @@ def compiled_functions(system: LagrangeDiracSystem) -> dict:
     """The compiled programs that serve ``system`` (key: scheme, rule, options, kind).
 
     They live in one bounded, process-wide table keyed by what the system
-    computes (:mod:`~manifold_dirac.mechanics.compile_cache`): a system built
+    computes (:mod:`~manifold_dirac._mechanics.compile_cache`): a system built
     again from the same functions shares them.
     """
     sk = compile_cache.structure_key(system)
@@ -181,7 +181,7 @@ def _legendre_reported(sm: StepMap) -> bool:
     The second-order rules keep the central difference: it is as accurate
     as their momenta (both second order), costs nothing, and is what their
     recorded results were computed with. A composition of order above 2
-    (:class:`~manifold_dirac.mechanics.composition.ComposedStepMap`) reports
+    (:class:`~manifold_dirac._mechanics.composition.ComposedStepMap`) reports
     the Legendre velocity too.
     """
     comp = getattr(sm, "composition", None)
@@ -373,12 +373,12 @@ class Integrator:
         Newton's tolerances and iteration limit (default ``SolverOptions()``).
     on_failure : {"raise", "mark"}, optional
         ``raise`` (default for a single trajectory) raises the
-        :class:`~manifold_dirac.errors.StepError` subclass of the failure with
+        :class:`~manifold_dirac._errors.StepError` subclass of the failure with
         the partial trajectory; ``mark`` (default for a batch) marks the
         failed member, freezes it, and goes on with the others.
     composition : str, Composition or sequence of float, optional
         Each step of ``h`` composed of sub-steps ``gamma_i h`` of a
-        self-adjoint scheme (:mod:`~manifold_dirac.mechanics.composition`).
+        self-adjoint scheme (:mod:`~manifold_dirac._mechanics.composition`).
 
     Examples
     --------
@@ -1269,7 +1269,7 @@ def integrate(
         of order 4 and 6 without constraint one-forms (``docs/galerkin.md``).
     composition : {"triple_jump4", "suzuki4", "yoshida6", "kahan_li6", "suzuki6", "triple_jump6", "kahan_li8"}, optional
         Compose each step of ``h`` from sub-steps ``gamma_i h`` of the
-        scheme (a :class:`~manifold_dirac.mechanics.composition.Composition`,
+        scheme (a :class:`~manifold_dirac._mechanics.composition.Composition`,
         its name, or a sequence of coefficients): order 4, 6 or 8 from a
         self-adjoint scheme of order 2 (``docs/composition.md``). A base that
         is not self-adjoint is refused with the reason.
@@ -1283,7 +1283,7 @@ def integrate(
         See :meth:`Integrator.run`.
     on_failure : {"raise", "mark"}, optional
         What a failed step does: ``raise`` (the default for one trajectory)
-        raises a :class:`~manifold_dirac.errors.StepError` with the partial
+        raises a :class:`~manifold_dirac._errors.StepError` with the partial
         trajectory; ``mark`` (the default for a batch) records the member's
         status and goes on with the others.
     solver : SolverOptions, optional
@@ -1489,7 +1489,7 @@ def step_conditioning(sm: StepMap, q: Any, p: jax.Array, z: jax.Array, t: Any, h
     """``(cond, direction)`` of the step's equilibrated Newton matrix ``dr/dz`` at ``z`` (one member; traceable).
 
     Used at the start of a run (:meth:`Integrator.initial_state`,
-    :func:`~manifold_dirac.mechanics.differentiable.rollout`) on the first
+    :func:`~manifold_dirac._mechanics.differentiable.rollout`) on the first
     step's warm start; the inputs are not differentiated.
     """
     q, p, z, t, h, params = jax.lax.stop_gradient((q, p, z, t, h, params))
@@ -1512,7 +1512,7 @@ def _direction_words(sysm: LagrangeDiracSystem, d: np.ndarray) -> str:
     d = d / scale
     big = [int(i) for i in np.flatnonzero(np.abs(d) > 1e-3)]
     names = tuple(getattr(sysm.Q, "coordinate_names", ()) or ())
-    from ..manifolds.euclidean import Euclidean
+    from .._manifolds.euclidean import Euclidean
 
     if isinstance(sysm.Q, Euclidean) and len(names) == n:
         label = [names[i] for i in big]

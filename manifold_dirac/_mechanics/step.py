@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..manifolds.base import tree_where
+from .._manifolds.base import tree_where
 from .newton import SolverOptions, newton
 from .rules import DiscreteLagrangian, StepContext
 from .schemes import Scheme
@@ -48,7 +48,7 @@ class State(NamedTuple):
     stages : array, shape=[n_stages]
         What the rule keeps of the last step's internal stages for the next
         warm start (Galerkin rules: their deviation from the straight line,
-        :meth:`~manifold_dirac.mechanics.galerkin.GalerkinRule.stored_stages`);
+        :meth:`~manifold_dirac._mechanics.galerkin.GalerkinRule.stored_stages`);
         empty for a rule without stages.
     status : int32 array, shape=[]
         ``Status.OK`` while healthy; once failed, the member is frozen.
@@ -198,7 +198,7 @@ class StepMap:
         to moving the base point ``q_k`` along its frame (with ``xi`` held),
         times the resolution of the largest point coordinate (of ``q_k`` and
         ``q_{k+1}``). Newton evaluates it only when it stagnates above its
-        ``rtol`` (see :func:`~manifold_dirac.mechanics.newton.newton`).
+        ``rtol`` (see :func:`~manifold_dirac._mechanics.newton.newton`).
         """
         Q, n = self.system.Q, self.n
         q1 = Q.retract(q0, z[:n])
@@ -212,7 +212,7 @@ class StepMap:
         """Solve the step ``k -> k+1`` from ``state`` and advance (a failed member stays frozen).
 
         ``axis_name``: the batch axis when the step runs under ``jax.vmap(..., axis_name=...)``
-        (Newton then branches on the whole batch, see :func:`~manifold_dirac.mechanics.newton.newton`).
+        (Newton then branches on the whole batch, see :func:`~manifold_dirac._mechanics.newton.newton`).
         """
         sysm, n = self.system, self.n
         active = state.status == Status.OK

@@ -20,7 +20,7 @@ computes the values of ``retract`` and ``inverse_retract`` with the geomstats
 manifold's own ``metric.exp``/``metric.log`` (numpy, eager: not under
 ``jit``), a cross-check of the closed forms; :attr:`GeomstatsManifold.space`
 gives the geomstats object. The unit sphere, in closed form, is
-:class:`~manifold_dirac.manifolds.sphere.Sphere2` (:mod:`manifold_dirac.manifolds.sphere`).
+:class:`~manifold_dirac._manifolds.sphere.Sphere2` (:mod:`manifold_dirac._manifolds.sphere`).
 
 The retraction is **not symmetric** in the frames: ``R_{q1}^{-1}(q0)`` is
 ``-R_{q0}^{-1}(q1)`` transported by the geodesic, and read in the frame at
@@ -98,7 +98,7 @@ class GeomstatsManifold(Manifold):
 
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac.manifolds.base`): the primitives
+    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
     refuse points whose last axis is not ``ambient_dim`` and tangent vectors
     whose last axis is not ``dim`` in every call; values are not checked
     here (subclasses may: :class:`Sphere2` does, in eager calls).

@@ -1,7 +1,7 @@
 """Differentiable simulation: exact gradients of the discrete map through whole trajectories.
 
-:func:`rollout` runs the same step map as :func:`~manifold_dirac.mechanics.integrate.integrate`
-(:class:`~manifold_dirac.mechanics.step.StepMap`: the same scheme, discrete
+:func:`rollout` runs the same step map as :func:`~manifold_dirac._mechanics.integrate.integrate`
+(:class:`~manifold_dirac._mechanics.step.StepMap`: the same scheme, discrete
 Lagrangian and Newton solve) as one pure JAX function of the initial data,
 the parameters, the step ``h`` and a control sequence, so that ``jax.grad``,
 ``jax.jacfwd``, ``jax.jacrev`` and ``jax.vmap`` go through it:
@@ -19,7 +19,7 @@ the parameters, the step ``h`` and a control sequence, so that ``jax.grad``,
   not ``O(N x`` a step's intermediates ``)``.
 
 A failed step is never silent: the run's ``status`` and ``fail_step`` say
-what failed and where (the codes of :class:`~manifold_dirac.mechanics.status.Status`),
+what failed and where (the codes of :class:`~manifold_dirac._mechanics.status.Status`),
 every value from the failed step on is NaN, and so is every derivative of
 the run (the NaN is multiplied in, so it also reaches the gradient with
 respect to anything upstream: a gradient of a failed run is NaN, never a
@@ -101,7 +101,7 @@ class Rollout(NamedTuple):
         return int(self.status) == Status.OK
 
     def check(self) -> Rollout:
-        """Raise the :class:`~manifold_dirac.errors.StepError` subclass of a failed run; else return self.
+        """Raise the :class:`~manifold_dirac._errors.StepError` subclass of a failed run; else return self.
 
         Only on concrete values (outside ``jit``/``grad``): inside a traced
         function return ``status`` and check it after.
@@ -321,7 +321,7 @@ def rollout(
 ) -> Rollout:
     """A differentiable run of ``n_steps`` steps: ``jax.grad``/``jacfwd``/``vmap`` go through it.
 
-    The same discrete map as :func:`~manifold_dirac.mechanics.integrate.integrate`
+    The same discrete map as :func:`~manifold_dirac._mechanics.integrate.integrate`
     (same scheme, discrete Lagrangian, Newton solve and failure statuses),
     written as one pure JAX function of its array arguments.
 

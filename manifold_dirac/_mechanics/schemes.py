@@ -66,7 +66,7 @@ equation ``D2 L_d(q_{k-1}, q_k) + D1 L_d(q_k, q_{k+1}) = dg(q_k)^T lam_k``,
 ``g(q_{k+1}) = 0`` (Marsden & West, Acta Numerica 2001, §3.5), i.e. SHAKE in
 the retraction chart; its positions are those of RATTLE (Andersen 1983;
 Leimkuhler & Skeel 1994), whose momentum projection is applied to the
-reported points (:meth:`~manifold_dirac.mechanics.system.LagrangeDiracSystem.holonomic_projection`).
+reported points (:meth:`~manifold_dirac._mechanics.system.LagrangeDiracSystem.holonomic_projection`).
 See ``docs/schemes.md``, "Holonomic constraints".
 """
 
@@ -79,8 +79,8 @@ import jax
 import jax.numpy as jnp
 
 from .._registry import Registry
-from ..manifolds.base import Manifold
-from ..types import Covector, Params, Point, Vector
+from .._manifolds.base import Manifold
+from .._types import Covector, Params, Point, Vector
 from .rules import DiscreteLagrangian, RuleValue
 from .small import mv, vm
 from .system import LagrangeDiracSystem

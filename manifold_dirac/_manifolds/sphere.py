@@ -1,6 +1,6 @@
 """The unit sphere ``S^2`` with the great-circle retraction, in closed form on JAX.
 
-:class:`Sphere2` is the embedded :class:`~manifold_dirac.manifolds.geomstats_adapter.GeomstatsManifold`
+:class:`Sphere2` is the embedded :class:`~manifold_dirac._manifolds.geomstats_adapter.GeomstatsManifold`
 given by the closed forms of this module (geomstats' ``Hypersphere(2)``)::
 
     exp_q(v)     = cos|v| q + (sin|v| / |v|) v,
@@ -156,7 +156,7 @@ class Sphere2(GeomstatsManifold):
 
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac.manifolds.base`): the primitives
+    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
     refuse points not of shape ``(..., 3)`` and tangent vectors not of shape
     ``(..., 2)`` in every call; in eager calls ``retract``,
     ``inverse_retract`` and the fused Jacobian methods also refuse a concrete

@@ -28,9 +28,9 @@ problem.
 
 The iteration is one plain ``lax.while_loop`` (one copy of the Newton
 update in the compiled program), and the Newton matrix is solved by
-:func:`~manifold_dirac.mechanics.small.solve_small`, Gaussian elimination with partial pivoting written out
+:func:`~manifold_dirac._mechanics.small.solve_small`, Gaussian elimination with partial pivoting written out
 for the matrix's static size (no LAPACK call) up to
-:data:`~manifold_dirac.mechanics.small.SMALL_SOLVE_MAX`
+:data:`~manifold_dirac._mechanics.small.SMALL_SOLVE_MAX`
 unknowns: with neither a LAPACK call nor a library matrix product inside
 it, XLA:CPU compiles a whole trajectory loop, Newton included, into one
 kernel (``docs/performance.md``). Under ``vmap`` the loop runs until every

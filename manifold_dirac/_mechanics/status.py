@@ -1,7 +1,7 @@
 """Failures as values: one status per trajectory member, each with its message and exception.
 
 Inside compiled code a failed step sets the member's status and freezes it;
-nothing raises there. At the boundary (:func:`~manifold_dirac.mechanics.integrate.integrate`,
+nothing raises there. At the boundary (:func:`~manifold_dirac._mechanics.integrate.integrate`,
 :meth:`Integrator.step`) a failure is turned into the exception named by its
 status, with the step, the time, the residual and the hint below.
 """
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 
-from ..errors import ConvergenceError, IllPosedStepError, NonFiniteError, StepDomainError, StepError
+from .._errors import ConvergenceError, IllPosedStepError, NonFiniteError, StepDomainError, StepError
 
 if TYPE_CHECKING:
-    from ..manifolds.base import Manifold
-    from ..types import Covector, Point, Vector
+    from .._manifolds.base import Manifold
+    from .._types import Covector, Point, Vector
 
 __all__ = ["Status", "classify_step"]
 

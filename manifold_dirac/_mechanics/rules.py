@@ -31,7 +31,7 @@ Higher orders need more than nodes on the retraction curve: the velocity
 ``xi/h`` at every node caps a :class:`QuadratureRule` at order 2 (a rule
 declaring more is downgraded with a :class:`RuleOrderWarning`). The
 Galerkin rules ``"gauss4"`` and ``"gauss6"``
-(:class:`~manifold_dirac.mechanics.galerkin.GalerkinRule`) reach orders 4
+(:class:`~manifold_dirac._mechanics.galerkin.GalerkinRule`) reach orders 4
 and 6 with internal stages solved with the step. Every rule is a
 :class:`DiscreteLagrangian`, whose abstract members are the contract a new
 kind of discrete Lagrangian fulfils (one subclass in one file, plus
@@ -52,8 +52,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._registry import Registry
-from ..manifolds.base import Manifold
-from ..types import Covector, Matrix, Params, Point, Scalar, Vector
+from .._manifolds.base import Manifold
+from .._types import Covector, Matrix, Params, Point, Scalar, Vector
 from .small import mm, vm
 from .system import LagrangeDiracSystem
 
@@ -198,8 +198,8 @@ class StepContext(NamedTuple):
 class DiscreteLagrangian(abc.ABC):
     """The contract of a discrete Lagrangian ``L_d(q0, q1) ~ int L dt`` (one step of size ``h``).
 
-    A scheme (:class:`~manifold_dirac.mechanics.schemes.Scheme`) and the step
-    (:class:`~manifold_dirac.mechanics.step.StepMap`) use a discrete
+    A scheme (:class:`~manifold_dirac._mechanics.schemes.Scheme`) and the step
+    (:class:`~manifold_dirac._mechanics.step.StepMap`) use a discrete
     Lagrangian only through the members below. A new kind of discrete
     Lagrangian is one subclass in one file, made available by name with
     :func:`register_rule` (an instance, or ``@register_rule`` on a class

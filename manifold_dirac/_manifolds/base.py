@@ -59,7 +59,7 @@ Validation of the primitives' arguments (what is checked where):
   returns finite values or raises; it never returns inf or NaN. Traced
   calls are not checked (no Python exception on a tracer): inside a run a
   step outside the domain is the step's status ``DOMAIN``
-  (:class:`~manifold_dirac.errors.StepDomainError`).
+  (:class:`~manifold_dirac._errors.StepDomainError`).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._registry import Registry
-from ..errors import RetractionDomainError
+from .._errors import RetractionDomainError
 
 __all__ = [
     "VALUE_ATOL",
@@ -191,7 +191,7 @@ class Retraction(abc.ABC):
     A retraction is a small stateless object; a manifold holds one (chosen by
     name from its class's registry) and delegates to it. A subclass for a Lie
     group implements ``tau``, ``tau_inv`` and three Jacobians
-    (:class:`~manifold_dirac.manifolds.lie_group.GroupRetraction`); a
+    (:class:`~manifold_dirac._manifolds.lie_group.GroupRetraction`); a
     retraction of another manifold implements the four methods below.
 
     Attributes
@@ -229,7 +229,7 @@ def register_retraction(*manifolds: type[Manifold], overwrite: bool = False):
     The library's registry convention (:class:`~manifold_dirac._registry.Registry`):
     another class under a name already registered on that manifold class is a
     ``ValueError`` unless ``overwrite=True``; a name inherited from a parent
-    class (``"exp"`` of :class:`~manifold_dirac.manifolds.lie_group.MatrixLieGroup`)
+    class (``"exp"`` of :class:`~manifold_dirac._manifolds.lie_group.MatrixLieGroup`)
     may be replaced by a subclass's own.
 
     Examples
