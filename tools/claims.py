@@ -35,14 +35,15 @@ _PY_FENCE = re.compile(r"^```python")
 # seconds or minutes on a line that speaks of cost (so that a horizon "T = 10 s" is not one)
 _SMALL_UNITS = re.compile(r"\d\s?(?:µs|us|ms|ns)\b")
 _RATIO = re.compile(r"\d×|\d(?:\.\d+)?x (?:faster|slower)\b")
-_SECONDS = re.compile(r"\d\s?(?:s|seconds?|minutes?|min|hours?)\b")
+_SECONDS = re.compile(r"\d\s?(?:s|seconds?)\b")
+_ALWAYS = re.compile(r"\d\s?(?:minutes?|min|hours?)\b|\(\d+(?:\.\d+)?\s?s\)")  # a run's length; "(5.0 s)"
 _COST_WORDS = re.compile(r"CPU|wall|compil|cost|faster|slower|\btook\b|\btakes\b|speed|timing|throughput",
                          re.IGNORECASE)
 
 
 def is_timing_claim(line: str) -> bool:
     """Whether a line of prose states a measured duration or speed ratio."""
-    if _SMALL_UNITS.search(line) or _RATIO.search(line):
+    if _SMALL_UNITS.search(line) or _RATIO.search(line) or _ALWAYS.search(line):
         return True
     return bool(_SECONDS.search(line) and _COST_WORDS.search(line))
 
