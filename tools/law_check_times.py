@@ -2,7 +2,7 @@
 
 Runs ``python -m manifold_dirac.testing manifold_dirac._manifolds:SE3`` (every
 retraction of the library's SE(3)), prints the machine and load average, then
-the command's output: one line per retraction with the number of law checks
+the command's output and its CPU time: one line per retraction with the number of law checks
 and their time (mostly compiling the law programs).
 
 Usage (from the repository root)::
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,8 @@ def main() -> None:
     out = subprocess.run([sys.executable, "-m", "manifold_dirac.testing", "manifold_dirac._manifolds:SE3"],
                          env=env, cwd=ROOT, capture_output=True, text=True)
     print(out.stdout, end="")
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"CPU time of the command: {cpu.ru_utime + cpu.ru_stime:.1f} s; load {os.getloadavg()[0]:.1f} at the end")
     sys.exit(out.returncode)
 
 
