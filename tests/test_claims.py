@@ -62,3 +62,20 @@ def test_a_claim_inside_python_code_is_not_prose(claims, tmp_path):
     page = tmp_path / "page.md"
     page.write_text("# A\n\n```python\nprint('12 µs')\n```\n\n```text\nok (5.0 s)\n```\n")
     assert [i for i, _ in claims.audit(page).uncovered] == [8]
+
+
+def test_the_readme_slip_numbers():
+    """The README's slip of the inclined skate: 1.3e-3 / 3.1e-4 (symmetric), 5.1e-2 / 2.5e-2 (plus)."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import manifold_dirac as md
+
+    skate = md.LagrangeDiracSystem(
+        md.Euclidean(3), lambda q, v: 0.5 * (v[0] ** 2 + v[1] ** 2) + 0.25 * v[2] ** 2 + 2.0 * q[0],
+        constraint=lambda q: jnp.array([[jnp.sin(q[2]), -jnp.cos(q[2]), 0.0]]))
+    quoted = {("symmetric", 0.05): 1.3e-3, ("symmetric", 0.025): 3.1e-4, ("plus", 0.05): 5.1e-2,
+              ("plus", 0.025): 2.5e-2}
+    for (scheme, h), value in quoted.items():
+        tr = md.integrate(skate, np.zeros(3), v0=np.array([0.0, 0.0, 1.0]), h=h, t_final=10.0, scheme=scheme)
+        assert abs(tr.slip.max() - value) < 0.05 * value, (scheme, h, tr.slip.max())
