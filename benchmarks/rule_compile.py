@@ -51,8 +51,9 @@ print(json.dumps({"wall": first[0] - statistics.median(s[0] for s in steady),
 
 def child(rule: str, cache: str) -> dict:
     env = {**os.environ, "MANIFOLD_DIRAC_JAX_CACHE": cache, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", CHILD, rule], env=env, capture_output=True, text=True,
-                         check=True, cwd=ROOT).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, rule], env=env, capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -64,8 +65,11 @@ def main() -> None:
             cold = child(rule, cache)
             warm = child(rule, cache)
         rows[rule] = {"cold": cold, "warm": warm}
-        print(f"{rule}: cold {cold['wall']:.1f} s wall / {cold['cpu']:.1f} s CPU; "
-              f"warm {warm['wall']:.1f} / {warm['cpu']:.1f}", flush=True)
+        print(
+            f"{rule}: cold {cold['wall']:.1f} s wall / {cold['cpu']:.1f} s CPU; "
+            f"warm {warm['wall']:.1f} / {warm['cpu']:.1f}",
+            flush=True,
+        )
     result = {
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores",
         "python": platform.python_version(),

@@ -38,7 +38,9 @@ def test_every_marked_script_exists(claims):
 
 
 def test_every_timing_claim_has_a_source(claims):
-    uncovered = {name: page.uncovered for name, page in _pages(claims) if page.uncovered and name not in PENDING}
+    uncovered = {
+        name: page.uncovered for name, page in _pages(claims) if page.uncovered and name not in PENDING
+    }
     assert not uncovered
 
 
@@ -51,7 +53,9 @@ def test_the_detector_sees_claims_and_markers(claims, tmp_path):
     assert claims.is_timing_claim("compiles in 4.6 s of CPU")
     assert not claims.is_timing_claim("the error at T = 10 s is 1e-6")
     page = tmp_path / "page.md"
-    page.write_text("# A\n\nThe step costs 12 µs.\n\n# B\n\n<!-- from: tools/claims.py -->\nIt costs 3× less.\n")
+    page.write_text(
+        "# A\n\nThe step costs 12 µs.\n\n# B\n\n<!-- from: tools/claims.py -->\nIt costs 3× less.\n"
+    )
     result = claims.audit(page)
     assert [i for i, _ in result.uncovered] == [3] and not result.missing
     page.write_text("# A\n<!-- from: tools/no_such_script.py -->\nThe step costs 12 µs.\n")
@@ -72,10 +76,16 @@ def test_the_readme_slip_numbers():
     import manifold_dirac as md
 
     skate = md.LagrangeDiracSystem(
-        md.Euclidean(3), lambda q, v: 0.5 * (v[0] ** 2 + v[1] ** 2) + 0.25 * v[2] ** 2 + 2.0 * q[0],
-        constraint=lambda q: jnp.array([[jnp.sin(q[2]), -jnp.cos(q[2]), 0.0]]))
-    quoted = {("symmetric", 0.05): 1.3e-3, ("symmetric", 0.025): 3.1e-4, ("plus", 0.05): 5.1e-2,
-              ("plus", 0.025): 2.5e-2}
+        md.Euclidean(3),
+        lambda q, v: 0.5 * (v[0] ** 2 + v[1] ** 2) + 0.25 * v[2] ** 2 + 2.0 * q[0],
+        constraint=lambda q: jnp.array([[jnp.sin(q[2]), -jnp.cos(q[2]), 0.0]]),
+    )
+    quoted = {
+        ("symmetric", 0.05): 1.3e-3,
+        ("symmetric", 0.025): 3.1e-4,
+        ("plus", 0.05): 5.1e-2,
+        ("plus", 0.025): 2.5e-2,
+    }
     for (scheme, h), value in quoted.items():
         tr = md.integrate(skate, np.zeros(3), v0=np.array([0.0, 0.0, 1.0]), h=h, t_final=10.0, scheme=scheme)
         assert abs(tr.slip.max() - value) < 0.05 * value, (scheme, h, tr.slip.max())

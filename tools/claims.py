@@ -37,8 +37,9 @@ _SMALL_UNITS = re.compile(r"\d\s?(?:µs|us|ms|ns)\b")
 _RATIO = re.compile(r"\d×|\d(?:\.\d+)?x (?:faster|slower)\b")
 _SECONDS = re.compile(r"\d\s?(?:s|seconds?)\b")
 _ALWAYS = re.compile(r"\d\s?(?:minutes?|min|hours?)\b|\(\d+(?:\.\d+)?\s?s\)")  # a run's length; "(5.0 s)"
-_COST_WORDS = re.compile(r"CPU|wall|compil|cost|faster|slower|\btook\b|\btakes\b|speed|timing|throughput",
-                         re.IGNORECASE)
+_COST_WORDS = re.compile(
+    r"CPU|wall|compil|cost|faster|slower|\btook\b|\btakes\b|speed|timing|throughput", re.IGNORECASE
+)
 
 
 def is_timing_claim(line: str) -> bool:
@@ -65,12 +66,15 @@ def pages() -> list[Path]:
 
 
 def script_exists(ref: str) -> bool:
-    """Whether a marker's reference (``path`` or ``tests/file.py::test_name``) names a real file (and test)."""
+    """Whether a marker's reference (``path`` or ``tests/file.py::test_name``) exists."""
     path, _, name = ref.partition("::")
     if not path.startswith(SOURCES) or not (ROOT / path).is_file():
         return False
-    return not name or re.search(rf"^def {re.escape(name)}\(", (ROOT / path).read_text(encoding="utf-8"),
-                                 re.MULTILINE) is not None
+    return (
+        not name
+        or re.search(rf"^def {re.escape(name)}\(", (ROOT / path).read_text(encoding="utf-8"), re.MULTILINE)
+        is not None
+    )
 
 
 def audit(path: Path) -> Page:
@@ -109,8 +113,10 @@ def main() -> int:
         page = audit(path)
         if not (page.scripts or page.claims):
             continue
-        print(f"{path.relative_to(ROOT)}: {len(page.claims)} timing line(s); from: "
-              + (", ".join(dict.fromkeys(page.scripts)) or "-"))
+        print(
+            f"{path.relative_to(ROOT)}: {len(page.claims)} timing line(s); from: "
+            + (", ".join(dict.fromkeys(page.scripts)) or "-")
+        )
         for ref in page.missing:
             print(f"  missing script: {ref}")
         for i, text in page.uncovered:

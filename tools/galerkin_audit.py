@@ -24,7 +24,6 @@ import numpy as np
 import manifold_dirac as md
 from manifold_dirac.study import example_system, point_at
 from manifold_dirac.systems import LOTKA_VOLTERRA_INITIAL, lotka_volterra, lotka_volterra_invariant
-from manifold_dirac.systems.catalog import get_example
 
 KINDS = [("degenerate, constrained", "lc_circuit"), ("holonomic", "cartesian_pendulum"),
          ("nonholonomic", "knife_edge"),
@@ -34,7 +33,7 @@ RULES = ("midpoint", "gauss4", "gauss6")
 
 
 def _catalog_error(name: str, rule: str, h: float) -> float:
-    ex = get_example(name)
+    ex = md.get_example(name)
     sysm = example_system(ex, ex.retractions[0])
     q0, v0 = ex.initial(sysm)
     n = int(round(ex.T / h))
@@ -108,7 +107,7 @@ _REFS: dict = {}
 def _ode_error(name: str, rule: str, h: float) -> float:
     import jax
 
-    ex = get_example(name)
+    ex = md.get_example(name)
     sysm = example_system(ex, ex.retractions[0])
     q0, v0 = ex.initial(sysm)
     ref = _REFS.get(name)
@@ -131,7 +130,7 @@ def _lv_error(rule: str, h: float) -> float:
 def _reference_name(name: str) -> str:
     if name == "lotka_volterra":
         return "conserved quantity"
-    if get_example(name).reference is not None:
+    if md.get_example(name).reference is not None:
         return "closed form"  # the catalog's references of the systems in KINDS are closed forms
     return "solve_ivp, index-reduced"
 
@@ -141,13 +140,14 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}")
     print("| kind | system | reference | rule | h | error(h) | error(h/2) | observed order |")
     print("|---|---|---|---|---|---|---|---|")
-    cases = [(k, n, (lambda r, h, n=n: _catalog_error(n, r, h)) if get_example(n).reference is not None else
-              (lambda r, h, n=n: _ode_error(n, r, h)), get_example(n).h) for k, n in KINDS]
+    cases = [(k, n, (lambda r, h, n=n: _catalog_error(n, r, h)) if md.get_example(n).reference is not None
+              else (lambda r, h, n=n: _ode_error(n, r, h)), md.get_example(n).h) for k, n in KINDS]
     cases.insert(1, ("degenerate, unconstrained", "lotka_volterra", _lv_error, 0.1))
     for kind, name, err, h0 in cases:
         ref = _reference_name(name)
         for rule in RULES:
-            h = h0 * (5 if rule == "gauss6" else 1)  # gauss6 reaches the reference's round-off at the others' h
+            # gauss6 reaches the reference's round-off at the others' h
+            h = h0 * (5 if rule == "gauss6" else 1)
             try:
                 e1, _ = err(rule, h)
                 e2, _ = err(rule, h / 2)

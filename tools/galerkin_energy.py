@@ -25,12 +25,21 @@ import numpy as np
 
 import manifold_dirac as md
 
-RUNS = (("gauss4", 0.1), ("gauss4", 0.05), ("gauss6", 0.1), ("gauss6", 0.05), ("midpoint", 0.02), ("midpoint", 0.01))
+RUNS = (
+    ("gauss4", 0.1),
+    ("gauss4", 0.05),
+    ("gauss6", 0.1),
+    ("gauss6", 0.05),
+    ("midpoint", 0.02),
+    ("midpoint", 0.01),
+)
 
 
 def main() -> None:
-    print(f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}")
+    print(
+        f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}"
+    )
     top = md.systems.heavy_top()
     params = top.params
     q0, w0 = top.Q.from_coordinates([0.3, 0.1, 0.0]), np.array([0.5, -0.2, 2.0])
@@ -43,7 +52,10 @@ def main() -> None:
     legendre = jax.jit(jax.vmap(legendre_v))
     inv = jax.jit(jax.vmap(top.Q.inverse_retract))
 
-    print("| rule | h | reported energy variation | max abs(E - H(q, p)) | central-difference variation | Legendre variation |")
+    print(
+        "| rule | h | reported energy variation | max abs(E - H(q, p)) | central-difference variation"
+        " | Legendre variation |"
+    )
     print("|---|---|---|---|---|---|")
     for rule, h in RUNS:
         tr = md.integrate(top, q0, v0=w0, h=h, t_final=20.0, discrete_lagrangian=rule)
@@ -53,8 +65,11 @@ def main() -> None:
         Ec = np.asarray(energy(q[1:-1], vc, p[1:-1]))
         rep = np.asarray(tr.energy)
         ok = np.isfinite(rep)
-        print(f"| {rule} | {h:g} | {tr.energy_error:.3e} | {np.max(np.abs(rep[ok] - H[ok])):.0e} | "
-              f"{np.max(np.abs(Ec - rep[0])):.3e} | {np.max(np.abs(H - H[0])):.3e} |", flush=True)
+        print(
+            f"| {rule} | {h:g} | {tr.energy_error:.3e} | {np.max(np.abs(rep[ok] - H[ok])):.0e} | "
+            f"{np.max(np.abs(Ec - rep[0])):.3e} | {np.max(np.abs(H - H[0])):.3e} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

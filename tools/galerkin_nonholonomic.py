@@ -23,19 +23,20 @@ import numpy as np
 import manifold_dirac as md
 from manifold_dirac.analysis import observed_order
 from manifold_dirac.study import example_system, point_at
-from manifold_dirac.systems.catalog import get_example
 
-CASES = [("inclined knife edge, SE(2) `exp`", "inclined_knife_edge", "exp"),
-         ("inclined knife edge, SE(2) `cayley`", "inclined_knife_edge", "cayley"),
-         ("rolling disk, SE(2) × R `cayley`", "rolling_disk", "cayley"),
-         ("rolling disk, SE(2) × R `exp`", "rolling_disk", "exp")]
+CASES = [
+    ("inclined knife edge, SE(2) `exp`", "inclined_knife_edge", "exp"),
+    ("inclined knife edge, SE(2) `cayley`", "inclined_knife_edge", "cayley"),
+    ("rolling disk, SE(2) × R `cayley`", "rolling_disk", "cayley"),
+    ("rolling disk, SE(2) × R `exp`", "rolling_disk", "exp"),
+]
 RULES = ("midpoint", "gauss4", "gauss6")
 HS = np.array([0.04, 0.02, 0.01])
 T = 2.0
 
 
 def errors(name: str, retraction: str, rule: str) -> list[float]:
-    ex = get_example(name)
+    ex = md.get_example(name)
     sysm = example_system(ex, retraction)
     q0, v0 = ex.initial(sysm)
     out = []
@@ -46,8 +47,10 @@ def errors(name: str, retraction: str, rule: str) -> list[float]:
 
 
 def main() -> None:
-    print(f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}")
+    print(
+        f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}"
+    )
     print("| system | " + " | ".join(f"`{r}`" for r in RULES) + " |")
     print("|---|" + "---|" * len(RULES))
     for label, name, retraction in CASES:

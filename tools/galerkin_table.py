@@ -48,7 +48,8 @@ def table(results: dict | None = None, compile_results: dict | None = None) -> s
     load = "–".join(f"{x:.0f}" for x in c["load_average"])
     lines.append("")
     lines.append(f"Compile of the step, {c['system']} (CPU seconds, {c['machine']}, load average {load}): "
-                 "empty persistent cache " + ", ".join(f"`{k}` {v['cold']['cpu']:.1f}" for k, v in c["rules"].items())
+                 "empty persistent cache "
+                 + ", ".join(f"`{k}` {v['cold']['cpu']:.1f}" for k, v in c["rules"].items())
                  + "; loaded from the cache by a later process "
                  + ", ".join(f"`{k}` {v['warm']['cpu']:.1f}" for k, v in c["rules"].items()) + ".")
     return "\n".join(lines)

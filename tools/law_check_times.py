@@ -23,14 +23,24 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
-    print(f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}")
+    print(
+        f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-m", "manifold_dirac.testing", "manifold_dirac._manifolds:SE3"],
-                         env=env, cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "manifold_dirac.testing", "manifold_dirac._manifolds:SE3"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     print(out.stdout, end="")
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(f"CPU time of the command: {cpu.ru_utime + cpu.ru_stime:.1f} s; load {os.getloadavg()[0]:.1f} at the end")
+    print(
+        f"CPU time of the command: {cpu.ru_utime + cpu.ru_stime:.1f} s; "
+        f"load {os.getloadavg()[0]:.1f} at the end"
+    )
     sys.exit(out.returncode)
 
 

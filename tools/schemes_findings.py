@@ -23,14 +23,18 @@ ROOT = Path(__file__).resolve().parents[1]
 def findings_code() -> str:
     """The first ```python block of the section "## Measured findings" of docs/schemes.md."""
     page = (ROOT / "docs" / "schemes.md").read_text(encoding="utf-8")
-    section = page[page.index("## Measured findings"):]
+    section = page[page.index("## Measured findings") :]
     return re.search(r"^```python[^\n]*\n(.*?)^```", section, re.DOTALL | re.MULTILINE).group(1)
 
 
 def main() -> None:
-    print(f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}")
-    exec(compile(findings_code(), "docs/schemes.md (Measured findings)", "exec"), {"__name__": "__findings__"})
+    print(
+        f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}"
+    )
+    exec(
+        compile(findings_code(), "docs/schemes.md (Measured findings)", "exec"), {"__name__": "__findings__"}
+    )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,6 @@ import platform
 import numpy as np
 
 import manifold_dirac as md
-from manifold_dirac.systems.catalog import get_example
-from manifold_dirac.systems.rigid_bodies import tumbling_brick_on_product, tumbling_brick_reference
 
 Q0 = np.asarray(md.SE3().from_coordinates([0.0, 0.0, 1.0, 0.3, -0.2, 0.1]))
 DIRECTION = np.array([1.0, 0.5, 3.0]) / np.sqrt(10.25)
@@ -35,10 +33,10 @@ H, T = 0.01, 1.0
 
 def pose_error(speed: float, retraction: str) -> float:
     v0 = np.concatenate([[0.2, 8.0, 0.3], speed * DIRECTION])
-    ref = tumbling_brick_reference(T, Q0, v0, gravity=0.0)
+    ref = md.systems.tumbling_brick_reference(T, Q0, v0, gravity=0.0)
     n = int(round(T / H))
     if retraction == "product":
-        sysm = tumbling_brick_on_product(gravity=0.0)
+        sysm = md.systems.tumbling_brick_on_product(gravity=0.0)
         R0, x0 = Q0[:3, :3], Q0[:3, 3]
         tr = md.integrate(sysm, (R0, x0), v0=np.concatenate([v0[:3], R0 @ v0[3:]]), h=H, n_steps=n)
         qT = np.eye(4)
@@ -50,22 +48,35 @@ def pose_error(speed: float, retraction: str) -> float:
 
 
 def main() -> None:
-    print(f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}")
+    print(
+        f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}"
+    )
     names = ("exp", "cayley", "so3xr3", "product")
     print("| |v| (m/s) | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
     for speed in SPEEDS:
         print(f"| {speed:g} | " + " | ".join(f"{pose_error(speed, r):.1e}" for r in names) + " |", flush=True)
-    ex = get_example("tumbling_brick")
+    ex = md.get_example("tumbling_brick")
     hs = np.array([0.01, 0.005, 0.0025])
     for retraction in ("exp", "so3xr3"):
         sysm = ex.build(retraction)
         q0, v0 = ex.initial(sysm)
-        errs = [float(ex.error(sysm, np.asarray(md.integrate(sysm, q0, v0=v0, h=h, n_steps=int(round(1.0 / h))).q[-1]),
-                               1.0)) for h in hs]
-        print(f"catalog brick, {retraction}: errors {', '.join(f'{e:.2g}' for e in errs)}, "
-              f"slope {md.analysis.observed_order(hs, errs):.2f}", flush=True)
+        errs = [
+            float(
+                ex.error(
+                    sysm,
+                    np.asarray(md.integrate(sysm, q0, v0=v0, h=h, n_steps=int(round(1.0 / h))).q[-1]),
+                    1.0,
+                )
+            )
+            for h in hs
+        ]
+        print(
+            f"catalog brick, {retraction}: errors {', '.join(f'{e:.2g}' for e in errs)}, "
+            f"slope {md.analysis.observed_order(hs, errs):.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
