@@ -431,7 +431,7 @@ _COMPILER_OPTIONS: dict[str, Any] | None = {
     "xla_llvm_disable_expensive_passes": True,
 }
 """XLA options for the law programs: they run a few times each, so their compile time is what matters
-(these options compile 3-4x faster on CPU; values agree with the default to ~1e-15). None if unsupported."""
+(these options compile faster on CPU; values agree with the default to ~1e-15). None if unsupported."""
 
 
 def _compile(fn: Callable, args: tuple) -> Any:
