@@ -107,7 +107,7 @@ def pendulum():
 
 
 def _compiled_count(system) -> int:
-    from manifold_dirac._mechanics.integrate import compiled_functions
+    from manifold_dirac._run.programs import compiled_functions
 
     return sum(f._cache_size() for f in compiled_functions(system).values())
 
