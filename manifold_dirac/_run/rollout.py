@@ -86,6 +86,8 @@ class Rollout(NamedTuple):
         ``Status.OK``, or the status of the first failed step.
     fail_step : int32 array, shape=[]
         The step ``k -> k+1`` that failed, ``-1`` while healthy.
+    ok : bool
+        Whether every step converged (a property; concrete values only).
 
     Examples
     --------
