@@ -62,7 +62,7 @@ import optimistix as optx
 
 from manifold_dirac._manifolds.so3 import SO3
 from manifold_dirac._mechanics import newton as newton_module
-from manifold_dirac._mechanics.integrate import Integrator
+from manifold_dirac._run.integrator import Integrator
 from manifold_dirac._mechanics.newton import NewtonResult, newton, scaled_error
 from manifold_dirac._mechanics.status import Status
 from manifold_dirac.systems import heavy_top, knife_edge

@@ -50,7 +50,7 @@ def heavy_top_ensemble_cell(retraction: str, h: float, members: np.ndarray, *, T
     into batches).
     """
     from manifold_dirac._manifolds import SO3
-    from manifold_dirac._mechanics.integrate import integrate
+    from manifold_dirac._run.integrate import integrate
     from manifold_dirac.study import example_system
     from manifold_dirac.systems.catalog import get_example
 

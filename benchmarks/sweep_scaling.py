@@ -53,7 +53,7 @@ def _initial(index: np.ndarray, n_members: int = 4096):
 
 def heavy_top_cell(case: int, *, steps: int) -> dict:
     """One heavy top (initial condition ``case``), ``steps`` steps at h = 0.01: CPU-bound."""
-    from manifold_dirac._mechanics.integrate import integrate
+    from manifold_dirac._run.integrate import integrate
     from manifold_dirac.study import example_system
     from manifold_dirac.systems.catalog import get_example
 
@@ -65,7 +65,7 @@ def heavy_top_cell(case: int, *, steps: int) -> dict:
 
 def heavy_top_batch_cell(kind: str, members: np.ndarray, *, steps: int) -> dict:
     """The same heavy tops, a block of members as one batch (vmap)."""
-    from manifold_dirac._mechanics.integrate import integrate
+    from manifold_dirac._run.integrate import integrate
     from manifold_dirac.study import example_system
     from manifold_dirac.systems.catalog import get_example
 

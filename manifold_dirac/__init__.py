@@ -21,8 +21,8 @@ One flat namespace: ``import manifold_dirac as md`` reaches every common task.
 The submodules ``systems``, ``plotting``, ``analysis``, ``study``, ``dirac``,
 ``testing`` and ``cli`` and the functions that need an optional dependency
 (:func:`sweep`, the ``plot_*`` functions) are imported on first use, so
-``import manifold_dirac`` stays light. The remaining modules (``mechanics``,
-``manifolds``, ``interconnection``, ``errors``, ``config``) are the
+``import manifold_dirac`` stays light. The private modules (``_mechanics``,
+``_run``, ``_manifolds``, ``_interconnection``, ``_errors``, ``_config``) are the
 implementation: their public names are all here.
 
 The engine is compiled with JAX: importing the package enables float64 in JAX
@@ -68,26 +68,24 @@ from ._manifolds import (  # noqa: E402
 )
 from ._mechanics import (  # noqa: E402
     GalerkinRule,
-    Integrator,
     LagrangeDiracSystem,
     QuadratureRule,
-    Rollout,
-    RunState,
     Scheme,
     SolverOptions,
     State,
     Status,
     StepMap,
     StepRecord,
-    Trajectory,
     get_rule,
     get_scheme,
-    integrate,
     register_rule,
     register_scheme,
-    rollout,
 )
-from ._mechanics.differentiable import solve_step  # noqa: E402
+from ._run.integrate import integrate  # noqa: E402
+from ._run.integrator import Integrator  # noqa: E402
+from ._run.rollout import Rollout, rollout, solve_step  # noqa: E402
+from ._run.state import RunState  # noqa: E402
+from ._run.trajectory import Trajectory  # noqa: E402
 from ._interconnection import (  # noqa: E402
     Interaction,
     InterconnectedSystem,

@@ -74,7 +74,7 @@ class IllPosedStepError(StepError):
 
 class IllPosedSystemError(ValueError):
     """The system or its initial data is ill-posed, refused at the start of a run
-    (:meth:`~manifold_dirac._mechanics.integrate.Integrator.initial_state`): a
+    (:meth:`~manifold_dirac._run.integrator.Integrator.initial_state`): a
     Lagrangian without velocity dependence (the step equations have no unique
     solution), or an initial momentum ``p0`` that violates the primary
     constraint ``p = dL/dv(q, v)`` of a degenerate Lagrangian. A ``ValueError``:

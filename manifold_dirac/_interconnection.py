@@ -575,7 +575,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
         as the force ``-A(q_k)^T mu_k / h``. The stored step ``k`` starts at the
         stored point ``k`` (with a stride, too).
         """
-        from ._mechanics.trajectory import Trajectory
+        from ._run.trajectory import Trajectory
 
         if not isinstance(trajectory, Trajectory):
             raise TypeError(f"parts: trajectory must be a Trajectory of this system, got {type(trajectory).__name__}")

@@ -14,7 +14,7 @@ from typing import Any, TypeAlias
 
 import jax
 
-__all__ = ["Covector", "Matrix", "Params", "Point", "Scalar", "Vector"]
+__all__ = ["Covector", "Matrix", "Params", "Point", "PyTree", "Scalar", "Vector"]
 
 Point: TypeAlias = Any
 """A point of ``Q``: an array (a vector ``(n,)``, a matrix ``(d, d)`` on a
@@ -34,3 +34,7 @@ Scalar: TypeAlias = Any
 
 Params: TypeAlias = Any
 """The system's parameters: any pytree (``None`` for none)."""
+
+PyTree: TypeAlias = Any
+"""A pytree of arrays whose leaves share their leading axes (a batch of
+points, a :class:`~manifold_dirac._mechanics.step.State`, a step record)."""

@@ -224,7 +224,7 @@ def _se2_factors(Q: Any, q: Any) -> list[np.ndarray]:
 
 def _cmd_run(args: Any) -> int:
     from ._errors import RunInterrupted, StepError
-    from ._mechanics.integrate import integrate
+    from ._run.integrate import integrate
     from .study import example_system, point_at
     from .systems.catalog import get_example
 
@@ -326,7 +326,7 @@ def _cmd_study(args: Any) -> int:
 def _cmd_tour(args: Any) -> int:
     from tqdm.auto import tqdm
 
-    from ._mechanics.integrate import integrate
+    from ._run.integrate import integrate
     from .study import example_system, retraction_study
     from .systems.catalog import EXAMPLES
 

@@ -44,8 +44,8 @@ import jax
 import numpy as np
 
 from .analysis import observed_order
-from ._mechanics.integrate import integrate
-from ._mechanics.trajectory import Trajectory
+from ._run.integrate import integrate
+from ._run.trajectory import Trajectory
 from .systems.catalog import Example, get_example
 
 __all__ = ["StudyResult", "StudyRow", "example_system", "point_at", "retraction_study", "study_cell"]
@@ -490,7 +490,7 @@ def retraction_study(
     if long_steps < 1:
         raise ValueError(f"study: long_steps must be positive, got {long_steps}")
     if compositions:
-        from ._mechanics.integrate import Integrator
+        from ._run.integrator import Integrator
 
         schemes = [s if c in ("none", "") else f"{s}+{c}" for s in schemes for c in compositions]
         for r in rets:  # refuse a combination that cannot be composed, before any run (the reason is the error)

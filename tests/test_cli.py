@@ -85,7 +85,7 @@ def test_run_writes_trajectory_and_figures(tmp_path, capsys):
                  "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "error at t = 1 against the reference" in out
-    from manifold_dirac._mechanics.trajectory import Trajectory
+    from manifold_dirac._run.trajectory import Trajectory
 
     tr = Trajectory.load(tmp_path / "inclined_knife_edge.npz")
     assert tr.n_points == 51 and (tmp_path / "inclined_knife_edge_trajectory.png").exists()
@@ -120,7 +120,7 @@ def test_study_rejects_repeated_or_non_dividing_steps(capsys):
 
 
 def test_study_self_convergence_matches_a_direct_computation():
-    from manifold_dirac._mechanics.integrate import integrate
+    from manifold_dirac._run.integrate import integrate
     from manifold_dirac.study import retraction_study
     from manifold_dirac.systems.catalog import get_example
 
@@ -246,7 +246,7 @@ def test_tour_on_a_few_systems(tmp_path, monkeypatch, capsys):
 
 # ----------------------------------------------------- --out and interruptions
 def _integrate_module():
-    return sys.modules["manifold_dirac._mechanics.integrate"]
+    return sys.modules["manifold_dirac._run.integrate"]
 
 
 def _must_not_integrate(*args, **kwargs):
@@ -303,9 +303,10 @@ def _interrupted_after_the_first_chunk(real):
 
 
 def test_ctrl_c_during_run_writes_the_partial_trajectory_and_exits_130(tmp_path, monkeypatch, capsys):
-    from manifold_dirac._mechanics.integrate import CHUNK, integrate
+    from manifold_dirac._run.loop import CHUNK
+    from manifold_dirac._run.integrate import integrate
     from manifold_dirac._mechanics.status import Status
-    from manifold_dirac._mechanics.trajectory import Trajectory
+    from manifold_dirac._run.trajectory import Trajectory
     from manifold_dirac.study import example_system
     from manifold_dirac.systems.catalog import get_example
 
@@ -331,7 +332,8 @@ def test_ctrl_c_during_run_writes_the_partial_trajectory_and_exits_130(tmp_path,
 
 
 def test_ctrl_c_without_out_says_nothing_was_written(monkeypatch, capsys):
-    from manifold_dirac._mechanics.integrate import CHUNK, integrate
+    from manifold_dirac._run.loop import CHUNK
+    from manifold_dirac._run.integrate import integrate
 
     monkeypatch.setattr(_integrate_module(), "integrate", _interrupted_after_the_first_chunk(integrate))
     assert main(["run", "pendulum", "--steps", str(CHUNK + 40), "--no-progress"]) == 130
@@ -354,7 +356,7 @@ def test_ctrl_c_before_any_point_is_stored(tmp_path, monkeypatch, capsys):
 
 def test_a_failed_run_with_out_writes_the_points_before_the_failure(tmp_path, capsys):
     from manifold_dirac._mechanics.status import Status
-    from manifold_dirac._mechanics.trajectory import Trajectory
+    from manifold_dirac._run.trajectory import Trajectory
 
     assert main(["run", "heavy_top", "--h", "5", "--steps", "3", "--out", str(tmp_path), "--no-progress"]) == 1
     captured = capsys.readouterr()

@@ -129,9 +129,9 @@ def test_the_hook_turns_roles_into_cross_references():
         sys.path.pop(0)
 
     api_refs.on_config({"config_file_path": str(ROOT / "mkdocs.yml")})
-    assert api_refs.resolve("Trajectory") == "manifold_dirac._mechanics.trajectory.Trajectory"
+    assert api_refs.resolve("Trajectory") == "manifold_dirac._run.trajectory.Trajectory"
     assert api_refs.resolve("~manifold_dirac._errors.StepError") == "manifold_dirac._errors.StepError"
-    assert api_refs.resolve("Integrator.run") == "manifold_dirac._mechanics.integrate.Integrator.run"
+    assert api_refs.resolve("Integrator.run") == "manifold_dirac._run.integrator.Integrator.run"
     assert api_refs.resolve("no_such_thing") is None
     # a name defined in several places resolves to the one nearest the docstring that uses it
     many = list(api_refs._BY_NAME.get("step", []))

@@ -21,7 +21,8 @@ import pytest
 import manifold_dirac  # noqa: F401  (float64, cache)
 from manifold_dirac.analysis import observed_order
 from manifold_dirac._manifolds import SO3, Euclidean
-from manifold_dirac._mechanics.integrate import Integrator, integrate
+from manifold_dirac._run.integrator import Integrator
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac._mechanics.newton import SolverOptions
 from manifold_dirac._mechanics.status import Status
 from manifold_dirac._mechanics.system import LagrangeDiracSystem
@@ -160,7 +161,7 @@ def test_results_are_float64_numpy_arrays():
 # -------------------------------------------------- compile once, trace h
 def test_changing_h_initial_data_and_step_count_does_not_recompile():
     integrate(TOP, Q0, v0=V0, h=0.01, n_steps=10)
-    engine = importlib.import_module("manifold_dirac._mechanics.integrate")
+    engine = importlib.import_module("manifold_dirac._run.programs")
     fn = next(f for k, f in engine.compiled_functions(TOP).items() if k[-1][0] == "chunk")
     before = fn._cache_size()
     integrate(TOP, SO3().exp(jnp.array([0.0, 0.2, 0.1])), v0=2 * V0, h=0.003, n_steps=1000)
@@ -197,7 +198,7 @@ def _spring(q, v):
 
 
 def engine_table_has(system) -> bool:
-    engine = importlib.import_module("manifold_dirac._mechanics.integrate")
+    engine = importlib.import_module("manifold_dirac._run.programs")
     return bool(engine.compiled_functions(system))
 
 

@@ -34,7 +34,9 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from manifold_dirac import _errors as errors
-from manifold_dirac._mechanics import SolverOptions, Trajectory, integrate
+from manifold_dirac._mechanics import SolverOptions
+from manifold_dirac._run.trajectory import Trajectory
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac._mechanics.rules import RULES
 from manifold_dirac._mechanics.schemes import SCHEMES
 

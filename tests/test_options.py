@@ -14,7 +14,9 @@ runs reuse one compiled program.
 import numpy as np
 import pytest
 
-from manifold_dirac._mechanics import Integrator, SolverOptions, integrate
+from manifold_dirac._mechanics import SolverOptions
+from manifold_dirac._run.integrator import Integrator
+from manifold_dirac._run.integrate import integrate
 
 from .systems.bundled import new
 

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 from manifold_dirac import plotting as P
 from manifold_dirac import systems as S
 from manifold_dirac._manifolds import SO3
-from manifold_dirac._mechanics.integrate import integrate
+from manifold_dirac._run.integrate import integrate
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ pytest.importorskip("xarray")
 import cloudpickle  # noqa: E402
 import distributed  # noqa: E402
 
-from manifold_dirac._mechanics.integrate import integrate  # noqa: E402
+from manifold_dirac._run.integrate import integrate  # noqa: E402
 from manifold_dirac.study import example_system  # noqa: E402
 from manifold_dirac._sweep import clear_store, load_dataset, save_dataset, sweep  # noqa: E402
 from manifold_dirac.systems.catalog import get_example  # noqa: E402

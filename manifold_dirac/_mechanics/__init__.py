@@ -6,14 +6,15 @@
 * :mod:`.schemes` -- the (+) (52), (-) (53) and symmetric schemes, one class each;
 * :mod:`.step` -- :class:`StepMap`: ``(system, scheme, rule)`` bound into one step;
 * :mod:`.newton` -- the generic compiled Newton solve;
-* :mod:`.integrate` -- :class:`Integrator` and :func:`integrate` (compiled chunks of ``lax.scan``);
-* :mod:`.trajectory` -- the :class:`Trajectory` result;
-* :mod:`.status` -- :class:`Status`, failures as values;
-* :mod:`.differentiable` -- :func:`rollout`, a run that ``jax.grad``/``jacfwd``/``vmap`` go through.
+* :mod:`.status` -- :class:`Status`, failures as values.
+
+The runs (:class:`~manifold_dirac._run.integrator.Integrator`,
+:func:`~manifold_dirac._run.integrate.integrate`,
+:func:`~manifold_dirac._run.rollout.rollout`, the
+:class:`~manifold_dirac._run.trajectory.Trajectory`) are one floor up, in
+:mod:`manifold_dirac._run`.
 """
 
-from .differentiable import Rollout, rollout
-from .integrate import Integrator, RunState, integrate
 from .newton import SolverOptions
 from .galerkin import GalerkinRule
 from .rules import RULES, DiscreteLagrangian, QuadratureRule, get_rule, register_rule
@@ -21,11 +22,9 @@ from .schemes import SCHEMES, Minus, Plus, Scheme, Symmetric, get_scheme, regist
 from .status import Status
 from .step import State, StepMap, StepRecord
 from .system import LagrangeDiracSystem
-from .trajectory import Trajectory
 
 __all__ = [
-    "RULES", "SCHEMES", "DiscreteLagrangian", "GalerkinRule", "Integrator", "LagrangeDiracSystem", "Minus", "Plus", "QuadratureRule", "RunState",
-    "Scheme", "SolverOptions", "State", "Status", "StepMap", "StepRecord", "Symmetric", "Trajectory",
-    "get_rule", "get_scheme", "integrate", "register_rule", "register_scheme",
-    "Rollout", "rollout",
+    "RULES", "SCHEMES", "DiscreteLagrangian", "GalerkinRule", "LagrangeDiracSystem", "Minus", "Plus", "QuadratureRule",
+    "Scheme", "SolverOptions", "State", "Status", "StepMap", "StepRecord", "Symmetric",
+    "get_rule", "get_scheme", "register_rule", "register_scheme",
 ]

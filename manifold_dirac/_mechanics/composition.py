@@ -44,7 +44,7 @@ A composition is a :class:`Composition` (name, coefficients, order) in
 its order numerically (:func:`observed_order`). :class:`ComposedStepMap`
 wraps a :class:`~manifold_dirac._mechanics.step.StepMap` with the same
 ``step`` interface, so the compiled loop of
-:func:`~manifold_dirac._mechanics.integrate.integrate` runs it unchanged.
+:func:`~manifold_dirac._run.integrate.integrate` runs it unchanged.
 """
 
 from __future__ import annotations
@@ -459,7 +459,7 @@ def adjoint_defect(system: LagrangeDiracSystem, q0: Any, v0: Any, h: float, sche
         ``impulse``: ``|C(q0)^T mu|_inf`` of the forward step; ``p_scale``:
         ``1 + |p0|_inf``; ``status``: the two steps' statuses (0: converged).
     """
-    from .integrate import Integrator  # (integrate imports this module)
+    from .._run.integrator import Integrator  # (a run is one floor up: imported when called)
 
     integ = Integrator(system, h, scheme, discrete_lagrangian)
     st = integ.initial_state(q0, v0=v0).members

@@ -1,7 +1,7 @@
 """Failures as values: one status per trajectory member, each with its message and exception.
 
 Inside compiled code a failed step sets the member's status and freezes it;
-nothing raises there. At the boundary (:func:`~manifold_dirac._mechanics.integrate.integrate`,
+nothing raises there. At the boundary (:func:`~manifold_dirac._run.integrate.integrate`,
 :meth:`Integrator.step`) a failure is turned into the exception named by its
 status, with the step, the time, the residual and the hint below.
 """

@@ -475,7 +475,7 @@ class LagrangeDiracSystem:
         """The velocity of ``Delta_Q(q)`` closest to ``v`` in the kinetic-energy metric (batched, eager).
 
         For a nearly consistent initial velocity (``A(q0) v0`` small but above
-        the tolerance of :meth:`~manifold_dirac._mechanics.integrate.Integrator.initial_state`):
+        the tolerance of :meth:`~manifold_dirac._run.integrator.Integrator.initial_state`):
         ``v' = argmin (v' - v)^T M (v' - v)`` subject to ``[A; dg](q) v' = 0``,
         ``M = d2L/dv2(q, v)``, i.e.::
 

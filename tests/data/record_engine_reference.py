@@ -26,12 +26,12 @@ if "PYTHONPATH" not in os.environ:  # the repository's own library, unless anoth
 import manifold_dirac  # noqa: E402,F401  (float64)
 from manifold_dirac import systems as S  # noqa: E402
 from manifold_dirac._manifolds import SO3  # noqa: E402
-from manifold_dirac._mechanics.integrate import integrate  # noqa: E402
+from manifold_dirac._run.integrate import integrate  # noqa: E402
 
 STEP_FIELDS = ("xi", "mu", "iterations")
 """The fields recorded per step (of the step from each stored point), also recorded at stride 1 for strided runs."""
 FIELDS = ("t", "q", "p", "v", "energy", "xi", "mu", "iterations", "slip", "holonomic_violation")
-"""The recorded fields of each :class:`~manifold_dirac._mechanics.trajectory.Trajectory`."""
+"""The recorded fields of each :class:`~manifold_dirac._run.trajectory.Trajectory`."""
 
 _R0 = np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0])))
 

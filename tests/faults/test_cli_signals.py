@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from manifold_dirac._mechanics.trajectory import Trajectory
+from manifold_dirac._run.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG_RUN = ["run", "pendulum", "--h", "0.001", "--steps", "5000000", "--no-progress"]

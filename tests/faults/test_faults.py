@@ -23,11 +23,11 @@ from manifold_dirac import integrate, rollout
 from manifold_dirac._errors import IllPosedStepError, IllPosedSystemError, StepError
 from manifold_dirac._manifolds import Euclidean
 from manifold_dirac._manifolds.se3 import SE3
-from manifold_dirac._mechanics.integrate import Integrator
+from manifold_dirac._run.integrator import Integrator
 from manifold_dirac._mechanics.newton import SolverOptions
 from manifold_dirac._mechanics.status import Status
 from manifold_dirac._mechanics.system import LagrangeDiracSystem
-from manifold_dirac._mechanics.trajectory import Trajectory
+from manifold_dirac._run.trajectory import Trajectory
 from manifold_dirac.systems.circuits import lc_circuit
 
 

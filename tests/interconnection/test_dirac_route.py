@@ -32,7 +32,7 @@ from manifold_dirac._manifolds.euclidean import Euclidean
 from manifold_dirac._manifolds.product import ProductManifold
 from manifold_dirac._manifolds.se2 import SE2
 from manifold_dirac._manifolds.so3 import SO3
-from manifold_dirac._mechanics.integrate import integrate
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import interconnected as S
 from manifold_dirac.systems.vehicles import chaplygin_sled

@@ -40,7 +40,7 @@ from manifold_dirac._manifolds.euclidean import Euclidean
 from manifold_dirac._manifolds.product import ProductManifold
 from manifold_dirac._manifolds.se2 import SE2
 from manifold_dirac._manifolds.so3 import SO3
-from manifold_dirac._mechanics.integrate import integrate
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac._mechanics.newton import SolverOptions
 from manifold_dirac._mechanics.rules import StepContext, get_rule
 from manifold_dirac._mechanics.system import LagrangeDiracSystem
@@ -468,7 +468,7 @@ def test_parts_of_a_batched_trajectory_follow_each_schemes_sign(name):
     """parts() on a batched trajectory (made up here: no integration): each subsystem's share
     of the multipliers as forces, ``-A_i(q_k)^T mu / h`` for plus and symmetric, ``+`` for
     minus (53d), for the interaction rows and the subsystem's own rows separately."""
-    from manifold_dirac._mechanics.trajectory import Trajectory
+    from manifold_dirac._run.trajectory import Trajectory
 
     sysm = worked(name)[0]
     rng = np.random.default_rng(5)

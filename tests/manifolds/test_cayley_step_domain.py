@@ -18,7 +18,7 @@ import pytest
 from manifold_dirac._errors import StepDomainError
 from manifold_dirac._manifolds import SE2, SE3, SO3
 from manifold_dirac._manifolds.lie_group import CAYLEY_MAX_ROTATION, Cayley
-from manifold_dirac._mechanics.integrate import integrate
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac.systems.rigid_bodies import free_rigid_body, tumbling_brick
 
 

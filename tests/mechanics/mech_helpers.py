@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from manifold_dirac._mechanics.integrate import Integrator, integrate
+from manifold_dirac._run.integrator import Integrator
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac.systems import rigid_bodies
 
 

@@ -30,8 +30,8 @@ from manifold_dirac import integrate
 from manifold_dirac._mechanics.composition import (
     COMPOSITIONS, Composition, adjoint_defect, check_composable, get_composition, observed_order,
     register_composition)
-from manifold_dirac._mechanics.differentiable import rollout
-from manifold_dirac._mechanics.integrate import Integrator
+from manifold_dirac._run.rollout import rollout
+from manifold_dirac._run.integrator import Integrator
 from manifold_dirac._mechanics.rules import get_rule
 from manifold_dirac._mechanics.schemes import get_scheme
 from manifold_dirac.systems.catalog import EXAMPLES

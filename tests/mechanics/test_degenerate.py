@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from manifold_dirac.analysis import observed_order
-from manifold_dirac._mechanics.integrate import integrate
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac.systems import LOTKA_VOLTERRA_INITIAL, lc_circuit_exact, lotka_volterra_invariant
 from manifold_dirac._errors import DegenerateLagrangianWarning, IllPosedSystemError, StepError
 

@@ -30,11 +30,12 @@ import numpy as np
 import pytest
 
 from manifold_dirac._manifolds import Euclidean
-from manifold_dirac._mechanics.integrate import Integrator, integrate
+from manifold_dirac._run.integrator import Integrator
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac._mechanics.newton import SolverOptions
 from manifold_dirac._mechanics.status import Status
 from manifold_dirac._mechanics.system import LagrangeDiracSystem
-from manifold_dirac._mechanics.trajectory import Trajectory
+from manifold_dirac._run.trajectory import Trajectory
 from manifold_dirac.systems import LOTKA_VOLTERRA_INITIAL
 from manifold_dirac._errors import (
     ConvergenceError,

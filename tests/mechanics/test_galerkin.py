@@ -26,7 +26,8 @@ import pytest
 from manifold_dirac.analysis import observed_order
 from manifold_dirac._manifolds import SE2, SO3, Euclidean, ProductManifold, Sphere2
 from manifold_dirac._mechanics.galerkin import GalerkinRule, _lagrange_tables, gauss_legendre, lobatto_interior
-from manifold_dirac._mechanics.integrate import Integrator, integrate
+from manifold_dirac._run.integrator import Integrator
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac._mechanics.rules import RULES, QuadratureRule, RuleOrderWarning, StepContext, get_rule
 from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import (cartesian_spherical_pendulum, damped_oscillator_exact, four_bar, four_bar_initial,
@@ -492,7 +493,7 @@ def test_constrained_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
 
 def test_rollout_with_holonomic_galerkin_matches_integrate_and_its_gradient():
     """The differentiable rollout carries the node multipliers: same q as integrate, grad = finite differences."""
-    from manifold_dirac._mechanics.differentiable import rollout
+    from manifold_dirac._run.rollout import rollout
 
     sysm = cartesian_spherical_pendulum()
     tr = integrate(sysm, X0, v0=V0, h=0.05, n_steps=10, discrete_lagrangian="gauss4")

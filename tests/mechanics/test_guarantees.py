@@ -36,7 +36,10 @@ import pytest
 
 from manifold_dirac._errors import IllPosedSystemError, NonFiniteError, RunInterrupted, StepDomainError
 from manifold_dirac._manifolds import Euclidean
-from manifold_dirac._mechanics.integrate import CHUNK, Integrator, compiled_functions, integrate
+from manifold_dirac._run.loop import CHUNK
+from manifold_dirac._run.integrator import Integrator
+from manifold_dirac._run.programs import compiled_functions
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac._mechanics.status import Status
 from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import LOTKA_VOLTERRA_INITIAL

@@ -14,7 +14,7 @@ import pytest
 from manifold_dirac import LagrangeDiracSystem, integrate
 from manifold_dirac._manifolds import Euclidean
 from manifold_dirac._manifolds.sphere import Sphere2
-from manifold_dirac._mechanics.integrate import Integrator
+from manifold_dirac._run.integrator import Integrator
 from manifold_dirac.systems import pendulums
 from manifold_dirac.systems.linkages import (
     four_bar,

@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 from manifold_dirac.analysis import energy_drift
-from manifold_dirac._mechanics.integrate import Integrator, integrate
+from manifold_dirac._run.integrator import Integrator
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac.systems import spatial_angular_momentum
 

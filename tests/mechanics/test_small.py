@@ -56,7 +56,7 @@ def test_the_step_loop_has_no_library_call():
 
     from manifold_dirac import systems as S
     from manifold_dirac._manifolds import SO3
-    from manifold_dirac._mechanics.integrate import Integrator
+    from manifold_dirac._run.integrator import Integrator
 
     sysm = S.heavy_top()
     integ = Integrator(sysm, 0.01)

@@ -11,7 +11,8 @@ import pytest
 
 import manifold_dirac  # noqa: F401  (float64)
 from manifold_dirac._manifolds import SO3, Euclidean, ProductManifold
-from manifold_dirac._mechanics import differentiable, step
+from manifold_dirac._mechanics import step
+from manifold_dirac._run import rollout as differentiable
 from manifold_dirac._mechanics.status import Status, classify_step
 
 NEWTON = [Status.OK, Status.NO_CONVERGENCE, Status.ILL_POSED, Status.NONFINITE]

@@ -32,10 +32,12 @@ import pytest
 
 from manifold_dirac._errors import StepError
 from manifold_dirac._manifolds import SO3, Euclidean, ProductManifold
-from manifold_dirac._mechanics.integrate import CHUNK, Integrator, integrate
+from manifold_dirac._run.loop import CHUNK
+from manifold_dirac._run.integrator import Integrator
+from manifold_dirac._run.integrate import integrate
 from manifold_dirac._mechanics.rules import StepContext
 from manifold_dirac._mechanics.system import LagrangeDiracSystem
-from manifold_dirac._mechanics.trajectory import FORMAT, FORMAT_VERSION, Trajectory
+from manifold_dirac._run.trajectory import FORMAT, FORMAT_VERSION, Trajectory
 
 from ..systems.bundled import new
 

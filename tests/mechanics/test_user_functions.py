@@ -144,7 +144,7 @@ def test_untraceable_functions_still_say_what_to_change():
 
 
 def test_a_constraint_that_is_nan_at_q0_is_refused_at_the_initial_state_naming_it():
-    from manifold_dirac._mechanics.integrate import integrate
+    from manifold_dirac._run.integrate import integrate
 
     sysm = LagrangeDiracSystem(E2, L2, constraint=lambda q: jnp.stack([jnp.log(q[0]), 1.0])[None, :])
     with pytest.raises(ValueError, match=r"the constraint A\(q\) .* not finite at q0 \(batch index \[\]\)"):

@@ -21,7 +21,7 @@ import numpy as np
 import manifold_dirac  # noqa: F401  (float64, compilation cache)
 from manifold_dirac import systems as NEW
 from manifold_dirac._manifolds import SO3
-from manifold_dirac._mechanics.integrate import integrate
+from manifold_dirac._run.integrate import integrate
 
 __all__ = ["BUNDLED", "CASES", "FIELDS", "N_STEPS", "assert_same_trajectory", "new", "numpy_engine_reference",
            "recorded_run", "run_against_reference"]

@@ -1,6 +1,6 @@
 """Differentiable simulation: exact gradients of the discrete map through whole trajectories.
 
-:func:`rollout` runs the same step map as :func:`~manifold_dirac._mechanics.integrate.integrate`
+:func:`rollout` runs the same step map as :func:`~manifold_dirac._run.integrate.integrate`
 (:class:`~manifold_dirac._mechanics.step.StepMap`: the same scheme, discrete
 Lagrangian and Newton solve) as one pure JAX function of the initial data,
 the parameters, the step ``h`` and a control sequence, so that ``jax.grad``,
@@ -37,13 +37,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 
-from .composition import check_composable, get_composition
-from .newton import SolverOptions, newton
-from .rules import QuadratureRule, get_rule
-from .schemes import Scheme, get_scheme
-from .status import Status, classify_step
-from .step import StepMap
-from .system import LagrangeDiracSystem
+from .._mechanics.composition import check_composable, get_composition
+from .._mechanics.newton import SolverOptions, newton
+from .._mechanics.rules import QuadratureRule, get_rule
+from .._mechanics.schemes import Scheme, get_scheme
+from .._mechanics.status import Status, classify_step
+from .._mechanics.step import StepMap
+from .._mechanics.system import LagrangeDiracSystem
+from .start import _SINGULAR_STEP, step_conditioning
 
 __all__ = ["DIFFERENTIATION_MODES", "Rollout", "rollout", "solve_step"]
 
@@ -85,6 +86,18 @@ class Rollout(NamedTuple):
         ``Status.OK``, or the status of the first failed step.
     fail_step : int32 array, shape=[]
         The step ``k -> k+1`` that failed, ``-1`` while healthy.
+    ok : bool
+        Whether every step converged (a property; concrete values only).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> import manifold_dirac as md
+    >>> r = md.rollout(md.systems.pendulum(), jnp.array([0.5]), jnp.array([0.0]), h=0.05, n_steps=20)
+    >>> r.q.shape, r.z.shape, r.ok
+    ((21, 1), (20, 1), True)
+    >>> r.check() is r                      # a failed run would raise its StepError here
+    True
     """
 
     t: jax.Array
@@ -134,11 +147,23 @@ def solve_step(sm: StepMap, z0: jax.Array, q: Any, p: jax.Array, t: Any, h: Any,
     Parameters
     ----------
     sm : StepMap
+        The step map (system, scheme, discrete Lagrangian and Newton options;
+        static: not differentiated).
     z0 : array, shape=[N_z]
         Newton's starting guess (its derivative is ignored: the solution does
         not depend on it).
-    q, p, t, h, params, u
-        The step's data, as for :meth:`StepMap.equations`.
+    q : point
+        ``q_k``, the start of the step.
+    p : array, shape=[n]
+        ``p_k`` (for the ``minus`` scheme the pre-momentum).
+    t : float or array, shape=[]
+        ``t_k``.
+    h : float or array, shape=[]
+        The step.
+    params : pytree
+        The system's parameters.
+    u : array, shape=[n], optional
+        A control covector held over the step (None for none).
 
     Returns
     -------
@@ -157,6 +182,23 @@ def solve_step(sm: StepMap, z0: jax.Array, q: Any, p: jax.Array, t: Any, h: Any,
     in ``dx``; reverse mode transposes it (one solve with ``(dr/dz)^T``). It
     is the derivative of the exact discrete map, to the accuracy of the
     solve, and independent of Newton's iteration count and starting guess.
+
+    Examples
+    --------
+    One step of a pendulum, and the derivative of its solution ``xi`` with
+    respect to ``h`` (implicit, not through Newton's iterations):
+
+    >>> import jax
+    >>> import jax.numpy as jnp
+    >>> import manifold_dirac as md
+    >>> pendulum = md.systems.pendulum()
+    >>> sm = md.StepMap(pendulum, md.get_scheme("symmetric"), md.get_rule("midpoint"), md.SolverOptions())
+    >>> q, p = jnp.array([0.5]), jnp.array([0.0])
+    >>> def xi(h):
+    ...     z, info = md.solve_step(sm, jnp.zeros(1), q, p, 0.0, h, pendulum.params)
+    ...     return z[0]
+    >>> bool(xi(0.05) < 0), bool(jax.grad(xi)(0.05) < 0)      # the pendulum falls back, faster with h
+    (True, True)
     """
     return _newton_solve(sm, z0, q, p, t, h, params, u)
 
@@ -284,8 +326,6 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
         us = controls if has_u else None
         # a singular Newton matrix at the first step's start: the steps are undetermined (integrate refuses
         # such a start with IllPosedSystemError; traced here, the run is marked ILL_POSED at step 0)
-        from .integrate import _SINGULAR_STEP, step_conditioning
-
         cond, _ = step_conditioning(sm, q0, p0, z0, t0, h, params)
         singular = ~(cond <= _SINGULAR_STEP)
         c0 = _Carry(q0, p0, z0, jnp.where(singular, Status.ILL_POSED, Status.OK).astype(jnp.int32),
@@ -321,7 +361,7 @@ def rollout(
 ) -> Rollout:
     """A differentiable run of ``n_steps`` steps: ``jax.grad``/``jacfwd``/``vmap`` go through it.
 
-    The same discrete map as :func:`~manifold_dirac._mechanics.integrate.integrate`
+    The same discrete map as :func:`~manifold_dirac._run.integrate.integrate`
     (same scheme, discrete Lagrangian, Newton solve and failure statuses),
     written as one pure JAX function of its array arguments.
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .._mechanics.status import Status
+
 __all__ = ["FORMAT", "FORMAT_VERSION", "Trajectory"]
 
 _ARRAY_FIELDS = (
@@ -373,8 +375,6 @@ def _validated_fields(data: dict[str, np.ndarray], header: dict) -> dict[str, An
 
     Raises :class:`_Problem` with the rest of a sentence that starts with the file name.
     """
-    from .status import Status
-
     missing = [k for k in _ARRAY_FIELDS if k not in data]
     if missing or "q_0" not in data:
         missing += [] if "q_0" in data else ["q_0"]

@@ -1,0 +1,204 @@
+"""The compiled loop of a run, and the host loop over its chunks.
+
+A run is a sequence of compiled *chunks* (:func:`_build_chunk`): each chunk
+is a loop over ``CHUNK`` stored points, each stored point followed by
+``stride - 1`` unstored steps, so memory is ``O(n_steps / stride)`` and
+nothing between stored points is materialized. ``h``, the initial data, the
+parameters, the stride and the step count are traced: changing them does
+not recompile. Between chunks (:func:`drive`) the host copies the stored
+points out, which is where a run can be interrupted without losing what it
+computed, report progress, and stop early once every member has failed.
+
+What is stored is the :class:`~manifold_dirac._run.recording.Recording`'s
+business, progress and the user's callback the
+:class:`~manifold_dirac._run.reports.Monitor`'s: both are passed in, the
+loop itself has no branch for them.
+
+Batches are ``jax.vmap`` of the one-member step map; the step index is shared
+by all members (unbatched), so the loop that skips slots past the end stays
+a real loop under ``vmap``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._manifolds.base import tree_where
+from .._mechanics.status import Status
+from .._mechanics.step import FAIL_ENERGY, State, StepMap
+from .._types import Params, Vector
+from .programs import member_step
+from .recording import Recording, _pack, _Store
+from .reports import Monitor
+from .state import RunState
+
+CHUNK = 256
+"""Stored points per compiled chunk (a fixed shape: one compile serves every run length)."""
+
+
+def _energy_failure(st: State, k: jax.Array, v: Vector, error: jax.Array) -> State:
+    """``st`` frozen with status ``NONFINITE``: the energy at its stored point ``q_k`` is not finite."""
+    return st._replace(
+        status=jnp.full_like(st.status, Status.NONFINITE),
+        fail_step=jnp.full_like(st.fail_step, k),
+        fail_error=error,
+        fail_z=jnp.concatenate([v, jnp.zeros((*jnp.shape(v)[:-1], st.fail_z.shape[-1] - v.shape[-1]))], axis=-1),
+        fail_kind=jnp.full_like(st.fail_kind, FAIL_ENERGY),
+    )
+
+
+def _build_chunk(sm: StepMap, batched: bool, point: Callable = Recording.point) -> Callable:
+    """The compiled chunk: ``CHUNK`` slots, each one stored point and up to ``stride`` steps.
+
+    ``stride`` is an argument (traced): another stride does not recompile.
+    Inside a slot the steps are a loop with a traced trip count whose first
+    iteration keeps its step record; the stored point of the slot is
+    computed after that loop from the slot's first state and that record, so
+    the step map and the point appear once each in the program. The last
+    live slot takes only the steps left (none are computed and discarded),
+    and at least one: the point at ``q_k`` needs the step from ``q_k`` (its
+    central velocity), which is taken but not kept at the end of the run.
+    The slots are a loop over the live slots only (``fori_loop`` with a
+    traced trip count, writing each slot's output in place): a short run
+    does not pay for a whole chunk. Rows of the output past the live slots
+    are left zero and never read.
+
+    ``point`` (static: :meth:`Recording.point`) computes the stored point of
+    a slot.
+    """
+    step = member_step(sm, batched)
+    member_point = point
+    if batched:
+        member_point = jax.vmap(point, in_axes=(None, 0, 0, 0, None, 0, None, None, None, None))
+    spec: list = []
+
+    def chunk(members, q_prev, have_prev, v_init, k0, slot0, n_slots, n_total, stride, t0, h, params, controls):
+        def control(k):
+            return None if controls is None else controls[..., jnp.clip(k, 0, controls.shape[-2] - 1), :]
+
+        def run_slot(carry):
+            st0, qp0, hp, k = carry
+            k_end = jnp.minimum(k + stride, n_total)
+            n_sub = jnp.maximum(k_end - k, 1)  # the steps of this slot; one (not kept) at the end of the run
+
+            def sub(i, c):
+                st, qp, kk, rec0 = c
+                new, rec = step(st, kk, t0 + kk * h, h, params, control(kk))
+                rec0 = jax.tree.map(lambda a, b: jnp.where(i == 0, a, b), rec, rec0)  # i unbatched: one select
+                advance = kk < k_end
+                return tree_where(advance, new, st), tree_where(advance, st.q, qp), kk + advance, rec0
+
+            rec_init = jax.eval_shape(lambda: step(st0, k, t0, h, params, control(k))[1])
+            rec_init = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), rec_init)
+            st, qp, k2, rec = jax.lax.fori_loop(0, n_sub, sub, (st0, qp0, k, rec_init))
+            pt = member_point(sm, st0, rec, qp0, hp, v_init, k == 0, k >= n_total, h, params)
+            # a non-finite energy at a stored point of a healthy member is a failure at that point:
+            # the member is frozen at q_k (the slot's steps from it are discarded), never ok with a NaN energy
+            bad = (pt.status == Status.OK) & ~jnp.isfinite(pt.energy)
+            st = tree_where(bad, _energy_failure(st0, k, pt.v, rec.error), st)
+            qp = tree_where(bad, st0.q, qp)
+            pt = pt._replace(status=jnp.where(bad, Status.NONFINITE, pt.status).astype(pt.status.dtype))
+            slot_info = jnp.stack([t0 + k * h, (k < n_total).astype(jnp.float64), 1.0])
+            return (st, qp, hp | (k2 > k), k2), (slot_info, _pack((pt, rec), spec, batched))
+
+        carry0 = (members, q_prev, have_prev, k0)
+        # the live slots only (a loop with a traced trip count): a short run does not pay for a whole chunk
+        shapes = jax.eval_shape(lambda c: run_slot(c)[1], carry0)
+        bufs0 = jax.tree.map(lambda x: jnp.zeros((CHUNK, *x.shape), x.dtype), shapes)
+
+        def slot(j, c):
+            carry, bufs = c
+            carry, out = run_slot(carry)
+            return carry, jax.tree.map(lambda b, o: jax.lax.dynamic_update_index_in_dim(b, o, j, 0), bufs, out)
+
+        n_live = jnp.clip(n_slots - slot0, 0, CHUNK)
+        return jax.lax.fori_loop(0, n_live, slot, (carry0, bufs0))
+
+    compiled = jax.jit(chunk)
+    compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
+    return compiled
+
+
+@dataclass
+class Outcome:
+    """Where the host loop ended: the final state, the points it stores, and why it stopped.
+
+    Attributes
+    ----------
+    final : RunState
+        The state after the last chunk whose points were stored.
+    n_slots : int
+        The points the run stores (fewer than planned when the callback stopped it).
+    interrupted : bool
+        Ctrl-C, or an exception on the host between chunks.
+    error : Exception or None
+        That exception (None for Ctrl-C or a run that was not interrupted).
+    wall : float
+        Wall-clock seconds of the loop.
+    """
+
+    final: RunState
+    n_slots: int
+    interrupted: bool
+    error: Exception | None
+    wall: float
+
+
+def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, monitor: Monitor,
+          stop_on_failure: bool, h: float, params: Params, controls: jax.Array | None) -> Outcome:
+    """Run the compiled chunks ``fn`` from ``state`` until ``recording``'s points are stored.
+
+    After each chunk its points go into ``store`` and ``monitor`` sees the
+    step index (progress) and the state (the user's callback, which may stop
+    the run: one more, closing, slot then records the state it saw). The run
+    stops early once every member has failed, or once one has when
+    ``stop_on_failure``. Ctrl-C or an exception between chunks ends the loop
+    with what was stored (:attr:`Outcome.interrupted`).
+    """
+    B = state.batch_shape
+    members = state.members
+    q_prev = state.q_prev if state.q_prev is not None else members.q
+    have_prev = state.q_prev is not None
+    v_init = state.v_init if state.v_init is not None else np.zeros(np.shape(members.p))
+    v_nan = np.full(np.shape(v_init), np.nan)
+    use_v_init = state.v_init is not None and state.k == 0
+    k = state.k
+    n_slots, stride = recording.n_slots, recording.stride
+    n_total = state.k + recording.n_steps
+    start = time.perf_counter()
+    interrupted = False
+    error: Exception | None = None
+    slot0 = 0
+    try:
+        while slot0 < n_slots:
+            # host scalars as numpy values: eager jnp scalars cost ~70 us each to dispatch
+            args = (members, q_prev, np.bool_(have_prev), v_init if use_v_init else v_nan,
+                    np.int32(k), np.int32(slot0), np.int32(n_slots), np.int32(n_total), np.int32(stride),
+                    np.float64(state.t0), np.float64(h), params, controls)
+            carry, out = fn(*args)
+            store.add(jax.device_get(out))
+            # the state advances only once its points are stored: an interruption keeps the two consistent
+            (members, q_prev, hp, kk), slot0 = carry, slot0 + CHUNK
+            have_prev = bool(hp)
+            k = int(kk)
+            monitor.update(k - state.k)
+            st = np.asarray(members.status)
+            if np.all(st != Status.OK) or (np.any(st != Status.OK) and stop_on_failure):
+                break
+            if slot0 < n_slots and monitor.stop(RunState(k, state.t0, members, B, q_prev, None)):
+                # one more (closing) slot records the state the callback saw, then the run ends
+                n_total, n_slots = k, slot0 + 1
+    except KeyboardInterrupt:
+        interrupted = True
+    except Exception as exc:  # noqa: BLE001  (the callback's, or the host's between chunks: re-raised by the caller)
+        interrupted, error = True, exc
+    finally:
+        monitor.close()
+    final = RunState(k, state.t0, members, B, q_prev, None)
+    return Outcome(final, n_slots, interrupted, error, time.perf_counter() - start)

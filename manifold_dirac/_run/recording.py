@@ -1,0 +1,289 @@
+"""What a run stores: the stored points, their packing out of the compiled loop, the result.
+
+A :class:`Recording` says what is stored (as diffrax's ``SaveAt``): every
+``stride``-th point and the last, each a :class:`Point` (``q_k``, the
+reported momentum, velocity and energy, the status, the constraint
+violations) with the record of the step taken from it. The compiled loop
+computes a stored point with :meth:`Recording.point` and packs it into one
+array (:func:`_pack`); the host unpacks each chunk into a :class:`_Store`;
+:func:`assemble` makes the :class:`~manifold_dirac._run.trajectory.Trajectory`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._mechanics.composition import ComposedStepMap
+from .._mechanics.status import Status
+from .._mechanics.step import State, StepMap, StepRecord
+from .._mechanics.system import LagrangeDiracSystem
+from .._types import Covector, Params, Point as PointT, PyTree, Scalar, Vector
+from .start import _DEGENERATE, _legendre_solve
+from .state import RunState
+from .trajectory import Trajectory
+
+
+class Point(NamedTuple):
+    """One stored point of one member (inside the compiled loop).
+
+    Attributes
+    ----------
+    q : point
+        ``q_k``.
+    p : array, shape=[n]
+        The reported momentum ``p_k`` (projected on ``dg(q_k) v = 0`` for holonomic constraints).
+    v : array, shape=[n]
+        The reported velocity (:func:`_member_point`); NaN for a failed member.
+    energy : array, shape=[]
+        ``<p_k, v_k> - L(q_k, v_k)``; NaN for a failed member.
+    status : int32 array, shape=[]
+        The member's :class:`~manifold_dirac._mechanics.status.Status` after the step from ``q_k``.
+    slip : array, shape=[m]
+        ``A(q_k) v`` at the central-difference velocity (the one-form constraints' violation).
+    holonomic_violation : array, shape=[n_holonomic]
+        ``g(q_k)``.
+    """
+
+    q: PointT
+    p: Covector
+    v: Vector
+    energy: jax.Array
+    status: jax.Array
+    slip: jax.Array
+    holonomic_violation: jax.Array
+
+
+_REPORTED_NEWTON = 3
+"""Newton iterations of the reported Legendre velocity (from the central difference, ``O(h^2)`` away)."""
+
+
+def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: PointT, have_prev: jax.Array, v_init: Vector,
+                  use_v_init: jax.Array, closing: jax.Array, h: Scalar, params: Params) -> Point:
+    """The stored point at ``q_k``: momentum, velocity, energy, status.
+
+    The velocity is the central difference
+    ``(R_{q_k}^{-1}(q_{k+1}) - R_{q_k}^{-1}(q_{k-1}))/(2h)`` (second order),
+    or, for a rule of order above 2 (:func:`_legendre_reported`), the
+    Legendre inverse of the reported momentum ``p_k``:
+    ``dL/dv(q_k, v_k) = p_k + C(q_k)^T lam``, ``C(q_k) v_k = 0`` with
+    ``C = [A; dg]``, solved by :data:`_REPORTED_NEWTON` Newton iterations
+    from the central difference. The momentum of a variational integrator
+    is accurate to the rule's order, so this velocity (and the energy
+    ``<p_k, v_k> - L(q_k, v_k) = H(q_k, p_k)``) is too. Where the Legendre
+    map is not invertible (``d2L/dv2`` singular on ``ker C``: a degenerate
+    Lagrangian) or the solve misses, the central difference is kept.
+    ``slip`` is measured at the central difference in either case (the
+    motion's own slip; the Legendre velocity lies in ``ker C`` by
+    construction).
+    """
+    Q = sm.system.Q
+    fwd_ok = rec.status == Status.OK
+    back = -Q.inverse_retract(state.q, q_prev)
+    fwd = rec.xi
+    v = jnp.where(
+        have_prev,
+        jnp.where(fwd_ok, 0.5 * (fwd + back) / h, back / h),
+        jnp.where(use_v_init & jnp.all(jnp.isfinite(v_init)), v_init, fwd / h),
+    )
+    status = jnp.where(closing, state.status, rec.status)
+    failed = status != Status.OK
+    p = rec.p_start
+    if sm.system.n_holonomic:  # the RATTLE projection of the reported velocity and momentum onto dg(q_k) v = 0
+        v, p = sm.system.holonomic_projection(state.q, v, p, params)
+        p = jnp.where(failed, rec.p_start, p)
+    v = jnp.where(failed, jnp.nan, v)
+    # the slip is the motion's own (at the central difference): the Legendre velocity is in ker C by construction
+    slip, g_violation = sm.system.constraint_violation(state.q, v, params)
+    if _legendre_reported(sm):
+        v = jnp.where(failed, jnp.nan, _reported_legendre_velocity(sm.system, state.q, p, v, params))
+    energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, p, params))
+    return Point(state.q, p, v, energy, status, slip, g_violation)
+
+
+def _legendre_reported(sm: StepMap) -> bool:
+    """Whether the reported velocity is the Legendre inverse of ``p_k`` (rules of order above 2).
+
+    The second-order rules keep the central difference: it is as accurate
+    as their momenta (both second order), costs nothing, and is what their
+    recorded results were computed with. A composition of order above 2
+    (:class:`~manifold_dirac._mechanics.composition.ComposedStepMap`) reports
+    the Legendre velocity too.
+    """
+    return sm.rule.order > 2 or (isinstance(sm, ComposedStepMap) and sm.composition.order > 2)
+
+
+def _reported_legendre_velocity(sysm: LagrangeDiracSystem, q: PointT, p: Covector, v_central: Vector,
+                                params: Params) -> Vector:
+    """``v`` with ``dL/dv(q, v) = p + C(q)^T lam``, ``C(q) v = 0``; ``v_central`` where that fails (traceable).
+
+    Newton on the bordered system from ``(v_central, 0)`` (the central
+    difference is within ``O(h^2)``, so a few iterations reach round-off;
+    one suffices for ``L`` quadratic in ``v``) by :func:`_legendre_solve`,
+    which also reports the residual and the regularity of ``d2L/dv2`` on
+    ``ker C(q)``.
+    """
+    n, c = sysm.dim, sysm.n_constraints
+    C = sysm.constraint_matrix(q, params) if c else None
+    N = jnp.linalg.svd(C)[2][c:].T if c else jnp.eye(n)
+    start = jnp.where(jnp.all(jnp.isfinite(v_central)), v_central, jnp.zeros_like(v_central))
+    sol = _legendre_solve(sysm, q, p, C, N, params, v_start=start, iterations=_REPORTED_NEWTON)
+    ok = (sol["residual"] <= 1e-9 * jnp.maximum(sol["scale"], 1e-300)) & (sol["degeneracy"] > _DEGENERATE)
+    ok = ok & jnp.all(jnp.isfinite(sol["v"]))
+    return jnp.where(ok, sol["v"], v_central)
+
+
+class Recording:
+    """What a run stores: every ``stride``-th point and the last (as diffrax's ``SaveAt``).
+
+    Parameters
+    ----------
+    stride : int
+        Store every ``stride``-th point (``stride >= 1``; traced by the
+        compiled loop, so another stride does not recompile).
+    n_steps : int
+        The steps of the run; ``n_slots = ceil(n_steps / stride) + 1`` points
+        are stored (the initial one and the last one included).
+
+    Notes
+    -----
+    :meth:`point` is what the compiled loop computes at a stored point; it
+    is a static method (the same for every recording), so the loop's
+    program does not depend on the recording.
+    """
+
+    def __init__(self, stride: int, n_steps: int):
+        self.stride = stride
+        self.n_steps = n_steps
+        self.n_slots = -(-n_steps // stride) + 1
+
+    point = staticmethod(_member_point)
+
+    def store(self, spec: list) -> _Store:
+        """An empty host store for this recording's points (``spec``: the loop's packing, filled at its trace)."""
+        return _Store(self.n_slots, spec)
+
+
+def _pack(tree: PyTree, spec: list, batched: bool) -> jax.Array:
+    """All leaves of ``tree`` raveled into one float64 vector per member (``(B, F)`` if batched).
+
+    One output array per stored point instead of one per field: on a CPU,
+    each separate output of a ``scan`` costs a dynamic update per iteration.
+    ``spec`` receives ``(treedef, [(shape, dtype), ...])`` at trace time.
+    """
+    leaves, treedef = jax.tree.flatten(tree)
+    lead = 1 if batched else 0
+    if not spec:
+        spec.append((treedef, [(tuple(x.shape[lead:]), x.dtype) for x in leaves]))
+    if batched:
+        return jnp.concatenate([jnp.reshape(x, (x.shape[0], -1)).astype(jnp.float64) for x in leaves], axis=-1)
+    return jnp.concatenate([jnp.ravel(x).astype(jnp.float64) for x in leaves])
+
+
+def _unpack(flat: np.ndarray, spec: tuple) -> PyTree:
+    """Inverse of :func:`_pack` on host arrays ``(..., F)``."""
+    treedef, shapes = spec
+    out, i = [], 0
+    for shape, dtype in shapes:
+        size = int(np.prod(shape))
+        out.append(flat[..., i:i + size].reshape(*flat.shape[:-1], *shape).astype(dtype, copy=False))
+        i += size
+    return jax.tree.unflatten(treedef, out)
+
+
+class _Store:
+    """The stored points on the host: one array per result field, filled chunk by chunk.
+
+    The arrays are allocated once, at full length, when the first chunk
+    arrives, and each chunk's packed output is copied into them and dropped:
+    the results are held once (no list of chunks, no concatenation, no
+    unpacking copy), so storing every point of a long run costs what the
+    :class:`Trajectory` holds plus one chunk.
+    """
+
+    def __init__(self, n_slots: int, spec: list):
+        self.n_slots, self.spec, self.filled, self.arrays = n_slots, spec, 0, None
+
+    def add(self, out: tuple[np.ndarray, np.ndarray]) -> None:
+        """Copy one chunk's output ``(info, packed)`` (host arrays) into the store."""
+        info, packed = out
+        m = min(len(info), self.n_slots - self.filled)
+        if m <= 0:
+            return
+        pts, recs = _unpack(np.asarray(packed[:m]), self.spec[0])
+        parts = {"t": info[:m, 0], "is_step": info[:m, 1] > 0, "q": pts.q, "p": pts.p, "v": pts.v,
+                 "energy": pts.energy, "slip": pts.slip, "holonomic_violation": pts.holonomic_violation,
+                 "xi": recs.xi, "mu": recs.mu,
+                 "constraint_residual": recs.constraint_residual, "error": recs.error,
+                 "iterations": recs.iterations}
+        if self.arrays is None:
+            self.arrays = jax.tree.map(lambda a: np.empty((self.n_slots, *a.shape[1:]), a.dtype), parts)
+        lo, hi = self.filled, self.filled + m
+
+        def put(dst: np.ndarray, src: np.ndarray) -> None:
+            dst[lo:hi] = src
+
+        jax.tree.map(put, self.arrays, parts)
+        self.filled = hi
+
+
+def assemble(store: _Store, n_slots: int, final: RunState, h: float, meta: dict, status: np.ndarray,
+             messages: tuple[str, ...], cut_at_failure: bool) -> Trajectory | None:
+    """The :class:`~manifold_dirac._run.trajectory.Trajectory` of the points in ``store`` (None if it is empty).
+
+    Parameters
+    ----------
+    store : _Store
+        The stored points, as the chunks brought them back.
+    n_slots : int
+        The points the run stores (fewer than ``store.n_slots`` when a
+        callback stopped it early: rows past them are not points).
+    final : RunState
+        The state where the run ended.
+    h : float
+        The step (the stored times are ``t0 + k h``).
+    meta : dict
+        The run's metadata; its ``total_iterations`` entry is set here (the
+        Newton iterations of the stored steps).
+    status : ndarray of int32, shape=B
+        Each member's final status (as diagnosed at the boundary).
+    messages : tuple of str
+        The failed members' messages.
+    cut_at_failure : bool
+        Keep only the points up to the first failed step (a failure that is
+        raised: the trajectory is the partial one).
+    """
+    B, nb = final.batch_shape, len(final.batch_shape)
+    if store.arrays is None:  # interrupted before the first chunk came back
+        return None
+    a = store.arrays
+    t, is_step = a["t"][:store.filled], a["is_step"][:store.filled]
+    n_rec = min(len(t), n_slots)
+    # a raised failure: keep the points up to the failed step
+    st = np.atleast_1d(np.asarray(final.members.status))
+    if cut_at_failure and np.any(st != Status.OK):
+        fs = int(np.min(np.atleast_1d(np.asarray(final.members.fail_step))[st != Status.OK]))
+        ks = np.rint((t[:n_rec] - final.t0) / h).astype(int)
+        n_rec = int(np.searchsorted(ks, fs, side="right"))
+    keep = slice(0, n_rec)
+
+    def unflat(x: np.ndarray) -> np.ndarray:
+        return x.reshape((x.shape[0], *B, *x.shape[2:])) if nb else x
+
+    q = jax.tree.map(lambda x: unflat(x[keep]), a["q"])
+    # the slots that took a step are a prefix (the step index only grows): slices, not copies
+    n_step_slots = int(np.count_nonzero(is_step[keep]))
+    if not np.all(is_step[:n_step_slots]):  # an internal invariant, never a user error
+        raise RuntimeError("manifold_dirac: the stored steps are not a prefix of the stored points (a bug)")
+    steps = slice(0, n_step_slots)
+    meta["total_iterations"] = int(np.sum(a["iterations"][steps]))
+    return Trajectory(
+        slip=unflat(a["slip"][keep]), holonomic_violation=unflat(a["holonomic_violation"][keep]),
+        t=t[keep], q=q, p=unflat(a["p"][keep]), v=unflat(a["v"][keep]), energy=unflat(a["energy"][keep]),
+        xi=unflat(a["xi"][steps]), mu=unflat(a["mu"][steps]),
+        constraint_residual=unflat(a["constraint_residual"][steps]), residual=unflat(a["error"][steps]),
+        iterations=unflat(a["iterations"][steps]), status=status, messages=messages, meta=meta,
+    )

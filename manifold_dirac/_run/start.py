@@ -1,0 +1,477 @@
+"""The start of a run: the Legendre map at ``q0``, and the checks that refuse an ill-posed start.
+
+One compiled program (:func:`build_start`) evaluates at the initial data
+what the checks need -- ``A(q0)``, ``p0 = dL/dv(q0, v0)`` or the Legendre
+inverse of ``p0``, the regularity of ``d2L/dv2`` on the constraint
+distribution, the algebraic equations of motion, the condition of the
+first step's Newton matrix -- and :func:`check_start` checks them on the
+host, refusing a start with an error that says what is wrong and where
+(the batch member), before any step is taken.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._errors import DegenerateLagrangianWarning, IllPosedSystemError
+from .._manifolds.euclidean import Euclidean
+from .._mechanics.galerkin import _is_vector_space
+from .._mechanics.rules import DiscreteLagrangian
+from .._mechanics.schemes import Scheme
+from .._mechanics.step import StepMap
+from .._mechanics.system import LagrangeDiracSystem, over_batch
+from .._types import Covector, Matrix, Params, Point, Scalar, Vector
+from .state import _flatten_batch
+from .validate import _nonfinite_word
+
+_LEGENDRE_ITERATIONS = 12
+"""Gauss--Newton iterations of the Legendre inverse at the start of a run from ``p0``."""
+
+
+_N_PROBES = 3
+"""Velocities (besides ``v0``) at which the start probes whether ``L`` depends on the velocity at all."""
+
+
+_DEGENERATE = 1e-8
+"""``d2L/dv2`` on ``Delta(q0)`` is singular (the Lagrangian degenerate) below this relative singular value."""
+
+
+_PRIMARY_RTOL = 1e-8
+"""Relative violation of the primary constraint ``p0 = dL/dv(q0, v)`` (mod ``Delta°``) that refuses a start."""
+
+
+_SINGULAR_STEP = 1e13
+"""Condition number of the equilibrated Newton matrix above which a step's equations are singular."""
+
+
+_SECONDARY_RTOL = 1e-8
+"""Relative violation of an algebraic equation of motion at ``q0`` that refuses a start."""
+
+
+def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Callable:
+    """The compiled start of a run: ``A(q0)``, ``p0 = dL/dv(q0, v0)``, the degeneracy test, the state.
+
+    Returns a function ``(q0, v0, p0, h, params) -> dict`` over ``nb``
+    batch axes (``v0`` or ``p0`` is ignored when not given); the checks
+    on its outputs run on the host, in :func:`check_start`.
+    """
+    sysm, m = sm.system, sm.system.n_constraints
+
+    n = sysm.dim
+    stage_check = _galerkin_stages_unconstrained(sm)
+    algebraic_check = _is_vector_space(sysm.Q)
+    # fixed velocities at which dL/dv is probed (a Lagrangian without velocity dependence is refused)
+    probes = np.random.default_rng(20240610).standard_normal((_N_PROBES, n))
+
+    def one(q, v, p, h, t0, params):
+        out = {}
+        A = sysm.constraint_matrix(q, params) if m else None
+        N = jnp.linalg.svd(A)[2][m:].T if m else jnp.eye(n)  # a basis of Delta(q0) = ker A(q0)
+        if m:
+            out["A"] = A
+        # dL/dv on Delta(q0) at v0 (or 0) and at the probe velocities in Delta(q0)
+        W = jnp.concatenate([v[None], probes @ N @ N.T])
+        if n > m:
+            out["dLdv_probe"] = jnp.max(jnp.abs(jax.vmap(lambda w: sysm.momentum(q, w, params) @ N)(W)))
+        else:  # Delta(q0) = 0: nothing to probe (a system that cannot move)
+            out["dLdv_probe"] = jnp.ones(())
+        if has_v:
+            p = sysm.momentum(q, v, params)
+            out["p"] = p
+        else:
+            out["legendre"] = _legendre_solve(sysm, q, p, A, N, params)
+        if check_degenerate:
+            # the smallest singular value of d2L/dv2 on ker A(q0), relative to the largest
+            H = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
+            if m:
+                N = jnp.linalg.svd(A)[2][m:].T
+                H = N.T @ H @ N
+            if H.shape[-1]:
+                sv = jnp.linalg.svd(H, compute_uv=False)
+                out["degeneracy"] = sv[-1] / jnp.maximum(sv[0], 1e-300)
+        if stage_check:
+            # the smallest singular value of d2L/dv2 on the whole frame space (the internal stages of a
+            # Galerkin curve are not held in Delta: see _check_galerkin_degeneracy)
+            Hf = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
+            _, svf, Vf = jnp.linalg.svd(Hf)
+            out["degeneracy_full"] = svf[-1] / jnp.maximum(svf[0], 1e-300)
+            out["degenerate_direction"] = Vf[-1]
+        if has_v:
+            xi0 = h * v
+        else:  # warm start from the Legendre inverse of p0 (on Delta(q0)), not from rest
+            vl = out["legendre"]["v"]
+            xi0 = jnp.where(jnp.all(jnp.isfinite(vl)), h * vl, jnp.zeros_like(p))
+        if algebraic_check:
+            out["secondary"], out["secondary_direction"] = _secondary_residual(sysm, q, v, N, t0, params)
+        out["members"] = sm.initial(q, p, xi0)
+        # the first step's Newton matrix at its warm start: a singular one is refused (_check_step_matrix)
+        out["step_cond"], out["step_null"] = step_conditioning(
+            sm, q, p, sm.warm_start(out["members"]), t0, h, params)
+        return out
+
+    def start(q, v, p, h, t0, params):
+        res = over_batch(lambda qq, vv, pp: one(qq, vv, pp, h, t0, params), nb)(q, v, p)
+        res["members"] = _flatten_batch(res["members"], nb)
+        return res
+
+    return jax.jit(start)
+
+
+def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np.ndarray | None,
+                B: tuple[int, ...]) -> Vector | None:
+    """Refuse an ill-posed start (on the host); the Legendre velocity of ``p0`` where it is unique, else None.
+
+    ``out`` holds the values of :func:`build_start` (on the host), ``vv`` and
+    ``pp`` the given ``v0`` and ``p0`` (``(*B, n)``, or None), ``B`` the batch
+    shape. Raises ``ValueError`` for initial data off the constraints or a
+    non-finite or rank-deficient ``A(q0)``;
+    :class:`~manifold_dirac._errors.IllPosedSystemError` for a system the
+    steps cannot integrate from there; warns
+    :class:`~manifold_dirac._errors.DegenerateLagrangianWarning` for a rule
+    not known to be stable for a degenerate Lagrangian.
+    """
+    sysm, n, nb = sm.system, sm.system.dim, len(B)
+    m = sysm.n_constraints
+    sysm.check_position(q0)  # g(q0) = 0 (holonomic constraints; nothing without)
+    if m:
+        A = out["A"]
+        _check_finite_constraint(sysm, A, B)
+        _check_constraint_rank(sysm, A.reshape(-1, m, n))
+    if vv is not None:
+        if m:
+            viol = np.max(np.abs(np.einsum("...ij,...j->...i", A, vv)), axis=-1)
+            tol = 1e-9 * (1.0 + np.max(np.abs(vv), axis=-1))
+            if np.any(viol > tol):
+                i = np.unravel_index(np.argmax(viol - tol), viol.shape) if viol.ndim else ()
+                which = {(True, False): "A(q0) v0", (False, True): "dg(q0) v0"}.get(
+                    (sysm.n_one_forms > 0, sysm.n_holonomic > 0), "[A; dg](q0) v0")
+                where = f" (batch index {list(i)})" if B else ""
+                raise ValueError(
+                    f"v0 is not in the constraint distribution: |{which}| = {np.max(viol):.3e}{where}, above "
+                    "the tolerance 1e-9 (1 + |v0|); the initial velocity must satisfy A(q0) v0 = 0 for the "
+                    "constraint one-forms and dg(q0) v0 = 0 for the holonomic constraints: "
+                    "system.project_velocity(q0, v0) projects a nearly consistent v0 onto it"
+                )
+        pv = out["p"]
+        if not np.all(np.isfinite(pv)):
+            raise ValueError("dL/dv(q0, v0) is not finite: the Lagrangian is not defined at the initial data")
+        if pp is not None:
+            dev = np.max(np.abs(pp - pv))
+            if dev > 1e-8 * (1.0 + np.max(np.abs(pv))):
+                raise ValueError(f"p0 differs from dL/dv(q0, v0) by {dev:.3e}: give v0 or p0, or a consistent pair")
+    # ill-posed systems and initial data, refused before any step
+    _check_velocity_dependence(sysm, out["dLdv_probe"])
+    v_legendre = None if vv is not None else _check_primary_constraint(sysm, out["legendre"], B)
+    if "degeneracy" in out and np.any(out["degeneracy"] <= 1e-8):
+        warnings.warn(
+            f"the Lagrangian of {sysm.name or 'this system'} is degenerate on the constraint distribution "
+            f"(d2L/dv2 is singular there: linear in some velocities) and the discrete Lagrangian "
+            f"{sm.rule.name!r} is not known to be stable for such systems (rectangle rules: singular "
+            "steps; trapezoid: parasitic modes). Use discrete_lagrangian='midpoint'.",
+            DegenerateLagrangianWarning,
+            stacklevel=3,
+        )
+    # undetermined or wrongly determined steps, refused before any step (after the warning above)
+    if "degeneracy_full" in out:
+        _check_galerkin_degeneracy(sysm, sm.rule, out["degeneracy_full"], out["degenerate_direction"], B)
+    if "secondary" in out:
+        _check_secondary_constraint(sysm, out["secondary"], out["secondary_direction"], B)
+    _check_step_matrix(sysm, sm.scheme, sm.rule, out["step_cond"], out["step_null"], B)
+    return None if v_legendre is None else _flatten_batch(v_legendre, nb)
+
+
+def _legendre_solve(sysm: LagrangeDiracSystem, q: Point, p: Covector, A: Matrix | None, N: Matrix,
+                    params: Params, v_start: Vector | None = None, iterations: int = _LEGENDRE_ITERATIONS) -> dict:
+    """The least-squares Legendre inverse of ``p`` at one point (traceable).
+
+    Gauss--Newton with the pseudo-inverse of the exact bordered Jacobian on
+    ``r(v, lam) = (dL/dv(q, v) - p + A^T lam, A v)``: Newton's method where
+    ``d2L/dv2`` is regular on ``Delta(q)``, the closest momentum of the
+    Legendre map's image where it is not (a degenerate Lagrangian, whose
+    momenta satisfy a primary constraint).
+
+    Returns
+    -------
+    dict
+        ``v (n,)``; ``residual``: ``|r|_inf`` at the end (how far ``p`` is
+        from the image, modulo ``Delta°(q)``); ``scale``: the size of the
+        momenta (``max(|p|, |dL/dv|, |A^T lam|)``); ``degeneracy``: the
+        smallest singular value of ``d2L/dv2`` on ``Delta(q)`` relative to the
+        largest (0 for a Lagrangian linear in ``v``).
+    """
+    n = sysm.dim
+    m = 0 if A is None else A.shape[0]
+    At = jnp.zeros((n, 0)) if A is None else A.T
+
+    def r(z):
+        v, lam = z[:n], z[n:]
+        return jnp.concatenate([sysm.momentum(q, v, params) - p + At @ lam, At.T @ v])
+
+    def body(_, z):
+        return z - jnp.linalg.pinv(jax.jacfwd(r)(z)) @ r(z)
+
+    z0 = jnp.zeros(n + m) if v_start is None else jnp.concatenate([v_start, jnp.zeros(m)])
+    z = jax.lax.fori_loop(0, iterations, body, z0)
+    v, lam = z[:n], z[n:]
+    res = r(z)
+    pv = sysm.momentum(q, v, params)
+    scale = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(p)), jnp.max(jnp.abs(pv))), jnp.max(jnp.abs(At @ lam), initial=0.0))
+    H = N.T @ jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v) @ N
+    if H.shape[-1]:
+        sv = jnp.linalg.svd(H, compute_uv=False)
+        degeneracy = sv[-1] / jnp.maximum(sv[0], 1e-300)
+    else:
+        degeneracy = jnp.ones(())
+    return {"v": v, "residual": jnp.max(jnp.abs(res), initial=0.0), "scale": scale, "degeneracy": degeneracy}
+
+
+def _check_velocity_dependence(sysm: LagrangeDiracSystem, dLdv: np.ndarray) -> None:
+    """Refuse a Lagrangian with no velocity dependence on ``Delta(q0)`` (``L = 0``, ``L = L(q)``)."""
+    if np.any(np.asarray(dLdv) == 0.0):
+        raise IllPosedSystemError(
+            f"the Lagrangian of {sysm.name or 'this system'} does not depend on the velocity: dL/dv = 0 on the "
+            f"constraint distribution at q0 at the initial velocity and at {_N_PROBES} others, so the step equations "
+            "have "
+            "no unique solution (L = 0, or L a function of q alone). A Lagrange--Dirac system needs a Lagrangian "
+            "with a velocity dependence (a kinetic term, or a term linear in v)."
+        )
+
+
+def _check_primary_constraint(sysm: LagrangeDiracSystem, sol: dict, B: tuple[int, ...]) -> np.ndarray | None:
+    """Refuse ``p0`` off the primary constraint of a degenerate Lagrangian; the Legendre velocity or None.
+
+    For a degenerate Lagrangian (``d2L/dv2`` singular on ``Delta(q0)``) the
+    momenta ``dL/dv(q0, v)``, ``v in Delta(q0)``, fill only part of the
+    covectors: ``p0`` must be one of them modulo ``Delta°(q0)`` (the primary
+    constraint). An inconsistent ``p0`` is not projected: it would excite a
+    parasitic mode of the discrete map that fails much later.
+    """
+    res, scale, deg = (np.asarray(sol[k], dtype=float) for k in ("residual", "scale", "degeneracy"))
+    rel = np.where(res == 0.0, 0.0, res / np.where(scale > 0, scale, 1.0))
+    bad = (deg <= _DEGENERATE) & ~(rel <= _PRIMARY_RTOL)
+    if np.any(bad):
+        i = tuple(int(x) for x in np.unravel_index(int(np.argmax(np.where(bad, rel, -1.0))), np.shape(bad)))
+        where = f" (batch index {list(i)})" if B else ""
+        raise IllPosedSystemError(
+            f"p0 violates the primary constraint p = dL/dv(q0, v) of the degenerate Lagrangian of "
+            f"{sysm.name or 'this system'}{where}: no velocity v in the constraint distribution has "
+            f"dL/dv(q0, v) = p0 (modulo the constraint forces); the closest misses by {float(res[i]):.3e} "
+            f"(relative {float(rel[i]):.2e}). A degenerate Lagrangian fixes some momenta by q: give "
+            "p0 = dL/dv(q0, v0) for some v0, or give v0."
+        )
+    ok = (rel <= 1e-9) & (deg > _DEGENERATE)
+    return sol["v"] if bool(np.all(ok)) else None
+
+
+def equilibrated_condition(J: Matrix) -> tuple[jax.Array, Vector]:
+    """The condition number of ``J`` scaled by rows then columns (traceable), and its null direction.
+
+    Rows and columns are divided by their largest entry (so the units of the
+    unknowns and of the equations drop out); the condition number is the
+    ratio of the extreme singular values of the scaled matrix (``inf`` for a
+    zero singular value), the direction the right singular vector of the
+    smallest one, in the scaled unknowns.
+    """
+    Je = J / jnp.maximum(jnp.max(jnp.abs(J), axis=1, keepdims=True), 1e-300)
+    col = jnp.maximum(jnp.max(jnp.abs(Je), axis=0, keepdims=True), 1e-300)
+    Je = Je / col
+    _, s, Vt = jnp.linalg.svd(Je)
+    cond = jnp.where(s[-1] > 0, s[0] / jnp.where(s[-1] > 0, s[-1], 1.0), jnp.inf)
+    return cond, Vt[-1] / col[0]
+
+
+def step_conditioning(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, h: Scalar,
+                      params: Params) -> tuple[jax.Array, Vector]:
+    """``(cond, direction)`` of the step's equilibrated Newton matrix ``dr/dz`` at ``z`` (one member; traceable).
+
+    Used at the start of a run (:meth:`Integrator.initial_state`,
+    :func:`~manifold_dirac._run.rollout.rollout`) on the first
+    step's warm start; the inputs are not differentiated.
+    """
+    q, p, z, t, h, params = jax.lax.stop_gradient((q, p, z, t, h, params))
+    J = jax.jacfwd(lambda zz: sm.equations(zz, q, p, t, h, params)[0])(z)
+    if J.size == 0:
+        return jnp.ones(()), jnp.zeros(z.shape)
+    finite = jnp.all(jnp.isfinite(J))
+    cond, d = equilibrated_condition(jnp.where(finite, J, 0.0))
+    # a non-finite matrix is the step's own failure (NONFINITE, diagnosed there), not a singular system
+    return jnp.where(finite, cond, 1.0), d
+
+
+def _direction_words(sysm: LagrangeDiracSystem, d: np.ndarray) -> str:
+    """A frame direction in words: its largest components, with the coordinate names of a vector space."""
+    d = np.asarray(d, dtype=float)
+    n = d.size
+    scale = np.max(np.abs(d)) if n else 0.0
+    if not scale > 0:
+        return "(no direction found)"
+    d = d / scale
+    big = [int(i) for i in np.flatnonzero(np.abs(d) > 1e-3)]
+    names = tuple(getattr(sysm.Q, "coordinate_names", ()) or ())
+    if isinstance(sysm.Q, Euclidean) and len(names) == n:
+        label = [names[i] for i in big]
+    else:
+        label = [f"frame component {i}" for i in big]
+    vec = np.array2string(np.round(d, 3), separator=", ", suppress_small=True)
+    return f"{vec} ({', '.join(label)})"
+
+
+def _galerkin_stages_unconstrained(sm: StepMap) -> bool:
+    """Whether the rule has internal curve stages that the step does not hold in the distribution Delta."""
+    return sm.system.n_one_forms > 0 and sm.rule.n_stages(sm.system.dim) > 0
+
+
+def _check_galerkin_degeneracy(sysm: LagrangeDiracSystem, rule: DiscreteLagrangian, deg: np.ndarray, direction: np.ndarray,
+                               B: tuple[int, ...]) -> None:
+    """Refuse a Galerkin rule (internal stages) for a degenerate Lagrangian with one-form constraints.
+
+    The stages ``X_1..X_{s-1}`` of a Galerkin curve are free in every frame
+    direction (the scheme's constraint holds only at the ends of the step),
+    and their equations are the stationarity of the action alone. In a
+    direction ``e`` where ``d2L/dv2`` vanishes, ``dL/dv . e`` does not see the
+    curve's velocity, so the stage equation in ``e`` is the Gauss-weighted
+    moment of ``dL/dq . e`` along the curve -- an equation of the potential
+    alone, unrelated to the motion, which the constraint (not the kinetic
+    term) determines in that direction. The step then solves, converges and
+    is wrong at O(1) (the LC circuit's charge stays put). Refused, naming the
+    direction; the midpoint rule has no stages and is exact for this.
+    """
+    deg = np.asarray(deg, dtype=float)
+    bad = deg <= _DEGENERATE
+    if not np.any(bad):
+        return
+    i = tuple(int(x) for x in np.unravel_index(int(np.argmax(bad)), np.shape(bad))) if B else ()
+    where = f" (batch index {list(i)})" if B else ""
+    raise IllPosedSystemError(
+        f"discrete Lagrangian {rule.name!r} cannot integrate {sysm.name or 'this system'}{where}: its Lagrangian "
+        f"is degenerate (d2L/dv2 is singular at q0, relative singular value {float(deg[i]):.1e}, in the frame "
+        f"direction {_direction_words(sysm, np.asarray(direction)[i])}) and the system has constraint one-forms; "
+        "the internal stages of a Galerkin curve are not held in the constraint distribution, so in that "
+        "direction their equations hold the potential alone and the step converges to a wrong motion. Use "
+        "discrete_lagrangian='midpoint'."
+    )
+
+
+def _check_step_matrix(sysm: LagrangeDiracSystem, scheme: Scheme, rule: DiscreteLagrangian, cond: np.ndarray,
+                       null: np.ndarray, B: tuple[int, ...]) -> None:
+    """Refuse a run whose first step's (equilibrated) Newton matrix is singular: the step is undetermined.
+
+    Newton's method on a singular matrix does not stop with an error: a
+    least-squares or LU solve picks one of the solutions, the residual
+    vanishes and the step is accepted, with ``q_{k+1}`` moving freely along
+    the null direction (a body with no kinetic energy in a direction, a
+    coordinate with no kinetic term). Evaluated once at the first step's warm
+    start (O(h) from its solution), where it costs one Jacobian; a matrix that
+    becomes singular later is diagnosed at the failed step.
+    """
+    cond = np.asarray(cond, dtype=float)
+    bad = cond > _SINGULAR_STEP  # inf included; NaN (non-finite data) is left to the step's own diagnosis
+    if not np.any(bad):
+        return
+    i = tuple(int(x) for x in np.unravel_index(int(np.argmax(np.where(bad, cond, -1.0))), np.shape(bad))) if B else ()
+    where = f" (batch index {list(i)})" if B else ""
+    n = sysm.dim
+    d = np.asarray(null)[i]
+    xi_part = d[:n]
+    if np.max(np.abs(xi_part), initial=0.0) > 1e-6 * np.max(np.abs(d), initial=0.0):
+        what = f"the step xi in the frame direction {_direction_words(sysm, xi_part)}"
+    else:
+        what = "the constraint multipliers or internal stages only (a redundant constraint or a singular rule)"
+    raise IllPosedSystemError(
+        f"the step equations of {sysm.name or 'this system'} are singular at the start{where} (condition number "
+        f"of the equilibrated Newton matrix {float(cond[i]):.3e} > {_SINGULAR_STEP:.0e}, with "
+        f"scheme {scheme.name!r} and discrete Lagrangian {rule.name!r}): they do not determine "
+        f"{what}. Give that direction a kinetic term (d2L/dv2 regular on the constraint distribution) or "
+        "constrain it; for a Lagrangian degenerate by design, use discrete_lagrangian='midpoint'."
+    )
+
+
+def _secondary_residual(sysm: LagrangeDiracSystem, q: Point, v: Vector, N: Matrix, t: Scalar,
+                        params: Params) -> tuple[jax.Array, Vector]:
+    """The violation of the algebraic equations of motion at ``(q0, v0)`` (one member, a vector space; traceable).
+
+    A direction ``e`` of the constraint distribution (``e = N c``) whose
+    momentum ``dL/dv . e`` is locally constant -- ``d2L/dv2 e = 0``,
+    ``d2L/dv dq`` annihilating ``e`` on both sides -- has the equation of
+    motion ``d/dt (dL/dv . e) = 0 = (dL/dq + F) . e`` (the constraint forces
+    vanish on ``Delta``): not a differential equation but a constraint on
+    ``q`` alone (and on ``v`` through ``F`` only), which the initial data must
+    satisfy. Returns the largest violation relative to the size of the terms
+    and its direction ``e``.
+    """
+    n = sysm.dim
+    H = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
+    M = jax.jacfwd(lambda e: sysm.momentum(sysm.Q.first_order_curve(q, e), v, params))(jnp.zeros(n))  # dp_i/dq_j
+    dq = sysm.partials(q, v, params)[0]
+    F = sysm.force(t, q, v, params) if sysm.has_force else None
+    g = dq if F is None else dq + F
+    norm = lambda X: X / jnp.maximum(jnp.max(jnp.abs(X)), 1e-300)  # noqa: E731
+    K = jnp.concatenate([norm(H) @ N, norm(M) @ N, norm(M.T) @ N])
+    if K.shape[-1] == 0:
+        return jnp.zeros(()), jnp.zeros(n)
+    s, Vt = jnp.linalg.svd(K, full_matrices=False)[1:]
+    null = s <= 1e-8
+    E = Vt @ N.T  # rows: candidate directions e in Delta, unit length
+    scale = jnp.maximum(jnp.max(jnp.abs(dq)), jnp.max(jnp.abs(sysm.momentum(q, v, params))))
+    if F is not None:
+        scale = jnp.maximum(scale, jnp.max(jnp.abs(F)))
+    res = jnp.where(null, jnp.abs(E @ g), 0.0) / jnp.maximum(scale, 1e-300)
+    j = jnp.argmax(res)
+    return res[j], E[j]
+
+
+def _check_secondary_constraint(sysm: LagrangeDiracSystem, res: np.ndarray, direction: np.ndarray,
+                                B: tuple[int, ...]) -> None:
+    """Refuse initial data that violate an algebraic equation of motion (see :func:`_secondary_residual`).
+
+    A coordinate with no kinetic term (its momentum constant) obeys
+    ``dL/dq . e + F . e = 0`` at every instant; started off it, no motion
+    satisfies the equations, and the discrete map answers with a parasitic
+    mode (the coordinate flips sign every step).
+    """
+    res = np.asarray(res, dtype=float)
+    bad = res > _SECONDARY_RTOL  # a NaN (non-finite data at q0) is the first step's failure, diagnosed there
+    if not np.any(bad):
+        return
+    i = tuple(int(x) for x in np.unravel_index(int(np.argmax(np.where(bad, res, -1.0))), np.shape(bad))) if B else ()
+    where = f" (batch index {list(i)})" if B else ""
+    raise IllPosedSystemError(
+        f"the initial data violate an algebraic equation of motion of {sysm.name or 'this system'}{where}: in the "
+        f"direction {_direction_words(sysm, np.asarray(direction)[i])} the momentum dL/dv does not depend on q or "
+        f"v (no kinetic term), so its equation of motion is (dL/dq + F) . e = 0, a constraint on q0; at q0 it "
+        f"is off by {float(res[i]):.3e} relative to the size of dL/dq, dL/dv and F. Start where it holds (no "
+        "motion satisfies the equations from this q0; the discrete map would answer with a parasitic mode)."
+    )
+
+
+def _check_finite_constraint(sysm: LagrangeDiracSystem, A: np.ndarray, B: tuple[int, ...]) -> None:
+    """Refuse a constraint matrix ``A(q0)`` with a NaN or inf entry, naming the batch member."""
+    finite = np.all(np.isfinite(A), axis=(-2, -1))
+    if not np.all(finite):
+        i = [int(x) for x in np.unravel_index(int(np.argmin(finite)), B)] if B else []
+        raise ValueError(
+            f"the constraint A(q) of {sysm.name or 'this system'} is not finite at q0 (batch index {i}): it "
+            f"returned {_nonfinite_word(A[tuple(i)])} there; A must be a finite matrix of one-forms at the initial "
+            "configuration (check the constraint function, or start where it is defined)"
+        )
+
+
+def _check_constraint_rank(sysm: LagrangeDiracSystem, A: np.ndarray) -> None:
+    """Refuse linearly dependent constraint one-forms at q0 (a non-regular distribution)."""
+    m, n = A.shape[-2:]
+    if m > n:
+        raise ValueError(f"the {m} constraint one-forms of {sysm.name or 'this system'} on a {n}-dimensional "
+                         "manifold cannot be independent: the distribution is not regular")
+    s = np.linalg.svd(A, compute_uv=False)
+    rank = np.sum(s > 1e-10 * np.maximum(s[..., :1], 1e-300), axis=-1)
+    if np.any(rank < m):
+        raise ValueError(
+            f"the constraint one-forms of {sysm.name or 'this system'} are linearly dependent at q0 (rank "
+            f"{int(np.min(rank))} < {m} rows; smallest singular value {float(np.min(s[..., -1])):.2e}): the "
+            "constraint distribution is not regular there. Drop the redundant one-forms."
+        )
