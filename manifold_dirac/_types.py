@@ -28,6 +28,7 @@ import numpy as np
 
 __all__ = [
     "ArrayLike",
+    "ArrayTree",
     "Constraint",
     "Covector",
     "Force",
@@ -52,6 +53,11 @@ Point: TypeAlias = Union[jax.Array, np.ndarray, tuple["Point", ...]]
 """A point of ``Q``: an array (a vector ``(n,)``, a matrix ``(d, d)`` on a
 matrix group, a unit vector ``(d + 1,)`` on a sphere), or on a product a
 tuple of points, one per factor (a pytree)."""
+
+ArrayTree: TypeAlias = Union[jax.Array, np.ndarray, tuple["ArrayTree", ...], list["ArrayTree"],
+                             dict[str, "ArrayTree"]]
+"""A pytree of arrays: an array, or tuples, lists and string-keyed dicts of them
+(a point with its Jacobians, a table of computed values)."""
 
 PointBatch: TypeAlias = Point
 """A point with leading batch axes: arrays ``(*batch, *point_shape)`` (on a
