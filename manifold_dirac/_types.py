@@ -19,7 +19,7 @@ and in ``PyTree`` (the run machinery's states and records, of many shapes).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias, Union
 
 import jax
@@ -45,9 +45,10 @@ __all__ = [
     "VectorBatch",
 ]
 
-ArrayLike: TypeAlias = jax.typing.ArrayLike
-"""An array as a user gives it: a ``jax.Array``, a numpy array or a Python or
-numpy number (anything ``jnp.asarray`` accepts without an object dtype)."""
+ArrayLike: TypeAlias = Union[jax.typing.ArrayLike, Sequence["ArrayLike"]]
+"""An array as a user gives it: a ``jax.Array``, a numpy array, a Python or
+numpy number, or (nested) lists and tuples of them -- what ``np.asarray``
+turns into a float array."""
 
 Point: TypeAlias = Union[jax.Array, np.ndarray, tuple["Point", ...]]
 """A point of ``Q``: an array (a vector ``(n,)``, a matrix ``(d, d)`` on a

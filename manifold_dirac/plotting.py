@@ -158,7 +158,7 @@ def _se2_points(q: ArrayLike) -> np.ndarray:
 
 
 def plot_se2_path(
-    trajectory: Trajectory,
+    trajectory: Trajectory | ArrayLike,
     manifold: Manifold | None = None,
     ax: Axes | None = None,
     heading_every: int | None = None,
@@ -258,7 +258,7 @@ def _so3_points(q: ArrayLike, member: tuple[int, ...] | int | None, fname: str) 
 
 
 def plot_so3_body_axes(
-    trajectory: Trajectory,
+    trajectory: Trajectory | ArrayLike,
     ax: Axes | None = None,
     member: int | tuple[int, ...] | None = None,
     *,
