@@ -1,0 +1,84 @@
+"""Typing ratchet: per file, the uses of ``Any`` and mypy's errors may only shrink.
+
+The counts are in ``tests/data/typing_baseline.json``; ``python tools/typing_baseline.py`` rewrites
+it after a change that lowers a count (the test fails until then, so that the slack cannot be spent
+again). A file that is not in the baseline is allowed no ``Any`` and no mypy error. The counter and
+the comparison are shown to catch a planted ``Any`` and a planted type error.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import typing_baseline as tb  # noqa: E402
+
+HOW = "rewrite the baseline with `python tools/typing_baseline.py`"
+
+
+def _baseline() -> dict[str, dict[str, int]]:
+    return json.loads(tb.BASELINE.read_text())
+
+
+def _check(what: str, baseline: dict[str, int], current: dict[str, int], advice: str) -> None:
+    worse, stale = tb.compare(what, baseline, current)
+    if worse:
+        pytest.fail(f"more {what} than the baseline allows:\n  " + "\n  ".join(worse) + f"\n{advice}")
+    if stale:
+        pytest.fail(f"fewer {what} than the baseline records (good): {HOW}\n  " + "\n  ".join(stale))
+
+
+def test_count_any_reads_code_not_text():
+    src = '''
+from typing import Any
+import typing
+"""Any in a docstring does not count."""
+x: Any = 1  # Any in a comment does not count
+def f(a: "list[Any]", *args: typing.Any) -> dict[str, Any]:
+    """Nor here: Any."""
+'''
+    assert tb.count_any(src) == 4
+    assert tb.count_any(src.replace('a: "list[Any]"', "a: list[int]")) == 3
+
+
+def test_compare_catches_an_increase_and_a_stale_baseline():
+    base = {"a.py": 2, "b.py": 1}
+    assert tb.compare("Any", base, {"a.py": 2, "b.py": 1, "c.py": 0}) == ([], [])
+    worse, stale = tb.compare("Any", base, {"a.py": 3, "b.py": 1})
+    assert worse == ["a.py: 3 Any (the baseline allows 2)"] and stale == []
+    worse, _ = tb.compare("Any", base, {"a.py": 2, "b.py": 1, "new.py": 1})
+    assert worse == ["new.py: 1 Any (the baseline allows 0)"]
+    worse, stale = tb.compare("Any", base, {"a.py": 1})
+    assert worse == [] and len(stale) == 2
+
+
+def test_any_only_shrinks():
+    _check("Any", _baseline()["any"], tb.any_counts(),
+           "give a precise type (the aliases of manifold_dirac._types), or `object` for a value that is only "
+           "inspected; Any only for values that really are arbitrary, said in a comment")
+
+
+def test_parse_mypy_counts_errors_not_notes():
+    out = ("manifold_dirac/a.py:3: error: Incompatible types  [assignment]\n"
+           "manifold_dirac/a.py:3: note: See https://example\n"
+           "manifold_dirac/b.py:10:5: error: Name \"x\" is not defined  [name-defined]\n"
+           "manifold_dirac/a.py:7: error: Missing return  [return]\n")
+    assert tb.parse_mypy(out) == {"manifold_dirac/a.py": 2, "manifold_dirac/b.py": 1}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is in the test extra")
+def test_mypy_errors_only_shrink(tmp_path):
+    """One mypy run over the package and a planted file whose one type error it must report."""
+    planted = tmp_path / "planted_type_error.py"
+    planted.write_text("def f(x: int) -> str:\n    return x\n")
+    found = tb.run_mypy([tb.PACKAGE.name, planted])
+    assert sum(n for path, n in found.items() if path.endswith(planted.name)) == 1, found
+    current = {path: n for path, n in found.items() if path.startswith(tb.PACKAGE.name + "/")}
+    _check("mypy errors", _baseline()["mypy"], current,
+           "fix the new type errors (run `python -m mypy manifold_dirac` to see them)")
