@@ -8,8 +8,8 @@ leading batch axes ``(*batch, ...)`` its alias says so (``PointBatch``,
 ``jax.vmap`` outside).
 
 Aliases, not new types: a type checker sees ``jax.Array`` (an array the
-library returns), ``ArrayLike`` (an array the library accepts: numpy, JAX
-or a Python number), or the union a point is; the names say which space an
+library returns), ``ArrayLike`` (an array the library accepts: numpy, JAX,
+a Python number, nested lists), or the union a point is; the names say which space an
 argument lives in and the docstrings give the shapes.
 
 ``Any`` appears here in ``Params`` (the system's parameters are an

@@ -107,7 +107,7 @@ def _check_finite(name: str, a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _title(trajectory: Trajectory, what: str) -> str:
+def _title(trajectory: object, what: str) -> str:
     meta = getattr(trajectory, "meta", None) or {}
     parts = [str(meta["system"])] if meta.get("system") else []
     extra = ", ".join(

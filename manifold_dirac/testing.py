@@ -73,7 +73,7 @@ import numpy as np
 from ._registry import Registry
 from ._manifolds.base import Manifold
 from ._manifolds.lie_group import MatrixLieGroup
-from ._types import ArrayLike, ArrayTree, Point, PointBatch
+from ._types import ArrayLike, ArrayTree, Point, PointBatch, VectorBatch
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -1360,7 +1360,7 @@ def laws_for(manifold: Manifold) -> dict[str, Law]:
 
 def draw_sample(
     manifold: Manifold, seed: int, batch_shape: tuple[int, ...], regime: str
-) -> tuple[Point, jax.Array]:
+) -> tuple[PointBatch, VectorBatch]:
     """A point and a tangent vector ``(q, xi)`` from one seed (``random_point``, then ``sample_tangent``)."""
     rng = np.random.default_rng(seed)
     q = manifold.random_point(rng, tuple(batch_shape))
@@ -1423,7 +1423,7 @@ def seeds() -> SearchStrategy[int]:
     return st.integers(min_value=0, max_value=2**32 - 1)
 
 
-def points(manifold: Manifold, batch_shape: tuple[int, ...] = ()) -> SearchStrategy[Point]:
+def points(manifold: Manifold, batch_shape: tuple[int, ...] = ()) -> SearchStrategy[PointBatch]:
     """hypothesis strategy of points ``(*batch_shape, *point_shape)`` drawn by ``random_point``.
 
     Product manifolds give tuples of component points (pytrees).
@@ -1432,7 +1432,7 @@ def points(manifold: Manifold, batch_shape: tuple[int, ...] = ()) -> SearchStrat
 
 
 def tangents(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic"
-             ) -> SearchStrategy[jax.Array]:
+             ) -> SearchStrategy[VectorBatch]:
     """hypothesis strategy of tangent vectors ``(*batch_shape, dim)`` drawn by ``sample_tangent`` in ``regime``."""
     if regime not in REGIMES:
         raise ValueError(f"tangents: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
@@ -1443,7 +1443,7 @@ def tangents(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str 
 
 
 def samples(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic"
-            ) -> SearchStrategy[tuple[Point, jax.Array]]:
+            ) -> SearchStrategy[tuple[PointBatch, VectorBatch]]:
     """hypothesis strategy of ``(q, xi)`` pairs drawn by :func:`draw_sample` (the laws' own samples)."""
     if regime not in REGIMES:
         raise ValueError(f"samples: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")

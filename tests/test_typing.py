@@ -82,3 +82,25 @@ def test_mypy_errors_only_shrink(tmp_path):
     current = {path: n for path, n in found.items() if path.startswith(tb.PACKAGE.name + "/")}
     _check("mypy errors", _baseline()["mypy"], current,
            "fix the new type errors (run `python -m mypy manifold_dirac` to see them)")
+
+
+def _undocumented_aliases(source: str) -> list[str]:
+    """Names of ``__all__`` in ``source`` whose assignment is not followed by a docstring."""
+    import ast
+
+    body = ast.parse(source).body
+    public = next(ast.literal_eval(st.value) for st in body
+                  if isinstance(st, ast.Assign) and getattr(st.targets[0], "id", "") == "__all__")
+    documented = {
+        st.target.id for st, nxt in zip(body, body[1:])
+        if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
+        and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)
+        and nxt.value.value.strip()
+    }
+    return sorted(set(public) - documented)
+
+
+def test_every_alias_is_documented():
+    assert _undocumented_aliases((ROOT / "manifold_dirac" / "_types.py").read_text()) == []
+    planted = '__all__ = ["A", "B"]\nA: TypeAlias = int\n"""An int."""\nB: TypeAlias = str\n'
+    assert _undocumented_aliases(planted) == ["B"]
