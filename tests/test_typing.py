@@ -22,6 +22,22 @@ import typing_baseline as tb  # noqa: E402
 HOW = "rewrite the baseline with `python tools/typing_baseline.py`"
 
 
+USER_CODE = """
+import jax.numpy as jnp
+import numpy as np
+import manifold_dirac as md
+
+Q = md.Euclidean(3)
+skate = md.LagrangeDiracSystem(
+    Q, lambda q, v: 0.5 * (v @ v),
+    constraint=lambda q, p: jnp.array([[jnp.sin(q[2]), -jnp.cos(q[2]), 0.0]]),
+    force=lambda t, q, v: -v, params={"g": 2.0})
+pendulum = md.LagrangeDiracSystem(Q, lambda q, v, p: p["g"] * q[0], params={"g": 1.0})
+with_forms = md.LagrangeDiracSystem(Q, lambda q, v: v @ v, constraint=np.ones((1, 3)))
+"""
+"""User code against the public API: the documented forms of the user's functions."""
+
+
 def _baseline() -> dict[str, dict[str, int]]:
     return json.loads(tb.BASELINE.read_text())
 
@@ -77,8 +93,16 @@ def test_mypy_errors_only_shrink(tmp_path):
     """One mypy run over the package and a planted file whose one type error it must report."""
     planted = tmp_path / "planted_type_error.py"
     planted.write_text("def f(x: int) -> str:\n    return x\n")
-    found = tb.run_mypy([tb.PACKAGE.name, planted])
-    assert sum(n for path, n in found.items() if path.endswith(planted.name)) == 1, found
+    good, bad = tmp_path / "user_code_good.py", tmp_path / "user_code_bad.py"
+    good.write_text(USER_CODE)
+    bad.write_text(USER_CODE.replace("lambda q, v: 0.5 * (v @ v)", "lambda q: 0.5")
+                   .replace("force=lambda t, q, v: -v", "force=-1.0"))
+    found = tb.run_mypy([tb.PACKAGE.name, planted, good, bad])
+    errors = {name: sum(n for path, n in found.items() if path.endswith(name))
+              for name in (planted.name, good.name, bad.name)}
+    # the user's functions are typed by their signatures: a Lagrangian of one argument and a
+    # constant force are refused, the documented forms pass
+    assert errors == {planted.name: 1, good.name: 0, bad.name: 2}, found
     current = {path: n for path, n in found.items() if path.startswith(tb.PACKAGE.name + "/")}
     _check("mypy errors", _baseline()["mypy"], current,
            "fix the new type errors (run `python -m mypy manifold_dirac` to see them)")
