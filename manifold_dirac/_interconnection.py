@@ -33,17 +33,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ._manifolds.product import ProductManifold, block_diag
-from ._types import Params, Point, Scalar, Vector
+from ._types import ArrayLike, Constraint, Params, Point, PointBatch, Scalar, Vector
 from ._mechanics.rules import DiscreteLagrangian, NodeGeometry, QuadratureRule, RuleValue, StepContext, get_rule
 from ._mechanics.schemes import get_scheme
 from ._mechanics.system import LagrangeDiracSystem, as_one_forms
+
+if TYPE_CHECKING:
+    from . import Trajectory
 
 __all__ = [
     "Interaction",
@@ -127,7 +131,7 @@ class Layout:
         lay, i = self._walk(name)[-1]
         return lay.systems[i]
 
-    def point(self, q: Any, name: str) -> Any:
+    def point(self, q: Point, name: str) -> Point:
         """The point of subsystem ``name`` inside the product point ``q`` (a nested tuple)."""
         for _, i in self._walk(name):
             q = q[i]
@@ -135,6 +139,11 @@ class Layout:
 
 
 # ---------------------------------------------------------------- interaction
+_FormsOfQ: TypeAlias = Callable[[Point], ArrayLike]
+_Forms: TypeAlias = ArrayLike | _FormsOfQ | Callable[[Layout], ArrayLike | _FormsOfQ] | None
+_HolonomicOfQ: TypeAlias = Callable[[Point], ArrayLike]
+
+
 class Interaction:
     """One-forms ``S(q)`` on the product whose kernel is ``Sigma_Q`` (25).
 
@@ -156,8 +165,8 @@ class Interaction:
         A name used in error messages.
     """
 
-    def __init__(self, forms: Any, *, needs_layout: bool = False, label: str = "interaction"):
-        self._parts: list[tuple[Any, bool, str]] = [(forms, needs_layout, label)]
+    def __init__(self, forms: _Forms, *, needs_layout: bool = False, label: str = "interaction"):
+        self._parts: list[tuple[_Forms, bool, str]] = [(forms, needs_layout, label)]
 
     def __add__(self, other: Interaction) -> Interaction:
         if not isinstance(other, Interaction):
@@ -173,7 +182,7 @@ class Interaction:
     def labels(self) -> tuple[str, ...]:
         return tuple(p[2] for p in self._parts)
 
-    def _resolved(self, layout: Layout) -> list[tuple[Any, str]]:
+    def _resolved(self, layout: Layout) -> list[tuple[np.ndarray | _FormsOfQ, str]]:
         """Each part as a validated constant ``(r, N)`` numpy array or a function of ``q``."""
         N = layout.dim
         out = []
@@ -189,12 +198,12 @@ class Interaction:
             return None
         return np.concatenate([f for f, _ in parts], axis=0)
 
-    def resolve(self, layout: Layout) -> Callable[[Any], jax.Array]:
+    def resolve(self, layout: Layout) -> Callable[[Point], jax.Array]:
         """The function ``q -> S(q)``, shape ``(r, N)``, for one product point of this layout."""
         N = layout.dim
         parts = self._resolved(layout)
 
-        def S_of_q(q: Any) -> jax.Array:
+        def S_of_q(q: Point) -> jax.Array:
             blocks = []
             for f, label in parts:
                 S = jnp.asarray(f(q), dtype=float) if callable(f) else jnp.asarray(f)
@@ -358,7 +367,7 @@ class SubsystemTrajectory:
 
     name: str
     t: np.ndarray
-    q: Any
+    q: PointBatch
     v: np.ndarray
     p: np.ndarray
     interaction_force: np.ndarray
@@ -405,8 +414,8 @@ class InterconnectedSystem(LagrangeDiracSystem):
 
     def __init__(self, subsystems: Sequence[LagrangeDiracSystem], names: Sequence[str],
                  interaction: Interaction | None = None, name: str | None = None,
-                 force: Callable[[Any, Any, jax.Array], jax.Array] | None = None,
-                 holonomic: Any = None):
+                 force: Callable[[Scalar, Point, jax.Array], ArrayLike] | None = None,
+                 holonomic: _HolonomicOfQ | Callable[[Layout], _HolonomicOfQ] | None = None):
         self.subsystems = tuple(subsystems)
         self.names = tuple(str(n) for n in names)
         Q = ProductManifold(*(s.Q for s in self.subsystems))
@@ -424,7 +433,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
         self._no_params = (None,) * k
 
         # constant one-forms stay a constant matrix (the engine then skips A(q))
-        constraint: Any = self._constraint
+        constraint: Constraint | np.ndarray | None = self._constraint
         if all(s.has_constant_one_forms for s in self.subsystems):
             S_const = interaction.constant_forms(self.layout) if interaction is not None else np.zeros((0, N))
             if S_const is not None:
@@ -451,14 +460,14 @@ class InterconnectedSystem(LagrangeDiracSystem):
     def _sub_params(self, p: tuple) -> tuple:
         return p[0] if p else self._no_params
 
-    def _widen(self, A: Any, i: int, xp: Any = jnp) -> Any:
+    def _widen(self, A: jax.Array | np.ndarray, i: int, xp: ModuleType = jnp) -> jax.Array | np.ndarray:
         """Rows ``A_i`` ``(m_i, d_i)`` widened to the product's ``(m_i, N)``, in block ``i``
         (``xp``: ``numpy`` for constant forms, ``jax.numpy`` inside traced code)."""
         off, d, N = self.layout.offsets[i], self.layout.dims[i], self.layout.dim
         m = A.shape[0]
         return xp.concatenate([xp.zeros((m, off)), A, xp.zeros((m, N - off - d))], axis=1)
 
-    def _lagrangian(self, q: Any, v: jax.Array, *p: Any) -> jax.Array:
+    def _lagrangian(self, q: Point, v: jax.Array, *p: Params) -> jax.Array:
         """``L(q, v) = sum_i L_i(q_i, v_i)`` (33), one point."""
         pars = self._sub_params(p)
         terms = [s.lagrangian(qi, vi, pi) for s, qi, vi, pi in zip(self.subsystems, q, self.Q.split(v), pars)]
@@ -467,13 +476,13 @@ class InterconnectedSystem(LagrangeDiracSystem):
             total = total + t
         return total
 
-    def _partials(self, q: Any, v: jax.Array, *p: Any) -> tuple[jax.Array, jax.Array]:
+    def _partials(self, q: Point, v: jax.Array, *p: Params) -> tuple[jax.Array, jax.Array]:
         """The subsystems' ``(dL_i/dq_i, dL_i/dv_i)`` concatenated, one point."""
         pars = self._sub_params(p)
         parts = [s.partials(qi, vi, pi) for s, qi, vi, pi in zip(self.subsystems, q, self.Q.split(v), pars)]
         return self.Q.join([a for a, _ in parts]), self.Q.join([b for _, b in parts])
 
-    def _constraint(self, q: Any, *p: Any) -> jax.Array:
+    def _constraint(self, q: Point, *p: Params) -> jax.Array:
         """``[blockdiag(A_i(q_i)); S(q)]`` (31), shape ``(m, N)``, one point."""
         pars = self._sub_params(p)
         rows = [
@@ -487,7 +496,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
             return jnp.zeros((0, self.layout.dim))
         return jnp.concatenate(rows, axis=0)
 
-    def _holonomic(self, q: Any, *p: Any) -> jax.Array:
+    def _holonomic(self, q: Point, *p: Params) -> jax.Array:
         """``(g_1(q_1), ..., g_k(q_k), g_int(q))``, shape ``(r,)``, one point."""
         pars = self._sub_params(p)
         parts = [s.holonomic(qi, pi) for s, qi, pi in zip(self.subsystems, q, pars) if s.n_holonomic]
@@ -495,7 +504,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
             parts.append(jnp.reshape(jnp.asarray(self._g_int(q)), (-1,)))
         return jnp.concatenate(parts)
 
-    def _force(self, t: Any, q: Any, v: jax.Array, *p: Any) -> jax.Array:
+    def _force(self, t: Scalar, q: Point, v: jax.Array, *p: Params) -> jax.Array:
         """The subsystems' forces, factor by factor (34), plus the product-level force."""
         pars = self._sub_params(p)
         parts = []
@@ -508,7 +517,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
         return total
 
     # ------------------------------------------------------------- structure
-    def constraint_rows(self, q: Any = None) -> dict[str, slice]:
+    def constraint_rows(self, q: Point | None = None) -> dict[str, slice]:
         """Which rows of ``A(q)`` belong to which subsystem (``"interaction"`` last).
 
         ``q`` is accepted for compatibility and ignored: row counts are static.
@@ -531,7 +540,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
             rows["interaction.holonomic"] = slice(r, self.n_constraints)
         return rows
 
-    def interaction_matrix(self, q: Any, params: Any = None) -> jax.Array:
+    def interaction_matrix(self, q: Point, params: Params = None) -> jax.Array:
         """``S(q)`` for one point, shape ``(r, N)`` (``r = 0`` without an interaction).
 
         For a batch use ``system.evaluate("interaction_matrix", q)``.
@@ -550,7 +559,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
         return self.layout.system(name)
 
     # ------------------------------------------------------------ read back
-    def parts(self, trajectory: Any) -> dict[str, SubsystemTrajectory]:
+    def parts(self, trajectory: Trajectory) -> dict[str, SubsystemTrajectory]:
         """Split a trajectory of this system into its subsystems' trajectories.
 
         Parameters
@@ -627,8 +636,9 @@ class InterconnectedSystem(LagrangeDiracSystem):
 
 def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None = None,
                  names: Sequence[str] | None = None, name: str | None = None,
-                 force: Callable[[Any, Any, jax.Array], jax.Array] | None = None,
-                 holonomic: Any = None) -> InterconnectedSystem:
+                 force: Callable[[Scalar, Point, jax.Array], ArrayLike] | None = None,
+                 holonomic: _HolonomicOfQ | Callable[[Layout], _HolonomicOfQ] | None = None
+                 ) -> InterconnectedSystem:
     """Interconnect subsystems through an interaction distribution (29)--(34).
 
     Parameters
@@ -720,7 +730,8 @@ def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None 
     return InterconnectedSystem(systems, names, interaction, name, force, holonomic)
 
 
-def pin_joint(a: str, b: str | None, anchor_a: Any, anchor_b: Any) -> Callable:
+def pin_joint(a: str, b: str | None, anchor_a: ArrayLike, anchor_b: ArrayLike
+              ) -> Callable[[Layout], _HolonomicOfQ]:
     """Two rigid bodies joined at a point (a spherical joint), as holonomic constraints for :func:`interconnect`.
 
     Each body is a subsystem on ``SO(3) x R^3`` (point ``(R, x)``: attitude
@@ -753,7 +764,7 @@ def pin_joint(a: str, b: str | None, anchor_a: Any, anchor_b: Any) -> Callable:
     if pa.shape != (3,) or pb.shape != (3,):
         raise ValueError(f"pin_joint: anchors are points of R^3, got shapes {pa.shape} and {pb.shape}")
 
-    def build(layout: Layout) -> Callable:
+    def build(layout: Layout) -> _HolonomicOfQ:
         for nm in (a, b):
             if nm is not None and layout.locate(nm)[1] != 6:
                 raise ValueError(f"pin_joint: {nm!r} must be a rigid body on SO(3) x R^3 (6 frame components)")

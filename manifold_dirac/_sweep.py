@@ -45,11 +45,20 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from ._spawn import hide_main_script, refuse_in_bootstrapping_worker
+from ._types import ArrayLike
+
+if TYPE_CHECKING:
+    from distributed import Client
+    from xarray import Dataset
+
+_AxisValue: TypeAlias = str | int | float
+_Block: TypeAlias = tuple[int, int] | None
 
 __all__ = ["clear_store", "sweep", "load_dataset", "save_dataset"]
 
@@ -63,7 +72,7 @@ TASKS_PER_WORKER = 4
 _STORE_VERSION = 1
 
 
-def _require(what: str) -> Any:
+def _require(what: str) -> ModuleType:
     """Import an optional dependency of the ``sweep`` extra, or say which extra to install."""
     import importlib
 
@@ -77,7 +86,7 @@ def _require(what: str) -> Any:
 
 
 # ------------------------------------------------------------------ the grid
-def _axis_values(name: str, values: Any) -> list:
+def _axis_values(name: str, values: object) -> list[_AxisValue]:
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
         raise TypeError(f"sweep: axis {name!r} must be a sequence of values, got {type(values).__name__}")
     out = []
@@ -102,7 +111,8 @@ def _axis_values(name: str, values: Any) -> list:
     return out
 
 
-def _units(axes: dict[str, list], blocks: list[tuple[int, int]] | None) -> list[tuple[tuple[int, ...], dict, Any]]:
+def _units(axes: dict[str, list], blocks: list[tuple[int, int]] | None
+           ) -> list[tuple[tuple[int, ...], dict, _Block]]:
     """Every (grid index, coordinates, member block) in C order (last axis fastest, member blocks last)."""
     names = list(axes)
     out = []
@@ -113,17 +123,17 @@ def _units(axes: dict[str, list], blocks: list[tuple[int, int]] | None) -> list[
     return out
 
 
-def _key(coords: Mapping[str, Any], block: Any) -> str:
+def _key(coords: Mapping[str, _AxisValue], block: _Block) -> str:
     """The store's name of a cell: its coordinates (sorted by axis) and member block, as JSON."""
     return json.dumps([sorted(coords.items()), list(block) if block is not None else None])
 
 
 # ------------------------------------------------------------------ a task (runs on a worker)
-def _one_line(text: str) -> str:
+def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def _run_cell(cell: Callable, coords: dict, block: Any) -> dict:
+def _run_cell(cell: Callable, coords: dict, block: _Block) -> dict:
     """Call the cell; turn its result or its exception into a record."""
     t0 = time.perf_counter()
     try:
@@ -160,7 +170,7 @@ def _run_cell(cell: Callable, coords: dict, block: Any) -> dict:
             "wall_time": time.perf_counter() - t0, "metrics": metrics}
 
 
-def _run_task(cell: Callable, units: list[tuple[dict, Any]]) -> list[dict]:
+def _run_task(cell: Callable, units: list[tuple[dict, _Block]]) -> list[dict]:
     """One Dask task: the cells of ``units`` in order, in the worker's process (float64, compilation cache)."""
     import manifold_dirac  # noqa: F401 - float64 and the persistent compilation cache in this worker
 
@@ -168,7 +178,7 @@ def _run_task(cell: Callable, units: list[tuple[dict, Any]]) -> list[dict]:
 
 
 # ------------------------------------------------------------------ the store
-def _describe(x: Any) -> Any:
+def _describe(x: object) -> object:
     """A stable, JSON-able description of a value bound to a cell (what defines its cells)."""
     if x is None or isinstance(x, (bool, str)):
         return x
@@ -289,7 +299,7 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def _client(client: Any, workers: int | None, processes: bool) -> tuple[Any, list]:
+def _client(client: Client | str | None, workers: int | None, processes: bool) -> tuple[Client, list]:
     """The Dask client to use and what to close afterwards."""
     distributed = _require("distributed")
     if client is not None:
@@ -334,11 +344,11 @@ def _warm_worker() -> None:
     import manifold_dirac  # noqa: F401
 
 
-def _n_workers(client: Any) -> int:
+def _n_workers(client: Client) -> int:
     return max(1, len(client.scheduler_info().get("workers", {})))
 
 
-def _killed(units: list[tuple[dict, Any]], exc: BaseException) -> list[dict]:
+def _killed(units: list[tuple[dict, _Block]], exc: BaseException) -> list[dict]:
     """Records of the cells of a task that could not finish (its workers died, or the task itself raised)."""
     return [{"key": _key(c, b), "coords": c, "block": b, "status": type(exc).__name__,
              "message": _one_line(exc), "wall_time": 0.0, "metrics": {}} for c, b in units]
@@ -346,23 +356,23 @@ def _killed(units: list[tuple[dict, Any]], exc: BaseException) -> list[dict]:
 
 # ------------------------------------------------------------------ the API
 def sweep(
-    cell: Callable[..., Mapping[str, Any]],
-    axes: Mapping[str, Sequence[Any]],
+    cell: Callable[..., Mapping[str, ArrayLike]],
+    axes: Mapping[str, Sequence[_AxisValue]],
     *,
     members: int | None = None,
     members_per_task: int | None = None,
     dims: Mapping[str, Sequence[str]] | None = None,
-    coords: Mapping[str, Sequence[Any]] | None = None,
+    coords: Mapping[str, Sequence[_AxisValue]] | None = None,
     store: str | Path | None = None,
     resume: bool = False,
     retry_failed: bool = False,
-    client: Any = None,
+    client: Client | str | None = None,
     workers: int | None = None,
     processes: bool = True,
     cells_per_task: int | None = None,
     progress: bool = True,
-    attrs: Mapping[str, Any] | None = None,
-) -> Any:
+    attrs: Mapping[str, _AxisValue] | None = None,
+) -> Dataset:
     """Run ``cell`` on every point of a grid of named axes and gather its metrics in a Dataset.
 
     Parameters
@@ -572,8 +582,8 @@ def sweep(
     return ds
 
 
-def _dataset(xr: Any, grid: dict, units: list, records: dict, members: int | None, dims: Mapping,
-             coords: Mapping) -> Any:
+def _dataset(xr: ModuleType, grid: dict, units: list, records: dict, members: int | None, dims: Mapping,
+             coords: Mapping) -> Dataset:
     """Assemble the records into a Dataset (NaN metrics where a cell failed)."""
     names = list(grid)
     shape = tuple(len(grid[n]) for n in names)
@@ -619,7 +629,7 @@ def _dataset(xr: Any, grid: dict, units: list, records: dict, members: int | Non
     variables["status"] = (tuple(lead), status.astype(str))
     variables["message"] = (tuple(lead), message.astype(str))
     variables["wall_time"] = (tuple(lead), wall)
-    cds: dict[str, Any] = {n: np.asarray(v) for n, v in grid.items()}
+    cds: dict[str, np.ndarray] = {n: np.asarray(v) for n, v in grid.items()}
     if members is not None:
         cds["member"] = np.arange(members)
     for n, v in coords.items():
@@ -627,7 +637,7 @@ def _dataset(xr: Any, grid: dict, units: list, records: dict, members: int | Non
     return xr.Dataset(variables, coords=cds)
 
 
-def save_dataset(ds: Any, path: str | Path) -> Path:
+def save_dataset(ds: Dataset, path: str | Path) -> Path:
     """Write a sweep's Dataset to NetCDF (netCDF4), atomically.
 
     Parameters
@@ -648,7 +658,7 @@ def save_dataset(ds: Any, path: str | Path) -> Path:
     return path
 
 
-def load_dataset(path: str | Path) -> Any:
+def load_dataset(path: str | Path) -> Dataset:
     """Read a sweep's Dataset written by :func:`save_dataset` (loaded into memory, file closed).
 
     Parameters

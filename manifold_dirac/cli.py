@@ -26,9 +26,15 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from . import LagrangeDiracSystem, Manifold, Trajectory
+    from ._types import Point
+    from .systems.catalog import Example
 
 __all__ = ["build_parser", "main"]
 
@@ -164,7 +170,7 @@ def _writable_folder(text: str) -> Path:
 
 
 # ------------------------------------------------------------------ commands
-def _cmd_list(args: Any) -> int:
+def _cmd_list(args: argparse.Namespace) -> int:
     from .systems.catalog import EXAMPLES
 
     w = max(len(n) for n in EXAMPLES)
@@ -173,7 +179,7 @@ def _cmd_list(args: Any) -> int:
     return 0
 
 
-def _summary(ex: Any, sysm: Any, tr: Any) -> dict[str, Any]:
+def _summary(ex: Example, sysm: LagrangeDiracSystem, tr: Trajectory) -> dict[str, str | int | float | None]:
     e0 = float(np.asarray(tr.energy)[0])
     row = {
         "system": ex.name,
@@ -192,7 +198,7 @@ def _summary(ex: Any, sysm: Any, tr: Any) -> dict[str, Any]:
     return row
 
 
-def _figures(ex: Any, sysm: Any, tr: Any, out: Path) -> list[Path]:
+def _figures(ex: Example, sysm: LagrangeDiracSystem, tr: Trajectory, out: Path) -> list[Path]:
     from . import plotting
 
     out.mkdir(parents=True, exist_ok=True)
@@ -214,7 +220,7 @@ def _figures(ex: Any, sysm: Any, tr: Any, out: Path) -> list[Path]:
     return paths
 
 
-def _se2_factors(Q: Any, q: Any) -> list[np.ndarray]:
+def _se2_factors(Q: Manifold, q: Point) -> list[np.ndarray]:
     from ._manifolds import SE2
 
     if isinstance(q, tuple):
@@ -222,7 +228,7 @@ def _se2_factors(Q: Any, q: Any) -> list[np.ndarray]:
     return [np.asarray(q)] if isinstance(Q, SE2) else []
 
 
-def _cmd_run(args: Any) -> int:
+def _cmd_run(args: argparse.Namespace) -> int:
     from ._errors import RunInterrupted, StepError
     from ._run.integrate import integrate
     from .study import example_system, point_at
@@ -267,7 +273,8 @@ def _cmd_run(args: Any) -> int:
     return 0
 
 
-def _write_interrupted(ex: Any, sysm: Any, tr: Any, out: Path | None, steps: int) -> None:
+def _write_interrupted(ex: Example, sysm: LagrangeDiracSystem, tr: Trajectory | None, out: Path | None,
+                       steps: int) -> None:
     """Ctrl-C during ``run``: write the points computed so far (and figures, if they can be drawn); one line."""
     if tr is None:
         print(f"{PROG}: interrupted before the first points were stored; nothing to write", file=sys.stderr)
@@ -288,7 +295,7 @@ def _write_interrupted(ex: Any, sysm: Any, tr: Any, out: Path | None, steps: int
           f"{path}{figures}", file=sys.stderr)
 
 
-def _cmd_study(args: Any) -> int:
+def _cmd_study(args: argparse.Namespace) -> int:
     from . import study
 
     if args.resume and args.out is None:
@@ -323,7 +330,7 @@ def _cmd_study(args: Any) -> int:
     return 0
 
 
-def _cmd_tour(args: Any) -> int:
+def _cmd_tour(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from ._run.integrate import integrate
@@ -391,12 +398,12 @@ class _Signalled(KeyboardInterrupt):
     """SIGINT or SIGTERM, raised where Python is when it arrives (a KeyboardInterrupt: runs keep their points)."""
 
 
-def _on_signal(signum: int, frame: Any) -> None:
+def _on_signal(signum: int, frame: FrameType | None) -> None:
     _SIGNALLED.append(signum)
     raise _Signalled(f"signal {signum}")
 
 
-def _stop_if_signalled(state: Any) -> None:
+def _stop_if_signalled(state: object) -> None:
     """The run's callback between compiled chunks: stop if a signal arrived and was swallowed on the way.
 
     A signal that arrives while compiled code runs (a first compile, a chunk)

@@ -22,9 +22,19 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any  # Any: only **kwargs passed on to the specific plot function
 
 import numpy as np
+
+from ._types import ArrayLike, Point
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from mpl_toolkits.mplot3d import Axes3D
+
+    from . import LagrangeDiracSystem, Manifold, Trajectory
 
 __all__ = [
     "plot_trajectory",
@@ -44,7 +54,7 @@ _MAX_LEGEND = 8  # members drawn individually (and named in the legend) at most
 
 
 # ------------------------------------------------------------------ helpers
-def _pyplot() -> Any:
+def _pyplot() -> ModuleType:
     """Import ``matplotlib.pyplot``, choosing Agg when there is no display."""
     try:
         import matplotlib
@@ -64,13 +74,14 @@ def _pyplot() -> Any:
     return plt
 
 
-def _finish(fig: Any, path: str | Path | None) -> Any:
+def _finish(fig: Figure, path: str | Path | None) -> Figure:
     if path is not None:
         fig.savefig(Path(path), dpi=110, bbox_inches="tight")
     return fig
 
 
-def _new_axes(ax: Any, projection: str | None = None, figsize: tuple[float, float] = (6.4, 4.8)) -> tuple[Any, Any]:
+def _new_axes(ax: Axes | None, projection: str | None = None, figsize: tuple[float, float] = (6.4, 4.8)
+              ) -> tuple[Figure, Axes]:
     plt = _pyplot()
     if ax is not None:
         return ax.figure, ax
@@ -78,7 +89,7 @@ def _new_axes(ax: Any, projection: str | None = None, figsize: tuple[float, floa
     return fig, fig.add_subplot(111, projection=projection) if projection else fig.add_subplot(111)
 
 
-def _get(trajectory: Any, name: str) -> Any:
+def _get(trajectory: Trajectory, name: str) -> Point:
     if not hasattr(trajectory, name):
         raise ValueError(
             f"expected a Trajectory (an object with a {name!r} attribute), got {type(trajectory).__name__}"
@@ -96,7 +107,7 @@ def _check_finite(name: str, a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _title(trajectory: Any, what: str) -> str:
+def _title(trajectory: object, what: str) -> str:
     meta = getattr(trajectory, "meta", None) or {}
     parts = [str(meta["system"])] if meta.get("system") else []
     extra = ", ".join(
@@ -116,7 +127,7 @@ def _member_label(idx: tuple[int, ...]) -> str:
     return "member " + ",".join(str(i) for i in idx) if idx else ""
 
 
-def _sphere(ax: Any) -> None:
+def _sphere(ax: Axes3D) -> None:
     u, w = np.mgrid[0 : 2 * np.pi : 40j, 0 : np.pi : 20j]
     ax.plot_wireframe(np.cos(u) * np.sin(w), np.sin(u) * np.sin(w), np.cos(w), color="0.85", linewidth=0.4)
     ax.set_xlim(-1.05, 1.05)
@@ -131,7 +142,7 @@ def _sphere(ax: Any) -> None:
 
 
 # -------------------------------------------------------------------- SE(2)
-def _se2_points(q: Any) -> np.ndarray:
+def _se2_points(q: ArrayLike) -> np.ndarray:
     q = np.asarray(q, dtype=float)
     if q.ndim not in (3, 4) or q.shape[-2:] != (3, 3):
         raise ValueError(
@@ -147,15 +158,15 @@ def _se2_points(q: Any) -> np.ndarray:
 
 
 def plot_se2_path(
-    trajectory: Any,
-    manifold: Any = None,
-    ax: Any = None,
+    trajectory: Trajectory | ArrayLike,
+    manifold: Manifold | None = None,
+    ax: Axes | None = None,
     heading_every: int | None = None,
     *,
     length_unit: str = "m",
     title: str | None = None,
     path: str | Path | None = None,
-) -> Any:
+) -> Figure:
     """The planar path ``(x, y)`` of SE(2) poses, with heading arrows.
 
     Parameters
@@ -230,7 +241,7 @@ def plot_se2_path(
 
 
 # -------------------------------------------------------------------- SO(3)
-def _so3_points(q: Any, member: tuple[int, ...] | int | None, fname: str) -> np.ndarray:
+def _so3_points(q: ArrayLike, member: tuple[int, ...] | int | None, fname: str) -> np.ndarray:
     q = np.asarray(q, dtype=float)
     if q.ndim < 3 or q.shape[-2:] != (3, 3):
         raise ValueError(f"{fname}: expected rotations of shape (K+1, *B, 3, 3), got {q.shape}")
@@ -247,13 +258,13 @@ def _so3_points(q: Any, member: tuple[int, ...] | int | None, fname: str) -> np.
 
 
 def plot_so3_body_axes(
-    trajectory: Any,
-    ax: Any = None,
+    trajectory: Trajectory | ArrayLike,
+    ax: Axes | None = None,
     member: int | tuple[int, ...] | None = None,
     *,
     title: str | None = None,
     path: str | Path | None = None,
-) -> Any:
+) -> Figure:
     """The body axes (columns of ``R``) over time, as three curves on the unit sphere.
 
     Parameters
@@ -302,13 +313,13 @@ def plot_so3_body_axes(
 
 
 def plot_angular_momentum_sphere(
-    trajectory: Any,
-    ax: Any = None,
+    trajectory: Trajectory,
+    ax: Axes | None = None,
     frame: str = "body",
     *,
     title: str | None = None,
     path: str | Path | None = None,
-) -> Any:
+) -> Figure:
     """The direction ``p/|p|`` of the angular momentum on the unit sphere.
 
     For the free rigid body the body direction runs on closed orbits (the
@@ -393,14 +404,14 @@ def _per_member(a: np.ndarray) -> tuple[np.ndarray, list[str]]:
 
 
 def plot_energy_and_constraint(
-    trajectory: Any,
+    trajectory: Trajectory,
     relative: bool | None = None,
     floor: float = LOG_FLOOR,
     *,
     time_unit: str = "s",
     title: str | None = None,
     path: str | Path | None = None,
-) -> Any:
+) -> Figure:
     """Energy error and constraint residual over time, on log scales.
 
     Top panel: ``|E_k - E_0|``, divided by ``|E_0|`` when ``E_0 != 0``
@@ -493,7 +504,7 @@ def plot_energy_and_constraint(
 
 
 # ------------------------------------------------------------------ studies
-def _positive_1d(name: str, a: Any, n: int | None = None) -> np.ndarray:
+def _positive_1d(name: str, a: ArrayLike, n: int | None = None) -> np.ndarray:
     a = np.asarray(a, dtype=float)
     if a.ndim != 1 or a.size < 1 or (n is not None and a.size != n):
         want = f"{n} values" if n is not None else "a 1-d array"
@@ -504,16 +515,16 @@ def _positive_1d(name: str, a: Any, n: int | None = None) -> np.ndarray:
 
 
 def plot_convergence(
-    hs: Any,
-    errors_by_label: Mapping[str, Any],
+    hs: ArrayLike,
+    errors_by_label: Mapping[str, ArrayLike],
     orders: Sequence[float] | None = None,
-    ax: Any = None,
+    ax: Axes | None = None,
     *,
     time_unit: str = "s",
     error_name: str = "error",
     title: str | None = None,
     path: str | Path | None = None,
-) -> Any:
+) -> Figure:
     """Log-log error against step size, with reference slopes ``O(h^p)``.
 
     Parameters
@@ -586,14 +597,14 @@ _WP_KEYS = ("label", "h", "error", "wall_time")
 
 
 def plot_work_precision(
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, float | str]],
     per_step: bool = False,
-    ax: Any = None,
+    ax: Axes | None = None,
     *,
     error_name: str = "error",
     title: str | None = None,
     path: str | Path | None = None,
-) -> Any:
+) -> Figure:
     """Error against wall time, log-log, one series per label.
 
     Parameters
@@ -665,7 +676,7 @@ def plot_work_precision(
 
 
 # ----------------------------------------------------------------- dispatch
-def _guess_kind(q: Any) -> str:
+def _guess_kind(q: Point) -> str:
     if isinstance(q, tuple):
         return "coordinates"
     a = np.asarray(q)
@@ -680,13 +691,13 @@ def _guess_kind(q: Any) -> str:
 
 
 def plot_trajectory(
-    trajectory: Any,
-    system: Any = None,
+    trajectory: Trajectory,
+    system: LagrangeDiracSystem | None = None,
     *,
-    manifold: Any = None,
+    manifold: Manifold | None = None,
     path: str | Path | None = None,
     **kwargs: Any,
-) -> Any:
+) -> Figure:
     """A sensible default picture of a trajectory, chosen by its manifold.
 
     * SE(2): :func:`plot_se2_path`;
@@ -741,7 +752,8 @@ def plot_trajectory(
     return _plot_coordinates(trajectory, Q, path=path, **kwargs)
 
 
-def _plot_sphere_path(trajectory: Any, *, title: str | None = None, path: str | Path | None = None) -> Any:
+def _plot_sphere_path(trajectory: Trajectory, *, title: str | None = None, path: str | Path | None = None
+                      ) -> Figure:
     u = np.asarray(trajectory.q, dtype=float)
     if u.ndim < 2 or u.shape[-1] != 3:
         raise ValueError(f"plot_trajectory: expected unit vectors (K+1, *B, 3) on the sphere, got {u.shape}")
@@ -762,14 +774,14 @@ def _plot_sphere_path(trajectory: Any, *, title: str | None = None, path: str | 
 
 
 def _plot_coordinates(
-    trajectory: Any,
-    Q: Any,
+    trajectory: Trajectory,
+    Q: Manifold | None,
     *,
     member: int | tuple[int, ...] | None = None,
     time_unit: str = "s",
     title: str | None = None,
     path: str | Path | None = None,
-) -> Any:
+) -> Figure:
     t = np.asarray(_get(trajectory, "t"), dtype=float)
     q = trajectory.q
     if Q is not None:

@@ -35,10 +35,10 @@ of the same example, or the command line's tour, compiles nothing again.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jax
 import numpy as np
@@ -47,10 +47,17 @@ from .analysis import observed_order
 from ._run.integrate import integrate
 from ._run.trajectory import Trajectory
 from .systems.catalog import Example, get_example
+from ._types import PointBatch
+
+if TYPE_CHECKING:
+    from ._mechanics.system import LagrangeDiracSystem
+    from distributed import Client
+    from matplotlib.figure import Figure
+    from xarray import Dataset
 
 __all__ = ["StudyResult", "StudyRow", "example_system", "point_at", "retraction_study", "study_cell"]
 
-_SYSTEMS: dict[tuple[Any, str], Any] = {}
+_SYSTEMS: dict[tuple[Callable[[str], LagrangeDiracSystem], str], LagrangeDiracSystem] = {}
 _WARM: set = set()  # (system, scheme, rule, stride) compiled in this process
 STUDY_METRICS = ("error", "energy_error", "constraint_residual", "iterations", "steps", "run_time")
 """The metrics of one cell of the study (:func:`study_cell`)."""
@@ -129,10 +136,10 @@ class StudyResult:
     T: float
     long_T: float
     rows: tuple[StudyRow, ...] = field(default_factory=tuple)
-    dataset: Any = field(default=None, compare=False, repr=False)
+    dataset: Dataset | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_dataset(cls, ds: Any, system: str | None = None) -> StudyResult:
+    def from_dataset(cls, ds: Dataset, system: str | None = None) -> StudyResult:
         """The rows of a study from its sweep Dataset (one row per retraction x scheme x rule).
 
         Parameters
@@ -226,7 +233,7 @@ class StudyResult:
             return sorted((float(h) for h in self.dataset.h.values), reverse=True)
         return sorted({h for r in self.rows for h in r.hs}, reverse=True)
 
-    def figure(self, path: Any = None) -> Any:
+    def figure(self, path: str | Path | None = None) -> Figure:
         """The work--precision plot (error at T against wall time per run).
 
         Parameters
@@ -248,7 +255,7 @@ class StudyResult:
         return plot_work_precision(data, path=path, title=f"work-precision: {self.system}")
 
 
-def point_at(q: Any, index: int) -> Any:
+def point_at(q: PointBatch, index: int) -> PointBatch:
     """The point at ``index`` of the leading (time) axis of a recorded point (a tuple on a product).
 
     Parameters
@@ -265,7 +272,7 @@ def point_at(q: Any, index: int) -> Any:
     return jax.tree.map(lambda a: np.asarray(a)[index], q)
 
 
-def example_system(example: Example, retraction: str | None = None) -> Any:
+def example_system(example: Example, retraction: str | None = None) -> LagrangeDiracSystem:
     """``example.system(retraction)``, built once per process and then reused.
 
     The compiled steps of a system are cached with the system object, so
@@ -306,7 +313,7 @@ def example_system(example: Example, retraction: str | None = None) -> Any:
     return sysm
 
 
-def _run(example: Example, system: Any, h: float, n: int, scheme: str, rule: str, stride: int = 1,
+def _run(example: Example, system: LagrangeDiracSystem, h: float, n: int, scheme: str, rule: str, stride: int = 1,
          warm: set | None = None) -> tuple[Trajectory, float, int]:
     """One run and the time of its stepping loop; compiled beforehand (once per key in ``warm``)."""
     q0, v0 = example.initial(system)
@@ -405,7 +412,7 @@ def retraction_study(
     progress: bool = False,
     *,
     workers: int = 0,
-    client: Any = None,
+    client: Client | str | None = None,
     processes: bool = True,
     store: str | Path | None = None,
     resume: bool = False,

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -73,6 +73,16 @@ import numpy as np
 from ._registry import Registry
 from ._manifolds.base import Manifold
 from ._manifolds.lie_group import MatrixLieGroup
+from ._types import ArrayLike, ArrayTree, Point, PointBatch, VectorBatch
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+_Tree = TypeVar("_Tree", bound=ArrayTree)
+_Values: TypeAlias = dict[str, Any]
+"""A table of computed values (or of their shapes) by name: arrays, and on a product tuples of arrays
+(a point), read by key. Any is the one deliberate use in this module: which entry is a point is known
+by its key only."""
 from ._manifolds.product import ProductManifold
 
 __all__ = [
@@ -129,7 +139,7 @@ BATCH_SHAPES: tuple[tuple[int, ...], ...] = ((), (1,), (3, 1, 2))
 RTOL_AUTODIFF = 1e-10
 """Relative tolerance (of ``max(|J|_F, 1)``) of a Jacobian against ``jax.jacfwd`` of its definition."""
 
-Law = Callable[[Manifold, Any, Any], None]
+Law = Callable[[Manifold, PointBatch, ArrayLike], None]
 _EPS = float(np.finfo(float).eps)
 
 # ---------------------------------------------------------------- registry
@@ -138,12 +148,13 @@ def _check_factory(name: str, factory: object) -> None:
         raise TypeError(f"register_manifold({name!r}): factory must be callable, got {factory!r}")
 
 
-_REGISTRY: Registry[Callable[[], Manifold]] = Registry(
+_Factory: TypeAlias = Callable[[], Manifold]
+_REGISTRY: Registry[_Factory] = Registry(
     "manifold", hint="add one with register_manifold", check=_check_factory)
 
 
 def register_manifold(name: str, factory: Callable[[], Manifold] | None = None, *, overwrite: bool = False,
-                      replace: bool = False) -> Any:
+                      replace: bool = False) -> _Factory | Callable[[_Factory], _Factory]:
     """Register a manifold so that the shared law tests run over it.
 
     A call, ``register_manifold("my-group", MyGroup)``, or a decorator on a
@@ -205,8 +216,8 @@ def _index_str(idx: Sequence[int] | tuple) -> str:
 
 
 def assert_close(
-    a: Any,
-    b: Any,
+    a: ArrayLike,
+    b: ArrayLike,
     rtol: float = 1e-12,
     atol: float = 1e-12,
     what: str = "value",
@@ -260,16 +271,16 @@ def assert_close(
     )
 
 
-def point_arrays(q: Any) -> list[np.ndarray]:
+def point_arrays(q: PointBatch) -> list[np.ndarray]:
     """The arrays of a point (a product's tuple flattened depth first), as numpy."""
     return [np.asarray(x) for x in jax.tree.leaves(q)]
 
 
-def _scale(x: Any) -> float:
+def _scale(x: PointBatch) -> float:
     return 1.0 + max((float(np.max(np.abs(a))) for a in point_arrays(x) if a.size), default=0.0)
 
 
-def _assert_points_close(a: Any, b: Any, what: str, atol: float) -> None:
+def _assert_points_close(a: PointBatch, b: PointBatch, what: str, atol: float) -> None:
     pa, pb = point_arrays(a), point_arrays(b)
     if len(pa) != len(pb):
         raise AssertionError(f"{what}: points have {len(pa)} vs {len(pb)} component arrays")
@@ -281,7 +292,7 @@ def _frob(a: np.ndarray) -> np.ndarray:
     return np.sqrt(np.sum(np.abs(a) ** 2, axis=(-2, -1)))
 
 
-def _assert_jacobian_close(J: Any, ref: Any, rtol: float, what: str, reference: str) -> None:
+def _assert_jacobian_close(J: ArrayLike, ref: ArrayLike, rtol: float, what: str, reference: str) -> None:
     """Batchwise ``|J - ref|_F <= rtol * max(|ref|_F, 1)`` (``J`` broadcast to ``ref``'s batch)."""
     J, ref = np.asarray(J), np.asarray(ref)
     try:
@@ -315,7 +326,7 @@ class _Flat:
     caller's own batch shape), so this changes no value.
     """
 
-    def __init__(self, manifold: Manifold, q: Any, xi: Any):
+    def __init__(self, manifold: Manifold, q: PointBatch, xi: ArrayLike):
         self.batch = _batch(manifold, q, xi)
         self.n = int(np.prod(self.batch, dtype=int))
         self.index = np.concatenate([np.arange(self.n), np.zeros(_PAD * -(-self.n // _PAD) - self.n, int)])
@@ -324,14 +335,14 @@ class _Flat:
         self.key = tuple((a.shape, a.tobytes()) for a in [*jax.tree.leaves(qb), xb])
         self.q, self.xi = self.flat(qb), self.flat(xb)
 
-    def flat(self, x: Any) -> Any:
+    def flat(self, x: _Tree) -> _Tree:
         """``(*batch, ...)`` leaves -> ``(N, ...)``."""
         nb = len(self.batch)
         return jax.tree.map(
             lambda a: jnp.asarray(np.asarray(a).reshape(self.n, *np.shape(a)[nb:])[self.index]), x
         )
 
-    def unflat(self, x: Any, lead: int = 0) -> Any:
+    def unflat(self, x: _Tree, lead: int = 0) -> _Tree:
         """``(*lead, N, ...)`` leaves -> ``(*lead, *batch, ...)`` numpy arrays."""
 
         def one(a):
@@ -346,7 +357,8 @@ class _Flat:
 _DEFINITIONS = ("J0 = dxi/dq0", "J1 = dxi/dq1", "J_q of R_q(xi)", "J_xi of R_q(xi)")
 
 
-def _definitions(M: Manifold, q: Any, xi: Any, q1_inv: Any, q1_fwd: Any) -> Callable[[Any], dict[str, Any]]:
+def _definitions(M: Manifold, q: PointBatch, xi: ArrayLike, q1_inv: PointBatch, q1_fwd: PointBatch
+                 ) -> Callable[[jax.Array], _Values]:
     """The definitions of the four Jacobians (base.py) as one function of a perturbation ``d``.
 
     ``J0``, ``J1``: ``xi = R_{q0}^{-1}(q1)`` as ``q0`` resp. ``q1`` moves along
@@ -377,7 +389,7 @@ def _definitions(M: Manifold, q: Any, xi: Any, q1_inv: Any, q1_fwd: Any) -> Call
     return f
 
 
-def _group_data(M: Manifold, xi: jax.Array) -> Any:
+def _group_data(M: Manifold, xi: jax.Array) -> _Values | list | None:
     """The fused ``tau_with_*`` and the separate primitives of every group (factor), for the fused law."""
     if isinstance(M, ProductManifold):
         return [_group_data(f, x) for f, x in zip(M.factors, M.split(xi))]
@@ -401,8 +413,8 @@ _BROADCASTABLE = ("J0", "J1", "J_q", "J_xi", "in_domain")
 
 
 def _method_outputs(
-    M: Manifold, q: Any, xi: Any, eta: Any, batch: tuple[int, ...] | None = None
-) -> dict[str, Any]:
+    M: Manifold, q: PointBatch, xi: jax.Array, eta: jax.Array, batch: tuple[int, ...] | None = None
+) -> _Values:
     """Every method's output at ``(q, xi)`` (``ambient_tangent`` at ``eta``); :data:`_BROADCASTABLE` ones
     broadcast to ``batch`` unless it is None."""
     p0, J0, J1 = M.retract_with_inverse_jacobians(q, xi)
@@ -425,7 +437,7 @@ def _method_outputs(
     return out
 
 
-_COMPILER_OPTIONS: dict[str, Any] | None = {
+_COMPILER_OPTIONS: dict[str, bool | int] | None = {
     "xla_backend_optimization_level": 0,
     "xla_cpu_use_fusion_emitters": False,
     "xla_llvm_disable_expensive_passes": True,
@@ -434,7 +446,7 @@ _COMPILER_OPTIONS: dict[str, Any] | None = {
 (these options compile faster on CPU; values agree with the default to ~1e-15). None if unsupported."""
 
 
-def _compile(fn: Callable, args: tuple) -> Any:
+def _compile(fn: Callable, args: tuple) -> jax.stages.Compiled:
     global _COMPILER_OPTIONS
     lowered = jax.jit(fn).lower(*args)
     if _COMPILER_OPTIONS is not None:
@@ -468,9 +480,9 @@ class _Evaluator:
         self.M = manifold
         self.jit = True
         self._compiled: dict[str, Callable] = {}
-        self._cache: dict[tuple, Any] = {}
+        self._cache: dict[tuple, _Values] = {}
 
-    def __call__(self, what: str, s: _Flat, *extra: Any) -> Any:
+    def __call__(self, what: str, s: _Flat, *extra: ArrayLike) -> _Values:
         key = (what, s.key)
         if key not in self._cache:
             args = (s.q, s.xi, *extra)
@@ -630,7 +642,7 @@ def _evaluator(manifold: Manifold) -> _Evaluator:
     return _EVALUATORS[key]
 
 
-def _run(manifold: Manifold, what: str, q: Any, xi: Any) -> tuple[_Flat, dict[str, Any]]:
+def _run(manifold: Manifold, what: str, q: PointBatch, xi: ArrayLike) -> tuple[_Flat, _Values]:
     """Program ``what`` of the manifold's evaluator at the sample ``(q, xi)``, unflattened to its batch shape.
 
     ``values``: points, inverses and Jacobians of both fused paths,
@@ -668,11 +680,11 @@ def _run(manifold: Manifold, what: str, q: Any, xi: Any) -> tuple[_Flat, dict[st
     return s, v
 
 
-def _primal(manifold: Manifold, q: Any, xi: Any) -> tuple[_Flat, dict[str, Any]]:
+def _primal(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> tuple[_Flat, _Values]:
     return _run(manifold, "values", q, xi)
 
 
-def law_values(manifold: Manifold, q: Any, xi: Any) -> dict[str, Any]:
+def law_values(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> _Values:
     """The values the laws check at ``(q, xi)``, from the compiled law programs (one compile per manifold).
 
     Returns
@@ -737,7 +749,7 @@ _NOISE_STEPS = np.array([1e-10, 1e-9, 1e-8])
 _PERTURBATION_T = np.concatenate([_SCALES, *(k * _NOISE_STEPS for k in (2.0, 1.0, -1.0, -2.0)), [0.0]])
 
 
-def _perturbation_assert(vals: np.ndarray, J: Any, w: np.ndarray, what: str) -> None:
+def _perturbation_assert(vals: np.ndarray, J: ArrayLike, w: np.ndarray, what: str) -> None:
     """``|f(s w) - f(0) - s J w| / s`` must fall as ``s`` shrinks, down to the measured round-off floor.
 
     ``vals`` is ``f(t w)`` at ``t`` in :data:`_PERTURBATION_T`. The floor is
@@ -780,7 +792,7 @@ def _perturbation_assert(vals: np.ndarray, J: Any, w: np.ndarray, what: str) -> 
         )
 
 
-def _batch(manifold: Manifold, q: Any, xi: Any) -> tuple[int, ...]:
+def _batch(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> tuple[int, ...]:
     return tuple(np.broadcast_shapes(tuple(manifold.batch_shape(q)), tuple(np.shape(xi)[:-1])))
 
 
@@ -789,7 +801,7 @@ def _direction(dim: int, batch: tuple[int, ...], seed: int = 12345) -> np.ndarra
     return w / np.linalg.norm(w, axis=-1, keepdims=True)
 
 
-def _index_point(q: Any, idx: tuple) -> Any:
+def _index_point(q: PointBatch, idx: tuple) -> Point:
     return jax.tree.map(lambda a: a[idx], q)
 
 
@@ -802,7 +814,7 @@ _JACOBIAN_OF = {
 }
 
 
-def _check_jacobians(manifold: Manifold, q: Any, xi: Any, names: tuple[str, ...], how: str) -> None:
+def _check_jacobians(manifold: Manifold, q: PointBatch, xi: ArrayLike, names: tuple[str, ...], how: str) -> None:
     s, v = _primal(manifold, q, xi)
     if how == "autodiff":
         D = s.unflat(_evaluator(manifold)("autodiff", s))
@@ -826,10 +838,10 @@ def _check_jacobians(manifold: Manifold, q: Any, xi: Any, names: tuple[str, ...]
             _perturbation_assert(out[nfd:], J, v["w"], name)
 
 
-_SHAPES: dict[tuple, Any] = {}
+_SHAPES: dict[tuple, _Values] = {}
 
 
-def _shapes(M: Manifold, q: Any, xi: Any, eta: Any) -> dict[str, Any]:
+def _shapes(M: Manifold, q: PointBatch, xi: ArrayLike, eta: ArrayLike) -> _Values:
     """Shapes and dtypes of every method's output at the caller's shapes (``jax.eval_shape``: no compile)."""
     args = (q, jnp.asarray(xi), jnp.asarray(eta))
     key = (
@@ -848,7 +860,7 @@ def _shapes(M: Manifold, q: Any, xi: Any, eta: Any) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ laws
-def check_retract_at_zero(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_retract_at_zero(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``R_q(0) = q``."""
     s, v = _primal(manifold, q, xi)
     _assert_points_close(
@@ -856,7 +868,7 @@ def check_retract_at_zero(manifold: Manifold, q: Any, xi: Any) -> None:
     )
 
 
-def check_points_on_manifold(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_points_on_manifold(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``random_point`` and ``R_q(xi)`` pass :meth:`Manifold.check_point`."""
     for what, p in (("q", q), ("R_q(xi)", _primal(manifold, q, xi)[1]["q1"])):
         try:
@@ -865,7 +877,7 @@ def check_points_on_manifold(manifold: Manifold, q: Any, xi: Any) -> None:
             raise AssertionError(f"{manifold!r}: {what} is not on the manifold: {exc}") from exc
 
 
-def check_inverse_retract_round_trip(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_inverse_retract_round_trip(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``R_q^{-1}(R_q(xi)) = xi`` in the domain, to ``1e-12 |xi|`` plus round-off amplified by ``|J1|``."""
     s, v = _primal(manifold, q, xi)
     xi = np.broadcast_to(np.asarray(xi), (*s.batch, manifold.dim))
@@ -881,7 +893,7 @@ def check_inverse_retract_round_trip(manifold: Manifold, q: Any, xi: Any) -> Non
         )
 
 
-def check_differential_at_zero(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_differential_at_zero(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``dR_q(0) = id`` (``jax.jacfwd`` of ``R_q^{-1}(R_q(d))``); ``J_xi = J_q = J1 = -J0 = I`` at zero."""
     zero = np.zeros((*_batch(manifold, q, xi), manifold.dim))
     s, v = _primal(manifold, q, zero)
@@ -899,37 +911,37 @@ def check_differential_at_zero(manifold: Manifold, q: Any, xi: Any) -> None:
         _assert_jacobian_close(v[J], ref, 1e-13, f"{manifold!r}: {what}", "the identity")
 
 
-def check_inverse_jacobians_autodiff(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_inverse_jacobians_autodiff(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``J0``, ``J1`` of ``retract_with_inverse_jacobians`` against ``jax.jacfwd`` of their definitions."""
     _check_jacobians(manifold, q, xi, ("J0 = dxi/dq0", "J1 = dxi/dq1"), "autodiff")
 
 
-def check_inverse_jacobians_fd(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_inverse_jacobians_fd(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``J0``, ``J1`` against converged central differences."""
     _check_jacobians(manifold, q, xi, ("J0 = dxi/dq0", "J1 = dxi/dq1"), "fd")
 
 
-def check_inverse_jacobians_perturbation(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_inverse_jacobians_perturbation(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``R_{q0 (+) s w}^{-1}(q1) = xi + s J0 w + O(s^2)``, likewise ``J1``."""
     _check_jacobians(manifold, q, xi, ("J0 = dxi/dq0", "J1 = dxi/dq1"), "perturbation")
 
 
-def check_jacobians_autodiff(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_jacobians_autodiff(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``J_q``, ``J_xi`` of ``retract_with_jacobians`` against ``jax.jacfwd`` of their definitions."""
     _check_jacobians(manifold, q, xi, ("J_q of R_q(xi)", "J_xi of R_q(xi)"), "autodiff")
 
 
-def check_jacobians_fd(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_jacobians_fd(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``J_q``, ``J_xi`` against converged central differences."""
     _check_jacobians(manifold, q, xi, ("J_q of R_q(xi)", "J_xi of R_q(xi)"), "fd")
 
 
-def check_jacobians_perturbation(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_jacobians_perturbation(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``R_{q'}^{-1}(R_{q (+) s w}(xi)) = s J_q w + O(s^2)``, likewise ``J_xi``."""
     _check_jacobians(manifold, q, xi, ("J_q of R_q(xi)", "J_xi of R_q(xi)"), "perturbation")
 
 
-def _check_group_data(name: str, g: Any, nb: int) -> None:
+def _check_group_data(name: str, g: _Values | list | None, nb: int) -> None:
     if isinstance(g, list):
         for i, gi in enumerate(g):
             _check_group_data(f"{name} factor {i}", gi, nb)
@@ -955,7 +967,7 @@ def _check_group_data(name: str, g: Any, nb: int) -> None:
         )
 
 
-def check_fused_equals_composition(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_fused_equals_composition(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """Every fused path equals the generic composition.
 
     The points of ``retract_with_inverse_jacobians`` and
@@ -973,7 +985,7 @@ def check_fused_equals_composition(manifold: Manifold, q: Any, xi: Any) -> None:
     _check_group_data(f"{manifold!r}: {type(manifold.retraction).__name__}", v["groups"], len(s.batch))
 
 
-def check_ambient_tangent(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_ambient_tangent(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``ambient_tangent(q, eta) = d/de R_q(e eta)`` at 0 (``jax.jvp`` and central differences); linear."""
     _s, v = _run(manifold, "ambient", q, xi)
     A, A2, L, T, C = (point_arrays(v[k]) for k in ("A", "A2", "L", "T", "curves"))
@@ -986,7 +998,7 @@ def check_ambient_tangent(manifold: Manifold, q: Any, xi: Any) -> None:
         assert_close(L[k], 2 * a - 3 * A2[k], 1e-13, 1e-13 * _scale(a), f"{name} is linear in eta")
 
 
-def check_derivatives_finite(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_derivatives_finite(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """First derivatives w.r.t. ``xi`` are finite at ``xi = 0`` and at the sample.
 
     ``jax.grad`` (of the sum of the outputs) of the fused paths (whose
@@ -1017,7 +1029,7 @@ def check_derivatives_finite(manifold: Manifold, q: Any, xi: Any) -> None:
         raise AssertionError(f"{manifold!r}: non-finite first derivatives: " + "; ".join(bad))
 
 
-def check_in_domain(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_in_domain(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """``in_domain`` is a boolean of ``xi``'s batch shape, true at 0 and at every sample.
 
     The samplers of every regime stay inside the domain, ``near_singular``
@@ -1038,7 +1050,7 @@ def check_in_domain(manifold: Manifold, q: Any, xi: Any) -> None:
             )
 
 
-def check_batch_consistency(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_batch_consistency(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """Batch axes: shapes at the caller's own shapes, and values element by element.
 
     Shapes (by ``jax.eval_shape``, at the sample's batch shape, with a
@@ -1089,7 +1101,7 @@ def check_batch_consistency(manifold: Manifold, q: Any, xi: Any) -> None:
             )
 
 
-def check_float64(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_float64(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """Every array the methods return is float64 (``in_domain``: bool), at the caller's own shapes."""
     out = _shapes(manifold, q, xi, _direction(manifold.dim, _batch(manifold, q, xi), seed=3))
     for name, a in out.items():
@@ -1101,7 +1113,7 @@ def check_float64(manifold: Manifold, q: Any, xi: Any) -> None:
                 )
 
 
-def check_symmetry(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_symmetry(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """The declared ``retraction.symmetric`` is honoured: ``R_{q1}^{-1}(q0) = -R_{q0}^{-1}(q1)``.
 
     Declared symmetric: the identity holds in the domain to round-off
@@ -1132,7 +1144,7 @@ def check_symmetry(manifold: Manifold, q: Any, xi: Any) -> None:
 
 
 # -------------------------------------------------------------- group laws
-def _group_values(group: MatrixLieGroup, q: Any, xi: Any) -> tuple[_Flat, dict[str, np.ndarray]]:
+def _group_values(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> tuple[_Flat, dict[str, np.ndarray]]:
     s, g = _run(group, "group", q, xi)
     g.update(
         q=np.asarray(group.broadcast_point(q, s.batch)),
@@ -1141,7 +1153,7 @@ def _group_values(group: MatrixLieGroup, q: Any, xi: Any) -> tuple[_Flat, dict[s
     return s, g
 
 
-def check_hat_vee(group: MatrixLieGroup, q: Any, xi: Any) -> None:
+def check_hat_vee(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
     """``vee(hat(x)) = x``; ``hat`` is linear; ``hat(ad_x y) = [hat x, hat y]``."""
     s, v = _group_values(group, q, xi)
     assert_close(v["vee_hat"], v["xi"], 1e-15, 1e-300, f"{group!r}: vee(hat(x)) = x", len(s.batch))
@@ -1154,7 +1166,7 @@ def check_hat_vee(group: MatrixLieGroup, q: Any, xi: Any) -> None:
     )
 
 
-def check_adjoint(group: MatrixLieGroup, q: Any, xi: Any) -> None:
+def check_adjoint(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
     """``hat(Ad_g x) = g hat(x) g^{-1}`` and ``Ad_(g h) = Ad_g Ad_h``."""
     _s, v = _group_values(group, q, xi)
     g = v["q"]
@@ -1175,7 +1187,7 @@ def check_adjoint(group: MatrixLieGroup, q: Any, xi: Any) -> None:
     )
 
 
-def check_exp_log(group: MatrixLieGroup, q: Any, xi: Any) -> None:
+def check_exp_log(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
     """``exp(log(g)) = g`` for ``g = q`` and ``g = R_q(xi)``; ``log(exp(0)) = 0``."""
     _s, v = _group_values(group, q, xi)
     for name, got, g in (("g", v["exp_log_q"], v["q"]), ("R_q(xi)", v["exp_log_q1"], v["q1"])):
@@ -1183,7 +1195,7 @@ def check_exp_log(group: MatrixLieGroup, q: Any, xi: Any) -> None:
     assert_close(v["log_exp_0"], 0.0, 0, 1e-300, f"{group!r}: log(exp(0)) = 0")
 
 
-def check_group_inverse(group: MatrixLieGroup, q: Any, xi: Any) -> None:
+def check_group_inverse(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
     """``g g^{-1} = g^{-1} g = e`` and ``inverse`` equals the matrix inverse."""
     _s, v = _group_values(group, q, xi)
     for name, g, gi in (("g", v["q"], v["inv_q"]), ("R_q(xi)", v["q1"], v["inv_q1"])):
@@ -1234,7 +1246,7 @@ def _eager_outcome(manifold: Manifold, method: str, args: tuple) -> str | None:
     return None
 
 
-def check_domain_edges(manifold: Manifold, q: Any, xi: Any) -> None:
+def check_domain_edges(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     """Eager primitives at and around the edges of their domains: finite values or a clear error.
 
     Along the direction ``d`` of ``xi`` (its first member; a fixed random
@@ -1348,7 +1360,7 @@ def laws_for(manifold: Manifold) -> dict[str, Law]:
 
 def draw_sample(
     manifold: Manifold, seed: int, batch_shape: tuple[int, ...], regime: str
-) -> tuple[Any, jax.Array]:
+) -> tuple[PointBatch, VectorBatch]:
     """A point and a tangent vector ``(q, xi)`` from one seed (``random_point``, then ``sample_tangent``)."""
     rng = np.random.default_rng(seed)
     q = manifold.random_point(rng, tuple(batch_shape))
@@ -1404,14 +1416,14 @@ def check_manifold_laws(
 
 
 # -------------------------------------------------- hypothesis strategies
-def seeds() -> Any:
+def seeds() -> SearchStrategy[int]:
     """hypothesis strategy of seeds for :func:`numpy.random.default_rng` (``0 ... 2**32 - 1``)."""
     from hypothesis import strategies as st
 
     return st.integers(min_value=0, max_value=2**32 - 1)
 
 
-def points(manifold: Manifold, batch_shape: tuple[int, ...] = ()) -> Any:
+def points(manifold: Manifold, batch_shape: tuple[int, ...] = ()) -> SearchStrategy[PointBatch]:
     """hypothesis strategy of points ``(*batch_shape, *point_shape)`` drawn by ``random_point``.
 
     Product manifolds give tuples of component points (pytrees).
@@ -1419,7 +1431,8 @@ def points(manifold: Manifold, batch_shape: tuple[int, ...] = ()) -> Any:
     return seeds().map(lambda s: manifold.random_point(np.random.default_rng(s), tuple(batch_shape)))
 
 
-def tangents(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic") -> Any:
+def tangents(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic"
+             ) -> SearchStrategy[VectorBatch]:
     """hypothesis strategy of tangent vectors ``(*batch_shape, dim)`` drawn by ``sample_tangent`` in ``regime``."""
     if regime not in REGIMES:
         raise ValueError(f"tangents: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
@@ -1429,14 +1442,15 @@ def tangents(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str 
     )
 
 
-def samples(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic") -> Any:
+def samples(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic"
+            ) -> SearchStrategy[tuple[PointBatch, VectorBatch]]:
     """hypothesis strategy of ``(q, xi)`` pairs drawn by :func:`draw_sample` (the laws' own samples)."""
     if regime not in REGIMES:
         raise ValueError(f"samples: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
     return seeds().map(lambda s: draw_sample(manifold, s, tuple(batch_shape), regime))
 
 
-def _load_target(target: str) -> Any:
+def _load_target(target: str) -> object:
     """``"module:attr"`` or ``"path/to/file.py:attr"`` -> the object named."""
     import importlib
     import importlib.util
@@ -1463,7 +1477,7 @@ def _load_target(target: str) -> Any:
         raise ValueError(f"{target!r}: module {module.__name__!r} has no attribute {attr!r}") from None
 
 
-def _manifolds_of(obj: Any, retractions: Sequence[str] | None) -> list[Manifold]:
+def _manifolds_of(obj: object, retractions: Sequence[str] | None) -> list[Manifold]:
     """A manifold class -> one instance per registered retraction (or those asked); a factory or an
     instance -> itself."""
     if isinstance(obj, Manifold):

@@ -67,7 +67,7 @@ from __future__ import annotations
 import abc
 import functools
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -75,6 +75,7 @@ import numpy as np
 
 from .._registry import Registry
 from .._errors import RetractionDomainError
+from .._types import ArrayLike, Point
 
 __all__ = [
     "VALUE_ATOL",
@@ -90,14 +91,11 @@ __all__ = [
     "tree_where",
 ]
 
-Point = Any
-"""A point: an array ``(*batch, *point_shape)`` or, on a product, a tuple of points."""
-
 VALUE_ATOL = 1e-6
 """Tolerance of the eager membership checks of the primitives' point arguments (module docstring)."""
 
 
-def shape_of(x: Any) -> tuple[int, ...] | None:
+def shape_of(x: object) -> tuple[int, ...] | None:
     """The shape of an array-like (arrays, tracers, numbers, regular nested lists), None otherwise.
 
     Never converts ``x`` (so it is safe on tracers inside a list).
@@ -114,13 +112,13 @@ def shape_of(x: Any) -> tuple[int, ...] | None:
     return None
 
 
-def describe(x: Any) -> str:
+def describe(x: object) -> str:
     """``"shape (3, 4)"`` for an array-like, else the type's name (for messages)."""
     s = shape_of(x)
     return f"shape {s}" if s is not None else type(x).__name__
 
 
-def concrete_array(x: Any) -> np.ndarray | None:
+def concrete_array(x: object) -> np.ndarray | None:
     """``x`` as a float64 numpy array when its values are known (an eager call), else None.
 
     None for a JAX tracer (inside ``jit``, ``vmap``, ``grad``: values are not
@@ -157,7 +155,7 @@ def _validating(fn: Callable, method: str, roles: tuple[tuple[str, str], ...]) -
     return checked
 
 
-def first_member(a: Any, bad: np.ndarray, k: int = 0) -> str:
+def first_member(a: ArrayLike, bad: np.ndarray, k: int = 0) -> str:
     """The member of ``a`` ``(*batch_a, *trailing)`` (``k`` trailing axes) at the first True of ``bad``, as text.
 
     ``bad`` ``(*batch)`` has the broadcast batch shape; ``a``'s batch axes
@@ -175,7 +173,7 @@ def _member(a: np.ndarray, bad: np.ndarray, role: str, M: Manifold) -> str:
     return first_member(a, bad, 1 if role in ("tangent", "coordinates") else len(M.point_shape))
 
 
-def tree_where(cond: Any, a: Point, b: Point) -> Point:
+def tree_where(cond: ArrayLike, a: Point, b: Point) -> Point:
     """``where(cond, a, b)`` leaf by leaf, ``cond`` broadcast over trailing axes."""
 
     def pick(x, y):
@@ -251,7 +249,7 @@ def register_retraction(*manifolds: type[Manifold], overwrite: bool = False):
     return deco
 
 
-def resolve_retraction(M: type[Manifold], retraction: Any) -> Retraction:
+def resolve_retraction(M: type[Manifold], retraction: str | Retraction) -> Retraction:
     """The retraction object a manifold class accepts for ``retraction`` (a name or an instance).
 
     What a manifold's ``__init__`` calls (``self.retraction = resolve_retraction(type(self), retraction)``).
@@ -342,7 +340,7 @@ class Manifold(abc.ABC):
     ``"coordinates"`` (human coordinates: no shape check here, the method's own; finite in eager calls).
     """
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         for old in _RETIRED_ATTRIBUTES:
             if old in cls.__dict__:
@@ -426,7 +424,7 @@ class Manifold(abc.ABC):
         """A fixed point of the manifold (the identity, the origin, the north pole)."""
 
     @abc.abstractmethod
-    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> Point:
+    def check_point(self, q: object, atol: float = 1e-9, name: str = "q") -> Point:
         """Validate a point (eagerly, on concrete values) and return it as float64 arrays.
 
         Raises
@@ -446,7 +444,7 @@ class Manifold(abc.ABC):
         """Human coordinates of ``q`` (named by ``coordinate_names``), ``(*batch, k)``."""
 
     @abc.abstractmethod
-    def from_coordinates(self, c: Any) -> Point:
+    def from_coordinates(self, c: ArrayLike) -> Point:
         """The point with human coordinates ``c`` ``(*batch, k)``."""
 
     # ----------------------------------------------------- argument checks
@@ -480,7 +478,7 @@ class Manifold(abc.ABC):
                 self._check_values(where, name, given[name])
         return given
 
-    def _tangent_batch(self, where: str, name: str, xi: Any) -> tuple[int, ...]:
+    def _tangent_batch(self, where: str, name: str, xi: object) -> tuple[int, ...]:
         """The batch shape of frame coordinates ``xi`` ``(..., dim)``; ValueError for another shape."""
         s = shape_of(xi)
         if s is None or len(s) < 1 or s[-1] != self.dim:
@@ -494,7 +492,7 @@ class Manifold(abc.ABC):
         """What the frame coordinates are made of, for messages (a product lists its factors)."""
         return ""
 
-    def _point_batch(self, where: str, name: str, q: Any) -> tuple[int, ...]:
+    def _point_batch(self, where: str, name: str, q: object) -> tuple[int, ...]:
         """The batch shape of a point ``(..., *point_shape)``; ValueError for another shape."""
         s = shape_of(q)
         k = len(self.point_shape)
@@ -505,7 +503,7 @@ class Manifold(abc.ABC):
             )
         return tuple(s[: len(s) - k])
 
-    def _check_values(self, where: str, name: str, q: Any) -> None:
+    def _check_values(self, where: str, name: str, q: object) -> None:
         """Eager membership check of a point argument (a no-op here; the groups and ``Sphere2`` refine).
 
         Must do nothing when ``q`` is traced (:func:`concrete_array` is None)
@@ -513,7 +511,7 @@ class Manifold(abc.ABC):
         """
 
     # ------------------------------------------------------ domain checks
-    def _member_finite(self, role: str, a: Any) -> np.ndarray:
+    def _member_finite(self, role: str, a: np.ndarray) -> np.ndarray:
         """Per batch member: every entry of the argument ``a`` (numpy leaves) is finite."""
         if role in ("tangent", "coordinates"):
             return np.all(np.isfinite(a), axis=-1) if np.ndim(a) else np.isfinite(a)
@@ -566,7 +564,7 @@ class Manifold(abc.ABC):
                 raise RetractionDomainError(f"{where}: at batch index {first_index(bad)}, {why}")
         return arrays
 
-    def _check_result(self, method: str, arrays: dict, out: Any) -> None:
+    def _check_result(self, method: str, arrays: dict[str, tuple[str, np.ndarray]], out: object) -> None:
         """Eager calls: :class:`RetractionDomainError` for a non-finite result from finite arguments."""
         leaves = jax.tree.leaves(out)
         if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):

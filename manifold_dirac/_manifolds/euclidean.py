@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import jax.numpy as jnp
 import numpy as np
 
@@ -89,7 +87,7 @@ class Euclidean(Manifold):
     def random_point(self, rng, batch_shape=()):
         return jnp.asarray(rng.standard_normal((*batch_shape, self.dim)))
 
-    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q"):
+    def check_point(self, q: object, atol: float = 1e-9, name: str = "q"):
         try:
             a = np.asarray(q, dtype=float)
         except (TypeError, ValueError):

@@ -31,13 +31,19 @@ the two differ at second order in ``|xi|``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._types import ArrayLike
 from .base import Manifold, Retraction, register_retraction, resolve_retraction
+
+if TYPE_CHECKING:
+    from .sphere import Sphere2
+
+# Any here: a geomstats space is an object of an untyped third-party package.
 
 __all__ = ["GeomstatsManifold", "MetricExp"]
 
@@ -137,7 +143,7 @@ class GeomstatsManifold(Manifold):
         return (type(self).__name__, self._name, self.values)
 
     @classmethod
-    def hypersphere(cls, n: int = 2, values: str = "closed_form") -> Any:
+    def hypersphere(cls, n: int = 2, values: str = "closed_form") -> Sphere2:
         """The unit sphere ``S^n`` (only ``n = 2`` has a frame here): :class:`Sphere2`."""
         if n != 2:
             raise ValueError(
@@ -158,7 +164,7 @@ class GeomstatsManifold(Manifold):
     def _xi(self, q0, q1):
         return _to_frame(self._frame(q0), self._log(q0, q1))
 
-    def _geomstats_call(self, fn: Callable, a: Any, b: Any) -> jax.Array:
+    def _geomstats_call(self, fn: Callable, a: ArrayLike, b: ArrayLike) -> jax.Array:
         a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         batch = np.broadcast_shapes(a.shape[:-1], b.shape[:-1])
         a2 = np.broadcast_to(a, (*batch, a.shape[-1])).reshape(-1, a.shape[-1])
@@ -215,7 +221,7 @@ class GeomstatsManifold(Manifold):
         p = np.asarray(self.space.projection(x.reshape(-1, self.ambient_dim)))
         return jnp.asarray(p.reshape(x.shape))
 
-    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
+    def check_point(self, q: object, atol: float = 1e-9, name: str = "q") -> jax.Array:
         a = np.asarray(q, dtype=float)
         if a.ndim < 1 or a.shape[-1] != self.ambient_dim:
             raise ValueError(

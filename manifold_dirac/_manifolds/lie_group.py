@@ -19,12 +19,13 @@ then for ``xi = tau^{-1}(q0^{-1} q1)``: ``J1 = J_r(xi)^{-1}`` and
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._types import ArrayLike
 from .base import (
     VALUE_ATOL,
     Manifold,
@@ -200,7 +201,7 @@ class MatrixLieGroup(Manifold):
         a, b = self.rotation_axes or (0, self.dim)
         return jnp.sum(xi[..., a:b] ** 2, axis=-1)
 
-    def rotation_angle(self, g: Any) -> np.ndarray:
+    def rotation_angle(self, g: ArrayLike) -> np.ndarray:
         """The rotation angle in ``[0, pi]`` of elements ``g`` ``(*batch, N, N)`` (eager, numpy).
 
         From the rotation block ``R`` (:meth:`_rotation_block`, ``n x n``,
@@ -273,7 +274,7 @@ class MatrixLieGroup(Manifold):
 
     _reflection: ClassVar[str] = "the rotation block has det = -1 (a reflection)"
 
-    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
+    def check_point(self, q: object, atol: float = 1e-9, name: str = "q") -> jax.Array:
         """Validate a point: shape ``(..., N, N)``, finite, each :meth:`_point_defects` below ``atol``,
         and a rotation block of determinant +1; returns it as a float64 array."""
         group = type(self).__name__
@@ -293,7 +294,7 @@ class MatrixLieGroup(Manifold):
                 raise ValueError(f"{name}: not {self._noun} ({group}) at batch index {idx}: {self._reflection}")
         return jnp.asarray(a)
 
-    def _check_values(self, where: str, name: str, q: Any) -> None:
+    def _check_values(self, where: str, name: str, q: object) -> None:
         a = concrete_array(q)
         if a is None or a.size == 0:
             return
@@ -375,7 +376,7 @@ class MatrixLieGroup(Manifold):
         return (type(self).__name__, type(self.retraction))
 
     @staticmethod
-    def _as_matrix_array(q: Any, n: int, name: str, group: str) -> np.ndarray:
+    def _as_matrix_array(q: object, n: int, name: str, group: str) -> np.ndarray:
         """``q`` as a float64 numpy array of shape ``(..., n, n)`` with finite entries (eager)."""
         try:
             a = np.asarray(q, dtype=float)

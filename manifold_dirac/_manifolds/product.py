@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Manifold, Point, Retraction, register_retraction, resolve_retraction, shape_of
+from .._types import ArrayLike, Point
+from .base import Manifold, Retraction, register_retraction, resolve_retraction, shape_of
 
 __all__ = ["ProductManifold", "ProductRetraction", "block_diag"]
 
@@ -142,12 +141,12 @@ class ProductManifold(Manifold):
         """The slice of factor ``i``'s block in a tangent vector or covector."""
         return slice(self.offsets[i], self.offsets[i] + self.dims[i])
 
-    def split(self, v: Any) -> tuple[jax.Array, ...]:
+    def split(self, v: ArrayLike) -> tuple[jax.Array, ...]:
         """Split ``(*batch, dim)`` into the factors' parts ``(*batch, dim_i)``."""
         v = jnp.asarray(v)
         return tuple(v[..., self.slice(i)] for i in range(len(self.factors)))
 
-    def join(self, parts: Sequence[Any]) -> jax.Array:
+    def join(self, parts: Sequence[jax.Array | np.ndarray]) -> jax.Array:
         """Concatenate the factors' parts (batch axes broadcast) into ``(*batch, dim)``."""
         parts = [jnp.asarray(p) for p in parts]
         batch = jnp.broadcast_shapes(*(p.shape[:-1] for p in parts))
@@ -160,7 +159,7 @@ class ProductManifold(Manifold):
     def _tangent_layout(self) -> str:
         return " (the factors' frame coordinates concatenated: " + " + ".join(str(d) for d in self.dims) + ")"
 
-    def _point_batch(self, where: str, name: str, q: Any) -> tuple[int, ...]:
+    def _point_batch(self, where: str, name: str, q: object) -> tuple[int, ...]:
         n = len(self.factors)
         if not isinstance(q, (tuple, list)) or len(q) != n:
             got = f"{type(q).__name__} of length {len(q)}" if isinstance(q, (tuple, list)) else (
@@ -175,7 +174,7 @@ class ProductManifold(Manifold):
         except ValueError:
             raise ValueError(f"{where}: the batch shapes of the factors of {name}, {batches}, do not broadcast") from None
 
-    def _check_values(self, where: str, name: str, q: Any) -> None:
+    def _check_values(self, where: str, name: str, q: object) -> None:
         for i, (f, qi) in enumerate(self._zip(q)):
             f._check_values(where, f"{name}[{i}]", qi)
 
@@ -204,7 +203,7 @@ class ProductManifold(Manifold):
     def default_point(self) -> Point:
         return tuple(f.default_point() for f in self.factors)
 
-    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> Point:
+    def check_point(self, q: object, atol: float = 1e-9, name: str = "q") -> Point:
         n = len(self.factors)
         what = f"{name}: a point of a product of {n} manifolds is a tuple of {n} factor points, got "
         if not isinstance(q, (tuple, list)):

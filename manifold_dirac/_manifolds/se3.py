@@ -53,12 +53,13 @@ frame, as under a body-frame constraint -- ``exp`` is exact.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._types import ArrayLike
 from .base import register_retraction
 from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
 from .so3 import SO3, coefficients, mm, rodrigues, rotation_log, skew
@@ -304,17 +305,17 @@ class SE3(MatrixLieGroup):
 
     # ------------------------------------------------------ human coordinates
     @staticmethod
-    def from_rotation_position(R: Any, x: Any) -> jax.Array:
+    def from_rotation_position(R: ArrayLike, x: ArrayLike) -> jax.Array:
         """The pose ``[[R, x], [0, 1]]`` from rotations ``(*batch, 3, 3)`` and positions ``(*batch, 3)``."""
         return _pose(jnp.asarray(R, dtype=float), jnp.asarray(x, dtype=float))
 
     @staticmethod
-    def rotation(q: Any) -> jax.Array:
+    def rotation(q: ArrayLike) -> jax.Array:
         """The rotation block ``R`` ``(*batch, 3, 3)`` of poses ``q``."""
         return jnp.asarray(q)[..., :3, :3]
 
     @staticmethod
-    def position(q: Any) -> jax.Array:
+    def position(q: ArrayLike) -> jax.Array:
         """The position ``x`` ``(*batch, 3)`` of poses ``q``."""
         return jnp.asarray(q)[..., :3, 3]
 
@@ -356,7 +357,7 @@ def _vee3(X: jax.Array) -> jax.Array:
     return 0.5 * jnp.stack([X[..., 2, 1] - X[..., 1, 2], X[..., 0, 2] - X[..., 2, 0], X[..., 1, 0] - X[..., 0, 1]], -1)
 
 
-def _last_axis(c: Any, n: int, who: str, names: str) -> jax.Array:
+def _last_axis(c: ArrayLike, n: int, who: str, names: str) -> jax.Array:
     c = jnp.asarray(c, dtype=float)
     if c.shape[-1:] != (n,):
         raise ValueError(f"{who}: coordinates are (..., {n}) = {names}, got shape {c.shape}")

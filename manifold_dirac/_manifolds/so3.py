@@ -12,12 +12,13 @@ arguments and then selected, so neither values nor derivatives are NaN.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._types import ArrayLike
 from .base import register_retraction
 from .lie_group import Cayley, Exp, MatrixLieGroup
 
@@ -232,7 +233,7 @@ class SO3(MatrixLieGroup):
         return jnp.where(qk[..., 3:] < 0, -qk, qk)
 
     @staticmethod
-    def from_euler(seq: str, angles: Any, degrees: bool = False) -> jax.Array:
+    def from_euler(seq: str, angles: ArrayLike, degrees: bool = False) -> jax.Array:
         """Rotation matrices ``(*batch, 3, 3)`` from Euler angles ``(*batch, 3)``, as scipy's ``Rotation.from_euler``.
 
         Parameters
@@ -265,7 +266,7 @@ class SO3(MatrixLieGroup):
         return mm(mats[0], mm(mats[1], mats[2]))
 
     @staticmethod
-    def as_euler(g: Any, seq: str, degrees: bool = False) -> jax.Array:
+    def as_euler(g: ArrayLike, seq: str, degrees: bool = False) -> jax.Array:
         """Euler angles ``(*batch, 3)`` of rotation matrices, as scipy's ``Rotation.as_euler``.
 
         The algorithm of scipy (Bernardes & Viollet, PLoS ONE 17, 2022: from
@@ -359,7 +360,7 @@ def rotation_log(g: jax.Array) -> jax.Array:
     return jnp.where(small, series, direct)[..., None] * v
 
 
-def _parse_euler(seq: Any, who: str) -> tuple[list[int], bool]:
+def _parse_euler(seq: str, who: str) -> tuple[list[int], bool]:
     """Axes (0, 1, 2) and whether extrinsic, of an Euler sequence in scipy's conventions."""
     ok = isinstance(seq, str) and len(seq) == 3 and (seq.islower() or seq.isupper())
     ok = ok and set(seq.lower()) <= set("xyz")

@@ -19,7 +19,7 @@ are the default.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any  # only for the geomstats space: an untyped third-party object
 
 import jax
 import jax.numpy as jnp
@@ -229,7 +229,7 @@ class Sphere2(GeomstatsManifold):
                  "logarithm) is not defined at the antipode, angle pi, and is computed for angles up to "
                  f"pi - 1e-8 = {_SPHERE_MAX_ANGLE:.10g}")]
 
-    def _check_values(self, where: str, name: str, q: Any) -> None:
+    def _check_values(self, where: str, name: str, q: object) -> None:
         a = concrete_array(q)
         if a is None or a.size == 0:
             return
@@ -242,7 +242,7 @@ class Sphere2(GeomstatsManifold):
                 "(Sphere2().check_point validates one); this check runs in eager calls only"
             )
 
-    def check_point(self, q: Any, atol: float = 1e-9, name: str = "q") -> jax.Array:
+    def check_point(self, q: object, atol: float = 1e-9, name: str = "q") -> jax.Array:
         a = np.asarray(q, dtype=float)
         if a.ndim < 1 or a.shape[-1] != 3:
             raise ValueError(f"{name}: a point of Sphere2 is a unit 3-vector, shape (..., 3), got {a.shape}")

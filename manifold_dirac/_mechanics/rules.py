@@ -44,8 +44,8 @@ import abc
 import functools
 import warnings
 from dataclasses import dataclass
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, TypeVar, overload
 
 import jax
 import jax.numpy as jnp
@@ -454,7 +454,14 @@ RULES: Registry[DiscreteLagrangian] = Registry(
 """Every discrete Lagrangian available by name (``discrete_lagrangian="midpoint"``)."""
 
 
-def register_rule(rule: Any = None, *, overwrite: bool = False) -> Any:
+_R = TypeVar("_R", bound="DiscreteLagrangian | type[DiscreteLagrangian]")
+
+
+@overload
+def register_rule(rule: None = None, *, overwrite: bool = False) -> Callable[[_R], _R]: ...
+@overload
+def register_rule(rule: _R, *, overwrite: bool = False) -> _R: ...
+def register_rule(rule: _R | None = None, *, overwrite: bool = False) -> _R | Callable[[_R], _R]:
     """Make a discrete Lagrangian available by its name (``discrete_lagrangian=rule.name``).
 
     Parameters

@@ -73,7 +73,8 @@ See ``docs/schemes.md``, "Holonomic constraints".
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import ClassVar, TypeVar, overload
 
 import jax
 import jax.numpy as jnp
@@ -285,7 +286,14 @@ SCHEMES: Registry[type[Scheme]] = Registry("scheme", hint="add one with register
 """Every scheme class available by name (``scheme="symmetric"``)."""
 
 
-def register_scheme(cls: type[Scheme] | None = None, *, overwrite: bool = False) -> Any:
+_S = TypeVar("_S", bound="type[Scheme]")
+
+
+@overload
+def register_scheme(cls: None = None, *, overwrite: bool = False) -> Callable[[_S], _S]: ...
+@overload
+def register_scheme(cls: _S, *, overwrite: bool = False) -> _S: ...
+def register_scheme(cls: _S | None = None, *, overwrite: bool = False) -> _S | Callable[[_S], _S]:
     """Make a :class:`Scheme` subclass available by its ``name``; a class decorator.
 
     ``@register_scheme`` or ``@register_scheme(overwrite=True)`` on the

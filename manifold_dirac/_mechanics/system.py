@@ -14,13 +14,15 @@ never from the user's indexing.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
-
+from typing import Literal, overload
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 from .._manifolds.base import Manifold
+from .._types import (ArrayLike, Constraint, Force, Holonomic, Lagrangian, Params, Partials, Point,
+                      PointBatch, Scalar)
 
 __all__ = ["LagrangeDiracSystem", "as_one_forms", "over_batch"]
 
@@ -31,7 +33,7 @@ _TRACE_HINT = (
 )
 
 
-def as_one_forms(forms: Any, n: int, label: str, rows: str = "m") -> np.ndarray:
+def as_one_forms(forms: ArrayLike, n: int, label: str, rows: str = "m") -> np.ndarray:
     """A constant matrix of one-forms in frame coordinates, validated.
 
     Parameters
@@ -72,7 +74,14 @@ def over_batch(fn: Callable, n_batch: int) -> Callable:
     return fn
 
 
-def _probe(what: str, fn: Callable, *args: Any, pair: bool = False, at: str = "") -> Any:
+@overload
+def _probe(what: str, fn: Callable, *args: object, pair: Literal[True], at: str = ""
+           ) -> tuple[jax.ShapeDtypeStruct, jax.ShapeDtypeStruct] | str: ...
+@overload
+def _probe(what: str, fn: Callable, *args: object, pair: Literal[False] = False, at: str = ""
+           ) -> jax.ShapeDtypeStruct | str: ...
+def _probe(what: str, fn: Callable, *args: object, pair: bool = False, at: str = ""
+           ) -> jax.ShapeDtypeStruct | tuple[jax.ShapeDtypeStruct, jax.ShapeDtypeStruct] | str:
     """``jax.eval_shape`` of ``fn(*args)``, its output converted as the library converts it.
 
     The output goes through ``jnp.asarray`` (lists and tuples of numbers are
@@ -93,7 +102,7 @@ def _probe(what: str, fn: Callable, *args: Any, pair: bool = False, at: str = ""
     """
     returned: dict[str, str] = {}
 
-    def as_array(x: Any) -> Any:
+    def as_array(x: object) -> jax.Array | None:
         if x is None:
             return None
         try:
@@ -101,7 +110,7 @@ def _probe(what: str, fn: Callable, *args: Any, pair: bool = False, at: str = ""
         except (TypeError, ValueError):
             return None
 
-    def traced(*a: Any) -> Any:
+    def traced(*a: object) -> jax.Array | tuple[jax.Array | None, ...] | None:
         out = fn(*a)
         if pair:
             if not isinstance(out, (tuple, list)) or len(out) != 2:
@@ -185,7 +194,7 @@ def _check_arity(label: str, f: Callable, names: str, with_params: bool) -> None
                     f"{f.__name__ if hasattr(f, '__name__') else label}{sig}")
 
 
-def _describe(x: Any) -> str:
+def _describe(x: object) -> str:
     """A returned object for messages: ``"shape (3,)"``, ``"None"``, ``"tuple of length 3"``, ``"dict"``."""
     if x is None:
         return "None"
@@ -196,7 +205,7 @@ def _describe(x: Any) -> str:
     return type(x).__name__
 
 
-def _require_real(what: str, dtype: Any, part: str = "") -> None:
+def _require_real(what: str, dtype: DTypeLike, part: str = "") -> None:
     """Refuse complex, integer and boolean outputs of a user function (TypeError)."""
     if jnp.issubdtype(dtype, jnp.complexfloating):
         raise TypeError(
@@ -310,14 +319,14 @@ class LagrangeDiracSystem:
     def __init__(
         self,
         Q: Manifold,
-        lagrangian: Callable[..., Any],
-        constraint: Any = None,
-        force: Callable[..., Any] | None = None,
+        lagrangian: Lagrangian,
+        constraint: Constraint | ArrayLike | None = None,
+        force: Force | None = None,
         *,
-        partials: Callable[..., Any] | None = None,
+        partials: Partials | None = None,
         name: str | None = None,
-        params: Any = None,
-        holonomic: Callable[..., Any] | None = None,
+        params: Params = None,
+        holonomic: Holonomic | None = None,
     ):
         if not isinstance(Q, Manifold):
             raise TypeError(f"LagrangeDiracSystem: Q must be a Manifold, got {type(Q).__name__}")
@@ -356,17 +365,17 @@ class LagrangeDiracSystem:
         self._probe_user_functions()
 
     # ------------------------------------------------------------ user calls
-    def _args(self, params: Any) -> tuple:
+    def _args(self, params: Params) -> tuple[Params, ...]:
         """The trailing ``params`` argument of the user's functions (the system's own when None is given)."""
         if self.params is None:
             return ()
         return (self.params if params is None else params,)
 
-    def lagrangian(self, q: Any, v: jax.Array, params: Any = None) -> jax.Array:
+    def lagrangian(self, q: Point, v: jax.Array, params: Params = None) -> jax.Array:
         """``L(q, v)`` at one point (scalar)."""
         return jnp.asarray(self._user_L(q, v, *self._args(params)))
 
-    def one_form_matrix(self, q: Any, params: Any = None) -> jax.Array:
+    def one_form_matrix(self, q: Point, params: Params = None) -> jax.Array:
         """The constraint one-forms ``A(q)`` alone, ``(m, dim)`` (no holonomic rows)."""
         if self._A_const is not None:
             return jnp.asarray(self._A_const)
@@ -374,7 +383,7 @@ class LagrangeDiracSystem:
             return jnp.zeros((0, self.dim))
         return jnp.asarray(self._A_fun(q, *self._args(params)))
 
-    def constraint_matrix(self, q: Any, params: Any = None) -> jax.Array:
+    def constraint_matrix(self, q: Point, params: Params = None) -> jax.Array:
         """The velocity constraint ``[A(q); dg(q)]``, ``(m + r, dim)``: ``Delta_Q(q)`` is its kernel.
 
         Without holonomic constraints this is ``A(q)``.
@@ -385,13 +394,13 @@ class LagrangeDiracSystem:
         dg = self.holonomic_differential(q, params)
         return jnp.concatenate([A.astype(dg.dtype), dg], axis=0) if self._m else dg
 
-    def holonomic(self, q: Any, params: Any = None) -> jax.Array:
+    def holonomic(self, q: Point, params: Params = None) -> jax.Array:
         """``g(q)``, ``(r,)`` (``(0,)`` without holonomic constraints)."""
         if self._user_g is None:
             return jnp.zeros(0)
         return jnp.reshape(jnp.asarray(self._user_g(q, *self._args(params))), (-1,))
 
-    def holonomic_differential(self, q: Any, params: Any = None) -> jax.Array:
+    def holonomic_differential(self, q: Point, params: Params = None) -> jax.Array:
         """``dg(q)``, ``(r, dim)`` in frame coordinates: ``d/de g(R_q(e eta)) = dg(q) eta`` at ``e = 0``.
 
         Forward-mode autodiff of ``eta -> g(q + T_q(eta))`` at 0 (the straight
@@ -402,7 +411,7 @@ class LagrangeDiracSystem:
         zero = jnp.zeros(self.dim)
         return jax.jacfwd(lambda eta: self.holonomic(self.Q.first_order_curve(q, eta), params))(zero)
 
-    def holonomic_projection(self, q: Any, v: jax.Array, p: jax.Array, params: Any = None
+    def holonomic_projection(self, q: Point, v: jax.Array, p: jax.Array, params: Params = None
                              ) -> tuple[jax.Array, jax.Array]:
         """The reported ``(v, p)`` at ``q`` made tangent to ``g = 0``: the RATTLE projection.
 
@@ -430,7 +439,7 @@ class LagrangeDiracSystem:
         sol = jnp.linalg.solve(K, rhs)
         return sol[: self.dim, 0], p - G.T @ sol[self.dim:, 1]
 
-    def force(self, t: Any, q: Any, v: jax.Array, params: Any = None) -> jax.Array | None:
+    def force(self, t: Scalar, q: Point, v: jax.Array, params: Params = None) -> jax.Array | None:
         """``F(t, q, v)``, ``(dim,)``, or None without a force."""
         if self._user_F is None:
             return None
@@ -471,7 +480,7 @@ class LagrangeDiracSystem:
         return self._A_const is not None and not self._r
 
     # -------------------------------------------------- initial data helpers
-    def project_velocity(self, q: Any, v: Any) -> jax.Array:
+    def project_velocity(self, q: PointBatch, v: ArrayLike) -> jax.Array:
         """The velocity of ``Delta_Q(q)`` closest to ``v`` in the kinetic-energy metric (batched, eager).
 
         For a nearly consistent initial velocity (``A(q0) v0`` small but above
@@ -513,7 +522,7 @@ class LagrangeDiracSystem:
         v = jnp.broadcast_to(v, (*B, n))
         return over_batch(lambda qq, vv: one(qq, vv, self.params), len(B))(q, v)
 
-    def check_position(self, q: Any, name: str = "q0") -> None:
+    def check_position(self, q: PointBatch, name: str = "q0") -> None:
         """Refuse a point off ``g = 0`` (eager, batched): ``|g(q)|_inf > 1e-9 (1 + |dg(q)|_inf)``.
 
         The tolerance is relative to the size of ``dg`` (so a constraint
@@ -552,7 +561,7 @@ class LagrangeDiracSystem:
                 "constraint, or start away from a singular configuration of the mechanism"
             )
 
-    def constraint_violation(self, q: Any, v: jax.Array, params: Any = None) -> tuple[jax.Array, jax.Array]:
+    def constraint_violation(self, q: Point, v: jax.Array, params: Params = None) -> tuple[jax.Array, jax.Array]:
         """``(|C(q) v|_inf, |g(q)|_inf)`` at one point: the slip and the position violation (scalars).
 
         ``C = constraint_matrix`` (one-forms and ``dg``): the *continuous*
@@ -568,7 +577,7 @@ class LagrangeDiracSystem:
         gv = jnp.max(jnp.abs(self.holonomic(q, params))) if self._r else zero
         return slip, gv
 
-    def project_position(self, q: Any, tol: float = 1e-13, max_iter: int = 50) -> Any:
+    def project_position(self, q: PointBatch, tol: float = 1e-13, max_iter: int = 50) -> PointBatch:
         """A point with ``g = 0`` near ``q``: Gauss--Newton in the retraction chart (batched, eager).
 
         ``q <- R_q(-dg(q)^+ g(q))`` (the minimum-norm correction in frame
@@ -609,7 +618,7 @@ class LagrangeDiracSystem:
         return self._user_partials is None
 
     # ----------------------------------------------------------- derivatives
-    def partials(self, q: Any, v: jax.Array, params: Any = None) -> tuple[jax.Array, jax.Array]:
+    def partials(self, q: Point, v: jax.Array, params: Params = None) -> tuple[jax.Array, jax.Array]:
         """Exact ``(dL/dq, dL/dv)`` at one point, each ``(dim,)`` (see the class Notes)."""
         if self._user_partials is not None:
             dq, dv = self._user_partials(q, v, *self._args(params))
@@ -620,7 +629,7 @@ class LagrangeDiracSystem:
 
         return jax.grad(ell, argnums=(0, 1))(jnp.zeros(self.dim, dtype=jnp.result_type(v)), v)
 
-    def value_and_partials(self, q: Any, v: jax.Array, params: Any = None) -> tuple[jax.Array, jax.Array, jax.Array]:
+    def value_and_partials(self, q: Point, v: jax.Array, params: Params = None) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``(L, dL/dq, dL/dv)`` at one point: the value comes free with reverse-mode autodiff."""
         if self._user_partials is not None:
             return (self.lagrangian(q, v, params), *self.partials(q, v, params))
@@ -631,15 +640,15 @@ class LagrangeDiracSystem:
         val, (dq, dv) = jax.value_and_grad(ell, argnums=(0, 1))(jnp.zeros(self.dim, dtype=jnp.result_type(v)), v)
         return val, dq, dv
 
-    def momentum(self, q: Any, v: jax.Array, params: Any = None) -> jax.Array:
+    def momentum(self, q: Point, v: jax.Array, params: Params = None) -> jax.Array:
         """``p = dL/dv(q, v)``, ``(dim,)``."""
         return self.partials(q, v, params)[1]
 
-    def energy(self, q: Any, v: jax.Array, p: jax.Array, params: Any = None) -> jax.Array:
+    def energy(self, q: Point, v: jax.Array, p: jax.Array, params: Params = None) -> jax.Array:
         """``E = <p, v> - L(q, v)`` at one point (scalar)."""
         return jnp.dot(p, v) - self.lagrangian(q, v, params)
 
-    def check_partials(self, q: Any, v: Any, rtol: float = 1e-6) -> float:
+    def check_partials(self, q: Point, v: ArrayLike, rtol: float = 1e-6) -> float:
         """Compare :meth:`partials` with central finite differences at one point (eager).
 
         Returns the largest relative deviation; raises ``ValueError`` above
@@ -662,7 +671,7 @@ class LagrangeDiracSystem:
         return float(err)
 
     # ------------------------------------------------------- eager, batched
-    def evaluate(self, method: str, q: Any, *arrays: Any) -> Any:
+    def evaluate(self, method: str, q: PointBatch, *arrays: ArrayLike) -> jax.Array | tuple[jax.Array, ...]:
         """Call ``method`` (``"lagrangian"``, ``"energy"``, ``"partials"``, ``"momentum"``,
         ``"constraint_matrix"``) on points with leading batch axes, eagerly.
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -51,6 +51,9 @@ from .._mechanics.system import LagrangeDiracSystem
 from .._types import Covector, Matrix, Point, Scalar, Vector
 from .discrete import DiscreteDiracStructure, discrete_dirac_differential
 from .linear import block_diag_forms
+
+if TYPE_CHECKING:
+    from .. import Trajectory
 
 __all__ = ["DiracRouteResult", "StepVerification", "constraint_along_retraction", "dirac_route",
            "discrete_structure_of", "verify"]
@@ -582,7 +585,7 @@ class StepVerification:
         return float(np.max(np.abs(self.noether - self.noether[0])))
 
 
-def verify(system: LagrangeDiracSystem, trajectory: Any, *, symmetry: Callable[[Point], ArrayLike] | None = None,
+def verify(system: LagrangeDiracSystem, trajectory: Trajectory, *, symmetry: Callable[[Point], ArrayLike] | None = None,
            scheme: str | Scheme | None = None, discrete_lagrangian: str | DiscreteLagrangian | None = None,
            rtol: float | None = None) -> StepVerification:
     """Check a computed trajectory step by step against the discrete Dirac structure of its scheme.
@@ -764,7 +767,7 @@ def _verify_equations(system: LagrangeDiracSystem, scheme: Scheme, nodes: tuple,
     return mem, base, con
 
 
-def _off_reactions(system: LagrangeDiracSystem, q: Any, r: np.ndarray) -> np.ndarray:
+def _off_reactions(system: LagrangeDiracSystem, q: Point, r: np.ndarray) -> np.ndarray:
     """``r`` without its component along the holonomic reactions ``dg(q)^T nu``.
 
     The reported momenta of a run with holonomic constraints are RATTLE
@@ -779,8 +782,8 @@ def _off_reactions(system: LagrangeDiracSystem, q: Any, r: np.ndarray) -> np.nda
     return r - G.T @ np.linalg.lstsq(G @ G.T, G @ r, rcond=None)[0]
 
 
-def _recorded_fields(system: LagrangeDiracSystem, trajectory: Any, points: list, p: np.ndarray, xis: np.ndarray,
-                     t: np.ndarray, h: float, rule: Any, fns: dict) -> dict:
+def _recorded_fields(system: LagrangeDiracSystem, trajectory: Trajectory, points: list, p: np.ndarray, xis: np.ndarray,
+                     t: np.ndarray, h: float, rule: DiscreteLagrangian, fns: dict) -> dict:
     """The largest relative deviation of each recorded field from what the points and momenta imply."""
     out: dict[str, float] = {}
     K = len(points) - 1

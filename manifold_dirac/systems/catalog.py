@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._manifolds import SE2, SE3, SO3
 from .._mechanics.system import LagrangeDiracSystem
+from .._types import ArrayLike, Point
+
+if TYPE_CHECKING:
+    from .. import Trajectory
 from . import circuits, pendulums, rigid_bodies, vehicles
 
 __all__ = ["EXAMPLES", "Example", "get_example"]
@@ -55,19 +59,19 @@ class Example:
     name: str
     description: str
     build: Callable[[str], LagrangeDiracSystem]
-    initial: Callable[[LagrangeDiracSystem], tuple[Any, np.ndarray]]
+    initial: Callable[[LagrangeDiracSystem], tuple[Point, np.ndarray]]
     h: float
     T: float
     retractions: tuple[str, ...] = ("identity",)
     reference: Callable[[float, LagrangeDiracSystem], np.ndarray] | None = None
-    coordinates: Callable[[LagrangeDiracSystem, Any], np.ndarray] = field(
+    coordinates: Callable[[LagrangeDiracSystem, Point], np.ndarray] = field(
         default=lambda s, q: np.asarray(s.Q.to_coordinates(q))
     )
-    invariant: Callable[[LagrangeDiracSystem, Any], np.ndarray] | None = None
+    invariant: Callable[[LagrangeDiracSystem, Trajectory], ArrayLike] | None = None
     plot: str = "coordinates"
     angles: tuple[int, ...] = ()
 
-    def error(self, system: LagrangeDiracSystem, q: Any, t: float) -> float:
+    def error(self, system: LagrangeDiracSystem, q: Point, t: float) -> float:
         """Max-norm error of the point ``q`` at time ``t`` against :attr:`reference`."""
         if self.reference is None:
             raise ValueError(f"example {self.name!r} has no reference solution")
