@@ -90,6 +90,7 @@ def summarize(cold: dict, cached: dict) -> dict:
         return {"error": cold.get("error") or cached.get("error")}
     warm = min(cold["warm_s"] + cached["warm_s"])
     return {"cold_first_call_s": cold["first_call_s"], "cached_first_call_s": cached["first_call_s"],
+            "cold_first_call_cpu_s": cold.get("first_call_cpu_s"), "cached_first_call_cpu_s": cached.get("first_call_cpu_s"),
             "warm_run_s": warm, "us_per_step": 1e6 * warm / cold["n_steps"], "import_s": cold["import_s"],
             "ok": cold["ok"] and cached["ok"], "version": cold["version"]}
 

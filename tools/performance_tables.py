@@ -50,6 +50,15 @@ def _machine(meta: dict, load_end: list | None = None) -> str:
             f"load average (1 min) {span}; {meta['date']}")
 
 
+def _loaded(meta: dict, loads: list) -> str:
+    """A warning when the load average exceeded the core count during a run (empty otherwise)."""
+    top = max([x for x in loads if x is not None] or [0.0])
+    if top <= meta["cores"]:
+        return ""
+    return (f" The load average reached {top:.0f} on {meta['cores']} cores: other jobs took most of the machine, so "
+            "the times are inflated several-fold and noisy; rerun on a quiet machine for absolute numbers.")
+
+
 def _s(x: float) -> str:
     return f"{x:.2f}" if x < 10 else f"{x:.1f}"
 
@@ -67,7 +76,11 @@ def all_systems(results: Path) -> str:
     new = labels[-1]
     old = labels[0] if len(labels) == 2 else None
     lines = [f"*{_machine(d['meta'], d.get('load_end'))}. `{d['command']}`: runs of {d['steps']} steps with each "
-             f"system's own step h; warm time: the fastest of {d['repeats']} runs in each of the two processes.*", ""]
+             f"system's own step h; first calls: wall time (and CPU time of the process where recorded: on a "
+             f"loaded machine the steadier number); warm time: the fastest of {d['repeats']} runs in each of the two "
+             "processes."
+             + _loaded(d["meta"], [x["load_before"][0] for r in d["rows"] for v in r["raw"].values() for x in v.values()
+                                   if x.get("load_before")]) + "*", ""]
     pair = (lambda r, k, f: f"{f(r[old][k])} → **{f(r[new][k])}**") if old else (lambda r, k, f: f(r[new][k]))
     head = "| system | first call, empty cache [s] | first call, from the cache [s] | warm, µs per step |"
     rule = "|---|---|---|---|"
@@ -81,8 +94,8 @@ def all_systems(results: Path) -> str:
             lines.append(f"| `{r['name']}` | failed ({', '.join(bad)}): {r[bad[0]]['error'].replace('|', '/')} |"
                          + " |" * (2 + bool(old)))
             continue
-        cells = [f"`{r['name']}`", pair(r, "cold_first_call_s", _s), pair(r, "cached_first_call_s", _s),
-                 pair(r, "us_per_step", _us)]
+        cells = [f"`{r['name']}`", pair(r, "cold_first_call_s", _s) + _cpu(r, "cold", labels),
+                 pair(r, "cached_first_call_s", _s) + _cpu(r, "cached", labels), pair(r, "us_per_step", _us)]
         if old:
             cells.append(f"{r['ratios']['warm_run_s']:.2f}×")
         lines.append("| " + " | ".join(cells) + " |")
@@ -95,6 +108,14 @@ def all_systems(results: Path) -> str:
         lines += [f"Columns: {old} → **{new}**. " + _verdict(d, ok, old, new), ""]
     lines.append(_targets(ok, new))
     return "\n".join(lines)
+
+
+def _cpu(row: dict, stage: str, labels: list) -> str:
+    """`` (CPU a → b)``: the first call's CPU time in each version, where the run recorded it."""
+    cpu = [row["raw"][lab][stage].get("first_call_cpu_s") for lab in labels]
+    if any(c is None for c in cpu):
+        return ""
+    return " (CPU " + " → ".join(_s(c) for c in cpu) + ")"
 
 
 def _catalog() -> list[str]:
@@ -128,11 +149,14 @@ def _targets(ok: list, new: str) -> str:
 
 # ------------------------------------------------------------------ the tour
 def tour(results: Path) -> str:
-    d = _load("tour.json", results)
+    d = _load("tour.json", results) or _load("tour_quick.json", results)
     if d is None:
         return _missing("python benchmarks/tour.py")
     labels = d["versions"]
-    lines = [f"*{_machine(d['meta'], d.get('load_end'))}. `{d['command']}`.*", "",
+    runs = [r for v in d["runs"].values() for r in v.values()]
+    quick = " This run used the tour's shorter mode (`--quick`: shorter runs, no order measurements)." if d["quick"] else ""
+    lines = [f"*{_machine(d['meta'], d.get('load_end'))}. `{d['command']}`.{quick}"
+             + _loaded(d["meta"], [r["load_before"][0] for r in runs] + [r["load_after"][0] for r in runs]) + "*", "",
              "| run of `manifold-dirac tour` | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
     for stage, what in (("cold", "first run, empty cache"), ("warm", "second run, same cache")):
         cells = []
@@ -147,7 +171,7 @@ def tour(results: Path) -> str:
 # ------------------------------------------------------------------ sweeps
 def sweep(results: Path) -> str:
     d = None
-    for name in ("sweep_scaling.json", "sweep_scaling_scaling.json"):
+    for name in ("sweep_scaling.json", "sweep_scaling_scaling.json", "sweep_scaling_quick_scaling.json"):
         d = _load(name, results)
         if d is not None and "meta" in d and "scaling" in d and "serial" in d["scaling"]:
             break
@@ -156,7 +180,9 @@ def sweep(results: Path) -> str:
         return _missing("python benchmarks/sweep_scaling.py --only scaling")
     s = d["scaling"]
     lines = [f"*{_machine(d['meta'], d.get('load_end'))}. `{d['command']}`: {d['cells']} cells of {d['steps']:,} "
-             "heavy-top steps each, compilation done before the clock starts.*", "",
+             "heavy-top steps each, compilation done before the clock starts."
+             + _loaded(d["meta"], [s[k]["load_before"][0] for k in ("serial", "1", "2")]
+                       + [s[k]["load_after"][0] for k in ("serial", "1", "2")]) + "*", "",
              "| how | wall time [s] | median cell [ms] | load at the start |", "|---|---|---|---|"]
     for key, what in (("serial", "serial, in the calling process"), ("1", "1 worker process"),
                       ("2", "2 worker processes")):
