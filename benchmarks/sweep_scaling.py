@@ -77,6 +77,17 @@ def _warm(steps: int) -> None:
     heavy_top_cell(0, steps=steps)
 
 
+def worker_env() -> dict:
+    """Environment of the benchmark's worker processes.
+
+    ``XLA_FLAGS``: this process's flags (the library's, set at import, or the user's) plus one XLA
+    thread, as the workers that ``md.sweep`` starts itself get them; ``XLA_FLAGS`` = one thread alone
+    would drop the library's flag and time a slower step loop on the workers than in the serial run.
+    """
+    return {"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {SINGLE_THREAD_XLA}".strip(),
+            "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT))}
+
+
 def scaling(args) -> dict:
     import distributed
 
@@ -95,7 +106,7 @@ def scaling(args) -> dict:
           f"{out['serial']['wall_s']:.2f} s (median cell {out['serial']['cell_ms_median']:.0f} ms)")
     for n in (1, 2):
         lo = load()
-        env = {"XLA_FLAGS": SINGLE_THREAD_XLA, "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT))}
+        env = worker_env()
         with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                                       env=env) as cluster, distributed.Client(cluster) as client:
             client.run(_warm, args.steps)
@@ -119,6 +130,7 @@ def scaling(args) -> dict:
               f"{100 * ds.attrs['overhead']:.1f} % = {out[n]['overhead_per_cell_ms']:.1f} ms per cell)")
         for label, e in empty.items():
             print(f"    {args.empty} empty cells, {label} ({e['tasks']} tasks): {e['us_per_cell']:.0f} µs per cell")
+    out["worker_xla_flags"] = env["XLA_FLAGS"]
     out["speedup_2_vs_1"] = out[1]["wall_s"] / out[2]["wall_s"]
     out["speedup_2_vs_serial"] = out["serial"]["wall_s"] / out[2]["wall_s"]
     print(f"speed-up, 2 workers against the serial run: {out['speedup_2_vs_serial']:.2f}x, against 1 worker: "

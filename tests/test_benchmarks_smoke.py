@@ -143,3 +143,17 @@ def test_tour_quick_times_a_cold_and_a_warm_tour(tmp_path):
     runs = d["runs"]["this version"]
     assert runs["warm"]["wall_s"] < runs["cold"]["wall_s"], "the second tour finds its programs in the cache"
     assert runs["cold"]["figures"] > 0
+
+
+def test_sweep_benchmark_workers_keep_the_library_xla_flag_and_run_one_thread():
+    code = ("import sys; sys.path.insert(0, '.'); from benchmarks.sweep_scaling import worker_env; "
+            "print(worker_env()['XLA_FLAGS'])")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "MANIFOLD_DIRAC_XLA_FLAGS")}
+    flags = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                           env={**env, "PYTHONPATH": str(ROOT)}, timeout=300).stdout
+    assert "xla_cpu_small_while_loop_byte_threshold" in flags and "intra_op_parallelism_threads=1" in flags
+    # and a user's own XLA_FLAGS are what the workers get (plus the one thread), not the library's
+    flags = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                           env={**env, "PYTHONPATH": str(ROOT), "XLA_FLAGS": "--xla_dump_to=/dev/null"},
+                           timeout=300).stdout
+    assert "xla_dump_to" in flags and "small_while_loop" not in flags and "intra_op_parallelism_threads=1" in flags
