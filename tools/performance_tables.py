@@ -139,9 +139,10 @@ def _verdict(d: dict, ok: list, old: str, new: str) -> str:
                if slower else "") + "; ")
     text += (f"its first call with an empty cache is shorter on {len(both) - len(cold_slower)} of {len(both)}"
              + (" (longer on " + ", ".join(f"`{r['name']}`" for r in cold_slower) + ")" if cold_slower else "") + ". ")
-    diffs = [r["max_difference"] for r in d["rows"] if "max_difference" in r]
+    diffs = [(r["max_difference"], r["name"]) for r in d["rows"] if "max_difference" in r]
     if diffs:
-        text += f"The two versions' final points differ by at most {max(diffs):.1e}."
+        top, name = max(diffs)
+        text += f"The two versions' final points differ by at most {top:.1e} (`{name}`)."
     return text
 
 
