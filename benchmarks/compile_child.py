@@ -30,16 +30,12 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from benchmarks.cases import CASES, system  # noqa: E402
+from benchmarks.machine import COMPILE_EVENTS  # noqa: E402
 from manifold_dirac import integrate  # noqa: E402
 from manifold_dirac import systems as S  # noqa: E402
 from manifold_dirac._config import cache_directory  # noqa: E402
 
-EVENTS = {
-    "/jax/core/compile/jaxpr_trace_duration": "trace",
-    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
-    "/jax/core/compile/backend_compile_duration": "backend_compile",
-    "/jax/compilation_cache/cache_retrieval_time_sec": "cache_retrieval",
-}
+EVENTS = COMPILE_EVENTS
 _acc: dict[str, float] = defaultdict(float)
 
 

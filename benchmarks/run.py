@@ -1,6 +1,6 @@
 """The benchmark suite of the compiled engine: ``python benchmarks/run.py [--quick] [--out DIR] [--only S ...]``.
 
-Sections (``docs/performance.md`` explains each and quotes a run):
+Sections (``docs/performance.md`` lists the scripts that regenerate its numbers; this is the wider suite):
 
 ``step``     one trajectory (B = 1): microseconds per step of ``integrate(...)``
              over 10^5 steps with ``stride=1000`` (storage does not count) and

@@ -4,21 +4,24 @@ Three measurements, side by side in one run (compilation always excluded: every 
 compiles the cell's program in a warm-up before the clock starts):
 
 1. **Scaling.** A CPU-bound sweep of ``--cells`` cells (each: ``--steps`` heavy-top steps from
-   its own initial condition) on a ``LocalCluster`` of 1 worker process, then of 2; speed-up =
-   wall(1) / wall(2) (target >= 1.7 on two free cores). Each worker runs XLA single-threaded
-   (``--xla_cpu_multi_thread_eigen=false``), so that one worker is one core.
+   its own initial condition) run serially in this process (``workers=0``), then on a
+   ``LocalCluster`` of 1 worker process, then of 2; speed-up of 2 workers = wall(serial) /
+   wall(2) (target >= 1.8 on two cores), and wall(1) / wall(2). Each worker runs XLA
+   single-threaded (``--xla_cpu_multi_thread_eigen=false``), so that one worker is one core.
 2. **Overhead per cell.** ``1 - sum(cell times) / (workers x wall)`` of the sweeps above, and a
    sweep of 2000 empty cells: the wall time per cell with the default grouping (about 4 tasks
    per worker) and with one cell per task.
 3. **Batched ensembles.** ``--members`` heavy tops (perturbed initial data) in this process:
    one cell per member (``integrate`` of one trajectory each) against one cell per batch of
-   all members (one ``vmap`` batch, ``sweep(..., members=M)``).
+   all members (one ``vmap`` batch, ``md.sweep(..., members=M)``).
 
-    python benchmarks/sweep_scaling.py            # ~2 min on two free cores; writes benchmarks/results/sweep_scaling.json
+    python benchmarks/sweep_scaling.py            # ~3 min on two free cores; writes benchmarks/results/sweep_scaling.json
     python benchmarks/sweep_scaling.py --quick    # a check that it runs (numbers meaningless)
     python benchmarks/sweep_scaling.py --only batching   # or --only scaling
 
-The machine must be quiet: on shared cores the scaling number measures the other load.
+The machine must be quiet: on shared cores the scaling number measures the other load (the
+results file records the load average before and after each measurement). Only the public API
+(``import manifold_dirac as md``) is used.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from functools import partial
@@ -37,41 +39,32 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from manifold_dirac._sweep import sweep  # noqa: E402
+import manifold_dirac as md  # noqa: E402
+from benchmarks.machine import describe, load  # noqa: E402
 
 SINGLE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
 def _initial(index: np.ndarray, n_members: int = 4096):
-    from manifold_dirac._manifolds import SO3
-
     noise = np.random.default_rng(7).standard_normal((n_members, 6))[index]
-    R0 = np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0])))
-    q0 = np.einsum("ij,bjk->bik", R0, np.asarray(SO3().exp(0.05 * noise[:, :3])))
+    R0 = np.asarray(md.SO3().exp(np.array([0.3, 0.1, 0.0])))
+    q0 = np.einsum("ij,bjk->bik", R0, np.asarray(md.SO3().exp(0.05 * noise[:, :3])))
     return q0, np.array([0.5, -0.2, 2.0]) + 0.05 * noise[:, 3:]
 
 
 def heavy_top_cell(case: int, *, steps: int) -> dict:
     """One heavy top (initial condition ``case``), ``steps`` steps at h = 0.01: CPU-bound."""
-    from manifold_dirac._run.integrate import integrate
-    from manifold_dirac.study import example_system
-    from manifold_dirac.systems.catalog import get_example
-
-    sysm = example_system(get_example("heavy_top"), "exp")
+    sysm = md.example_system(md.get_example("heavy_top"), "exp")
     q0, v0 = _initial(np.array([case]))
-    tr = integrate(sysm, q0[0], v0=v0[0], h=0.01, n_steps=steps, stride=steps)
+    tr = md.integrate(sysm, q0[0], v0=v0[0], h=0.01, n_steps=steps, stride=steps)
     return {"energy_error": float(tr.energy_error), "iterations": float(tr.meta["total_iterations"])}
 
 
 def heavy_top_batch_cell(kind: str, members: np.ndarray, *, steps: int) -> dict:
     """The same heavy tops, a block of members as one batch (vmap)."""
-    from manifold_dirac._run.integrate import integrate
-    from manifold_dirac.study import example_system
-    from manifold_dirac.systems.catalog import get_example
-
-    sysm = example_system(get_example("heavy_top"), "exp")
+    sysm = md.example_system(md.get_example("heavy_top"), "exp")
     q0, v0 = _initial(members)
-    tr = integrate(sysm, q0, v0=v0, h=0.01, n_steps=steps, stride=steps)
+    tr = md.integrate(sysm, q0, v0=v0, h=0.01, n_steps=steps, stride=steps)
     return {"energy_error": tr.energy_error}
 
 
@@ -84,21 +77,45 @@ def _warm(steps: int) -> None:
     heavy_top_cell(0, steps=steps)
 
 
+def worker_env() -> dict:
+    """Environment of the benchmark's worker processes.
+
+    ``XLA_FLAGS``: this process's flags (the library's, set at import, or the user's) plus one XLA
+    thread, as the workers that ``md.sweep`` starts itself get them; ``XLA_FLAGS`` = one thread alone
+    would drop the library's flag and time a slower step loop on the workers than in the serial run.
+    """
+    return {"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {SINGLE_THREAD_XLA}".strip(),
+            "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT))}
+
+
 def scaling(args) -> dict:
     import distributed
 
     out = {}
+    # serial: the same cells one after the other in this process (what a sweep without workers does);
+    # a one-cell sweep first compiles the cell and imports what a sweep needs, as the workers' warm-up does
+    md.sweep(partial(heavy_top_cell, steps=args.steps), {"case": [0]}, workers=0, progress=False)
+    lo = load()
+    ds = md.sweep(partial(heavy_top_cell, steps=args.steps), {"case": list(range(args.cells))}, workers=0,
+                  progress=False)
+    assert (ds.status == "ok").all(), ds.message.values
+    out["serial"] = {"wall_s": ds.attrs["wall_time"] - ds.attrs["startup_time"], "cell_time_s": ds.attrs["cell_time"],
+                     "cell_ms_median": 1e3 * float(np.median(ds.wall_time.values)), "load_before": lo,
+                     "load_after": load()}
+    print(f"serial (this process): {args.cells} cells of {args.steps} heavy-top steps in "
+          f"{out['serial']['wall_s']:.2f} s (median cell {out['serial']['cell_ms_median']:.0f} ms)")
     for n in (1, 2):
-        env = {"XLA_FLAGS": SINGLE_THREAD_XLA, "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT))}
+        lo = load()
+        env = worker_env()
         with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                                       env=env) as cluster, distributed.Client(cluster) as client:
             client.run(_warm, args.steps)
-            ds = sweep(partial(heavy_top_cell, steps=args.steps), {"case": list(range(args.cells))}, client=client,
+            ds = md.sweep(partial(heavy_top_cell, steps=args.steps), {"case": list(range(args.cells))}, client=client,
                        progress=False)
             assert (ds.status == "ok").all(), ds.message.values
             empty = {}
             for label, per in (("grouped", None), ("one per task", 1)):
-                e = sweep(empty_cell, {"i": list(range(args.empty))}, client=client, progress=False,
+                e = md.sweep(empty_cell, {"i": list(range(args.empty))}, client=client, progress=False,
                           cells_per_task=per)
                 empty[label] = {"tasks": e.attrs["tasks"], "wall_s": e.attrs["wall_time"] - e.attrs["startup_time"],
                                 "us_per_cell": 1e6 * (e.attrs["wall_time"] - e.attrs["startup_time"]) / args.empty}
@@ -106,14 +123,18 @@ def scaling(args) -> dict:
         out[n] = {"wall_s": wall, "cell_time_s": ds.attrs["cell_time"], "tasks": ds.attrs["tasks"],
                   "overhead": ds.attrs["overhead"],
                   "overhead_per_cell_ms": 1e3 * (n * wall - ds.attrs["cell_time"]) / args.cells,
-                  "cell_ms_median": 1e3 * float(np.median(ds.wall_time.values)), "empty_cells": empty}
+                  "cell_ms_median": 1e3 * float(np.median(ds.wall_time.values)), "empty_cells": empty,
+                  "load_before": lo, "load_after": load()}
         print(f"{n} worker(s): {args.cells} cells of {args.steps} heavy-top steps in {wall:.2f} s "
               f"({ds.attrs['tasks']} tasks; median cell {out[n]['cell_ms_median']:.0f} ms; overhead "
               f"{100 * ds.attrs['overhead']:.1f} % = {out[n]['overhead_per_cell_ms']:.1f} ms per cell)")
         for label, e in empty.items():
             print(f"    {args.empty} empty cells, {label} ({e['tasks']} tasks): {e['us_per_cell']:.0f} µs per cell")
+    out["worker_xla_flags"] = env["XLA_FLAGS"]
     out["speedup_2_vs_1"] = out[1]["wall_s"] / out[2]["wall_s"]
-    print(f"speed-up, 2 workers against 1: {out['speedup_2_vs_1']:.2f}x (target >= 1.7x on two free cores)")
+    out["speedup_2_vs_serial"] = out["serial"]["wall_s"] / out[2]["wall_s"]
+    print(f"speed-up, 2 workers against the serial run: {out['speedup_2_vs_serial']:.2f}x, against 1 worker: "
+          f"{out['speedup_2_vs_1']:.2f}x (target >= 1.8x on two cores)")
     return out
 
 
@@ -122,13 +143,13 @@ def batching(args) -> dict:
     per = partial(heavy_top_cell, steps=steps)
     batch = partial(heavy_top_batch_cell, steps=steps)
     # warm-up: compile both programs (one trajectory; a batch of M)
-    sweep(per, {"case": [0]}, workers=0, progress=False)
+    md.sweep(per, {"case": [0]}, workers=0, progress=False)
     heavy_top_batch_cell("vmap", np.arange(M), steps=steps)
     t0 = time.perf_counter()
-    a = sweep(per, {"case": list(range(M))}, workers=0, progress=False)
+    a = md.sweep(per, {"case": list(range(M))}, workers=0, progress=False)
     t_per = time.perf_counter() - t0
     t0 = time.perf_counter()
-    b = sweep(batch, {"kind": ["vmap"]}, members=M, workers=0, progress=False)
+    b = md.sweep(batch, {"kind": ["vmap"]}, members=M, workers=0, progress=False)
     t_batch = time.perf_counter() - t0
     # the same members: the batch's Newton iterates until every member has converged, so a member
     # may take one iteration more than alone (round-off differences, not more)
@@ -148,13 +169,10 @@ def main() -> None:
     args = p.parse_args()
     args.cells, args.steps, args.empty = (32, 2000, 200) if args.quick else (48, 30_000, 2000)
     args.members, args.ensemble_steps = (16, 100) if args.quick else (256, 1000)
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    res = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, load average {load}",
-           "python": platform.python_version(), "quick": args.quick}
-    import jax
-
-    res["jax"] = jax.__version__
-    print(res["machine"])
+    res = {"meta": describe(), "quick": args.quick, "cells": args.cells, "steps": args.steps,
+           "command": "python benchmarks/sweep_scaling.py" + (" --quick" if args.quick else "")
+           + (f" --only {args.only}" if args.only else "")}
+    print(res["meta"])
     if args.only in (None, "scaling"):
         res["scaling"] = scaling(args)
     if args.only in (None, "batching"):
@@ -162,6 +180,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     name = "sweep_scaling" + ("_quick" if args.quick else "") + (f"_{args.only}" if args.only else "")
     path = args.out / f"{name}.json"
+    res["load_end"] = load()
     path.write_text(json.dumps(res, indent=1, default=str))
     print(f"wrote {path}")
 

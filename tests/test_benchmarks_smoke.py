@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("step", "batch", "wp", "compile", "memory")
 BUDGET_S = 60.0
@@ -70,3 +72,88 @@ def test_quick_benchmark_writes_table_and_figure_and_agrees_with_the_floor(tmp_p
     assert cpu < BUDGET_S, f"the quick benchmark used {cpu:.1f} s of CPU (wall {wall:.1f} s)"
     if os.environ.get("CI"):
         assert wall < BUDGET_S, f"the quick benchmark took {wall:.1f} s (CPU {cpu:.1f} s)"
+
+
+# ------------------------------------------------------------------ the performance page and its scripts
+def _tables():
+    sys.path.insert(0, str(ROOT))
+    try:
+        from tools import performance_tables
+    finally:
+        sys.path.remove(str(ROOT))
+    return performance_tables
+
+
+def test_the_performance_page_tables_are_generated_from_the_results_files():
+    pt = _tables()
+    page = pt.PAGE.read_text(encoding="utf-8")
+    blocks = pt.BLOCK.findall(page)
+    assert {b[1] for b in blocks} == set(pt.BLOCKS), "every table block of the page is generated"
+    assert pt.render(page) == page, "docs/performance.md differs from the results: run tools/performance_tables.py --write"
+    # sensitivity: a number changed by hand inside a generated block is caught
+    m = next(m for m in pt.BLOCK.finditer(page) if any(ch.isdigit() for ch in m.group("body")))
+    body = m.group("body")
+    digit = next(i for i, ch in enumerate(body) if ch.isdigit())
+    edited = page[:m.start("body") + digit] + str((int(body[digit]) + 1) % 10) + page[m.start("body") + digit + 1:]
+    assert pt.render(edited) != edited
+
+
+def test_no_table_of_the_performance_page_is_broken_by_a_bar_in_a_cell():
+    page = _tables().PAGE.read_text(encoding="utf-8")
+    tables, current = [], []
+    for line in page.splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    assert tables, "the page has tables"
+    for t in tables:
+        assert len({line.count("|") for line in t}) == 1, t
+    assert len({ln.count("|") for ln in ["| a | b |", "| a | `x|y` |"]}) == 2  # the check sees a bar in a cell
+
+
+def _run(script: str, out: Path, *extra: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--out", str(out), *extra],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
+
+
+def test_all_systems_quick_measures_a_system_and_the_page_renders_it(tmp_path):
+    proc = _run("all_systems.py", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    d = json.loads((tmp_path / "all_systems_quick.json").read_text())
+    assert d["meta"]["cores"] >= 1 and d["meta"]["load"] and d["meta"]["jax"]
+    (row,) = d["rows"]
+    s = row["this version"]
+    assert s["ok"] and 0 < s["warm_run_s"] < s["cold_first_call_s"]
+    assert row["raw"]["this version"]["cached"]["first_call_events_s"].get("cache_retrieval", 0) > 0, \
+        "the second process loads the program from the persistent cache"
+    (tmp_path / "all_systems.json").write_text(json.dumps(d))
+    block = _tables().all_systems(tmp_path)
+    assert "`pendulum`" in block and d["meta"]["cpu"] in block
+    assert all(line.count("|") == 5 for line in block.splitlines() if line.startswith("| `"))
+
+
+@pytest.mark.slow
+def test_tour_quick_times_a_cold_and_a_warm_tour(tmp_path):
+    proc = _run("tour.py", tmp_path, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    d = json.loads((tmp_path / "tour_quick.json").read_text())
+    runs = d["runs"]["this version"]
+    assert runs["warm"]["wall_s"] < runs["cold"]["wall_s"], "the second tour finds its programs in the cache"
+    assert runs["cold"]["figures"] > 0
+
+
+def test_sweep_benchmark_workers_keep_the_library_xla_flag_and_run_one_thread():
+    code = ("import sys; sys.path.insert(0, '.'); from benchmarks.sweep_scaling import worker_env; "
+            "print(worker_env()['XLA_FLAGS'])")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "MANIFOLD_DIRAC_XLA_FLAGS")}
+    flags = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                           env={**env, "PYTHONPATH": str(ROOT)}, timeout=300).stdout
+    assert "xla_cpu_small_while_loop_byte_threshold" in flags and "intra_op_parallelism_threads=1" in flags
+    # and a user's own XLA_FLAGS are what the workers get (plus the one thread), not the library's
+    flags = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                           env={**env, "PYTHONPATH": str(ROOT), "XLA_FLAGS": "--xla_dump_to=/dev/null"},
+                           timeout=300).stdout
+    assert "xla_dump_to" in flags and "small_while_loop" not in flags and "intra_op_parallelism_threads=1" in flags

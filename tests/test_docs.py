@@ -182,8 +182,7 @@ JARGON = re.compile(
     r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b",          # commit hashes
     re.IGNORECASE,
 )
-# the speed measurements are being redone; their provenance lines will be rewritten with them
-_PENDING = {"performance.md"}
+_PENDING: set[str] = set()
 
 
 def jargon(text: str) -> list[str]:
