@@ -228,12 +228,12 @@ SYSTEMS = {"rolling_disk": rolling_disk, "chaplygin_sled": chaplygin_sled, "heav
            "satellite": satellite}
 
 # step sizes per library method (errors from ~1e-2 down to ~1e-11 at T = 2)
-H_ORDER2 = [0.1, 0.03, 0.01, 0.003, 0.001, 0.0003]
-H_COMPOSED = {"triple_jump4": [0.4, 0.2, 0.1, 0.05, 0.025, 0.0125],
-              "kahan_li6": [1.0, 0.5, 0.25, 0.125, 0.0625],
+H_ORDER2 = [0.1, 0.03, 0.01, 0.003, 0.001]
+H_COMPOSED = {"triple_jump4": [0.4, 0.2, 0.1, 0.05, 0.025],
+              "kahan_li6": [1.0, 0.5, 0.25, 0.125],
               "kahan_li8": [1.0, 0.5, 0.25, 0.125]}
-H_GAUSS = {"gauss4": [0.4, 0.2, 0.1, 0.05, 0.025], "gauss6": [1.0, 0.5, 0.25, 0.125]}
-TOLS = [10.0 ** -k for k in range(3, 14)]
+H_GAUSS = {"gauss4": [0.4, 0.2, 0.1, 0.05], "gauss6": [1.0, 0.5, 0.25, 0.125]}
+TOLS = [10.0 ** -k for k in range(3, 13)]
 
 
 def methods(case, quick):
