@@ -56,9 +56,10 @@ from manifold_dirac._mechanics import compile_cache  # noqa: E402
 
 
 def _program(system, kind: str):
-    """The compiled program of ``kind`` ("start" or "chunk") last built for ``system`` (from the compile cache)."""
+    """The compiled program of ``kind`` ("start" or "chunk") last built for ``system`` (compile cache)."""
     sk = compile_cache.structure_key(system)
-    found = [fn for k, fn in compile_cache.entries() if k[0] == sk and isinstance(k[-1], tuple) and k[-1][0] == kind]
+    found = [fn for k, fn in compile_cache.entries()
+             if k[0] == sk and isinstance(k[-1], tuple) and k[-1][0] == kind]
     if not found:
         raise RuntimeError(f"no compiled {kind!r} program for {system.name!r} in the compile cache")
     return found[-1]
@@ -112,7 +113,8 @@ def calls(c):
         "loop program": lambda: jax.block_until_ready(loop(*loop_args)),
         "rollout": lambda: jax.block_until_ready(md.rollout(s, q0, v0, h=h, n_steps=n, **kw)),
         "jax.jit(rollout)": lambda: jax.block_until_ready(jitted(q0, v0, h)),
-        "DOP853 1e-6": lambda: solve_ivp(c["rhs"], (0.0, c["T"]), c["y0"], method="DOP853", rtol=1e-6, atol=1e-6),
+        "DOP853 1e-6": lambda: solve_ivp(c["rhs"], (0.0, c["T"]), c["y0"], method="DOP853", rtol=1e-6,
+                                         atol=1e-6),
     }
 
 
@@ -133,18 +135,21 @@ def measure(repeats: int) -> dict:
                     fns[k]()
                     walls[k].append(time.perf_counter() - t0)
             best = {k: 1e3 * min(v) for k, v in walls.items()}
-            best["host overhead of integrate"] = best["integrate"] - best["start program"] - best["loop program"]
+            compiled = best["start program"] + best["loop program"]
+            best["host overhead of integrate"] = best["integrate"] - compiled
             best["host overhead of rollout"] = best["rollout"] - best["jax.jit(rollout)"]
             out[label] = best
             print(f"[call_overhead] {label}: integrate {best['integrate']:.3f} ms, host overhead "
-                  f"{best['host overhead of integrate']:.3f} ms (load {os.getloadavg()})", file=sys.stderr, flush=True)
+                  f"{best['host overhead of integrate']:.3f} ms (load {os.getloadavg()})", file=sys.stderr,
+                  flush=True)
     return out
 
 
 def table(res: dict) -> str:
     labels = list(res["cases"])
     rows = list(next(iter(res["cases"].values())))
-    lines = [f"Machine: {res['machine']}; load average before/after: {res['load_before']} / {res['load_after']}; "
+    lines = [f"Machine: {res['machine']}; load average before/after: {res['load_before']} / "
+             f"{res['load_after']}; "
              f"minimum of {res['repeats']} interleaved rounds, compile excluded; ms per call.", "",
              "| | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
     for r in rows:

@@ -207,7 +207,8 @@ def satellite():
     def rhs(t, y):
         R, Pi, pphi = y[:9].reshape(3, 3), y[9:12], y[13]
         w = (Pi - pphi * e3) / Iv
-        return np.concatenate([(R @ _hat(w)).ravel(), np.cross(Pi, w), [pphi / J - w[2], 0.1 * math.cos(2.0 * t)]])
+        return np.concatenate([(R @ _hat(w)).ravel(), np.cross(Pi, w),
+                               [pphi / J - w[2], 0.1 * math.cos(2.0 * t)]])
 
     pphi0 = J * (v0[2] + v0[3])
     y0 = np.concatenate([R0.ravel(), Iv * v0[:3] + pphi0 * e3, [0.0, pphi0]])
@@ -263,8 +264,8 @@ def methods(case, quick):
 
     def fast(h, comp, scheme, rule):
         n = int(round(T / h))
-        f = jax.jit(lambda q, v, hh: rollout(sysm, q, v, h=hh, n_steps=n, scheme=scheme, discrete_lagrangian=rule,
-                                             composition=comp))
+        f = jax.jit(lambda q, v, hh: rollout(sysm, q, v, h=hh, n_steps=n, scheme=scheme,
+                                             discrete_lagrangian=rule, composition=comp))
 
         def run():
             r = jax.block_until_ready(f(q0, v0, h))
@@ -356,10 +357,12 @@ def _ms(x):
 
 
 def table(out) -> str:
-    lines = [f"Machine: {out['machine']}; load average before/after: {out['load_before']} / {out['load_after']}; "
-             f"minimum of {out['repeats']} interleaved rounds (each the fastest of {INNER} back-to-back calls), compile excluded; T = {T:g}.", "",
+    lines = [f"Machine: {out['machine']}; load average before/after: {out['load_before']} / "
+             f"{out['load_after']}; minimum of {out['repeats']} interleaved rounds (each the fastest of {INNER} "
+             f"back-to-back calls), compile excluded; T = {T:g}.", "",
              "Wall time (ms) per call of the fastest run with error at T <= target; `integrate`: one "
-             "`md.integrate` call; `jit rollout`: `jax.jit` of `md.rollout` (one XLA call); ratios to DOP853.", ""]
+             "`md.integrate` call; `jit rollout`: `jax.jit` of `md.rollout` (one XLA call); ratios to DOP853.",
+             ""]
     comp_int = lambda m: m.startswith("split +") and not m.endswith(FAST)  # noqa: E731
     comp_fast = lambda m: m.startswith("split +") and m.endswith(FAST)  # noqa: E731
     for name, d in out["systems"].items():
@@ -375,13 +378,12 @@ def table(out) -> str:
             cf, cf_m = _best(row, comp_fast)
             g, g_m = _best(row, lambda m: m.startswith("gauss") and m.endswith(FAST))
             mid = row.get(f"split midpoint {FAST}")
-            ratio = lambda x: f"{x / dop:.2f}" if x and dop else "-"  # noqa: E731
             cells = [tgt, _ms(dop), _ms(rad), _ms(mid),
                      f"{_ms(ci)} ({ci_m.removeprefix('split + ')})" if ci else "-",
                      f"{_ms(cf)} ({cf_m.removeprefix('split + ').removesuffix(' ' + FAST)})" if cf else "-"]
             if gauss:
                 cells.append(f"{_ms(g)} ({g_m.removesuffix(' ' + FAST)})" if g else "-")
-            cells += [ratio(ci), ratio(cf)]
+            cells += [f"{x / dop:.2f}" if x and dop else "-" for x in (ci, cf)]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -400,7 +402,7 @@ def _curve(ax, d, method, label, **kw):
 
 
 def figure(out, path, path_call):
-    """Two figures: the work--precision of every method (jit rollout path), and integrate against jit rollout."""
+    """Two figures: the work--precision of every method (jit rollout path); integrate against jit rollout."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -419,7 +421,7 @@ def figure(out, path, path_call):
         ax.axhspan(1e-10, 1e-6, color="0.93", zorder=0)
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].set_ylabel("error at T = 2")
-    handles, labels = {}, {}
+    handles = {}
     for ax in axes[0]:
         for h_, l_ in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(l_, h_)
@@ -489,7 +491,8 @@ def main(argv=None):
     if args.figure_only:
         out = json.loads((HERE / "results" / "composition.json").read_text())
         print(table(out))
-        figure(out, ROOT / "docs" / "figures" / "composition_wp.png", ROOT / "docs" / "figures" / "composition_call.png")
+        figure(out, ROOT / "docs" / "figures" / "composition_wp.png",
+               ROOT / "docs" / "figures" / "composition_call.png")
         return
     if args.adjoint:
         txt = f"Machine: {platform.machine()}, {os.cpu_count()} cores.\n\n" + adjoint_table()
@@ -515,7 +518,8 @@ def main(argv=None):
     (res / f"composition{suffix}.md").write_text(txt + "\n")
     print(txt)
     if not args.quick:
-        figure(out, ROOT / "docs" / "figures" / "composition_wp.png", ROOT / "docs" / "figures" / "composition_call.png")
+        figure(out, ROOT / "docs" / "figures" / "composition_wp.png",
+               ROOT / "docs" / "figures" / "composition_call.png")
 
 
 if __name__ == "__main__":
