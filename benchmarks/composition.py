@@ -396,7 +396,7 @@ _STYLE = {"DOP853": ("k", "--", "s"), "Radau": ("0.5", "--", "D"), "split midpoi
 
 
 def _curve(ax, d, method, label, **kw):
-    rs = sorted((r for r in d["runs"] if r["method"] == method and r["error"] > 0), key=lambda r: r["wall"])
+    rs = sorted((r for r in d["runs"] if r["method"] == method and r["error"] > 0), key=lambda r: -r["error"])
     if rs:
         ax.loglog([1e3 * r["wall"] for r in rs], [r["error"] for r in rs], label=label, **kw)
 
