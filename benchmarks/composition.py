@@ -399,6 +399,9 @@ def _curve(ax, d, method, label, **kw):
     rs = sorted((r for r in d["runs"] if r["method"] == method and r["error"] > 0), key=lambda r: -r["error"])
     if rs:
         ax.loglog([1e3 * r["wall"] for r in rs], [r["error"] for r in rs], label=label, **kw)
+    from matplotlib.ticker import NullFormatter
+
+    ax.xaxis.set_minor_formatter(NullFormatter())  # no crowded minor labels on a narrow decade
 
 
 def figure(out, path, path_call):
