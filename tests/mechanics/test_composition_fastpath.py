@@ -65,3 +65,22 @@ def test_is_flow_inside_a_trace_is_concrete():
 
     probe(1.0)
     assert seen == {"exp": True, "cayley": False}
+
+
+def test_eager_rollout_takes_host_values_as_they_are():
+    """The eager call (numpy inputs, integer ``v0``) gives the values of the jitted one, in float64.
+
+    The eager wrapper converts host inputs with numpy (an eager ``jnp``
+    conversion dispatches a program of its own per leaf); traced inputs pass
+    through unchanged, so the same call works inside ``jax.jit``.
+    """
+    sysm = md.systems.pendulum()
+    q0, v0 = np.array([1]), np.array([0])  # integers: converted to float64
+    eager = md.rollout(sysm, q0, v0, h=0.05, n_steps=10, composition="triple_jump4")
+    jitted = jax.jit(lambda q, v: md.rollout(sysm, q, v, h=0.05, n_steps=10, composition="triple_jump4"))(
+        q0.astype(float), v0.astype(float))
+    assert eager.q.dtype == np.float64
+    np.testing.assert_allclose(np.asarray(eager.q), np.asarray(jitted.q), rtol=0, atol=1e-13)  # one program or two
+    # sensitivity: another start moves the end point
+    other = md.rollout(sysm, np.array([1.1]), np.array([0.0]), h=0.05, n_steps=10, composition="triple_jump4")
+    assert abs(float(other.q[-1, 0] - eager.q[-1, 0])) > 1e-3
