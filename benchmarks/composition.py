@@ -5,26 +5,35 @@ Run (from the repository root)::
     PYTHONPATH=$PWD python benchmarks/composition.py            # full: errors 1e-3 ... 1e-10
     PYTHONPATH=$PWD python benchmarks/composition.py --quick    # two step sizes each, smoke run
 
-For each system, to ``T = 2``:
+For each system, to ``T = 2`` (the rolling disk, the Chaplygin sled, the
+heavy top, and a satellite with a reaction wheel driven by a motor, built
+here on ``SO(3) x R``):
 
 * the library: the ``split`` scheme with the midpoint rule (``exp``; its
   positions are those of ``symmetric`` to round-off, and so are its errors
-  and its cost),
-  alone and composed (``triple_jump4``, ``kahan_li6``, ``kahan_li8``), over
-  step sizes that put the error at ``T`` between ``1e-2`` and ``1e-11``;
-  on the heavy top also ``gauss4`` and ``gauss6`` (no constraints: the
-  Galerkin rules apply);
+  and its cost), alone and composed (``triple_jump4``, ``kahan_li6``,
+  ``kahan_li8``), over step sizes that put the error at ``T`` between
+  ``1e-2`` and ``1e-11``; on the heavy top and the satellite (no
+  constraints: the Galerkin rules apply) also ``gauss4`` and ``gauss6``.
+  Each run is timed through two public paths: one
+  :func:`~manifold_dirac.integrate` call, and ``jax.jit`` of
+  :func:`~manifold_dirac.rollout` (the same discrete map as one XLA call:
+  the fastest path for a run repeated with other initial data, ``h`` or
+  parameters);
 * ``scipy.integrate.solve_ivp`` DOP853 and Radau at ``rtol = atol = 10^-k``
   on the reduced first-order equations of the same motion.
 
 Errors are measured at ``T`` against a DOP853 solve at ``rtol = atol =
 1e-14`` of the same reduced equations (the rolling disk: its closed form).
-Times are the **wall time of one call** (``integrate`` or ``solve_ivp``),
-compilation excluded (a first call of each program is made and not
-counted), median of ``--repeats`` interleaved rounds (round ``r`` calls the
-methods in an order rotated by ``r``), all in one process, so the ratios are
-side by side. The matched-accuracy table gives, for each target error, the
-fastest run of each method whose error is at most the target.
+Times are the **wall time of one call** (``integrate``, the jitted
+``rollout`` until its result is ready, or ``solve_ivp``), compilation
+excluded (a first call of each program is made and not counted), minimum of
+``--repeats`` interleaved rounds (round ``r`` calls the methods in an order
+rotated by ``r``, and in each round the fastest of three back-to-back
+calls; the minimum, because on a shared machine the load only adds time),
+all in one process, so the ratios are side by side. The
+matched-accuracy table gives, for each target error, the fastest run of
+each method whose error is at most the target.
 
 ``--adjoint`` measures instead whether each base map is self-adjoint: one
 step of ``h = 0.1`` from the catalog's initial data and the step of ``-h``
@@ -33,8 +42,9 @@ back, ``Phi_{-h}(Phi_h(q0, p0)) - (q0, p0)``, for the ``symmetric`` and the
 holonomic, Lie group, degenerate), to ``benchmarks/results/composition_adjoint.md``.
 
 Output: ``benchmarks/results/composition.json``, the table
-``benchmarks/results/composition.md`` and the figure
-``docs/figures/composition_wp.png`` (``docs/composition.md`` quotes them).
+``benchmarks/results/composition.md`` and the figures
+``docs/figures/composition_wp.png`` and ``docs/figures/composition_call.png``
+(``docs/composition.md`` quotes them).
 """
 
 from __future__ import annotations
@@ -56,7 +66,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from manifold_dirac import integrate  # noqa: E402
+from manifold_dirac import integrate, rollout  # noqa: E402
 from manifold_dirac._mechanics.composition import adjoint_defect  # noqa: E402
 from manifold_dirac.systems.catalog import EXAMPLES  # noqa: E402
 
@@ -160,40 +170,128 @@ def heavy_top():
                 err_lib=err_lib, err_ivp=err_ivp, reference="DOP853 at 1e-14", gauss=True)
 
 
-SYSTEMS = {"rolling_disk": rolling_disk, "chaplygin_sled": chaplygin_sled, "heavy_top": heavy_top}
+SAT_I = np.array([1.0, 1.5, 2.0])  # the platform's principal moments (wheel's transverse inertia included)
+SAT_J = 0.1  # the wheel's moment about its axis, the body's third axis
+
+
+def satellite():
+    """A satellite with a reaction wheel: SO(3) x R (attitude, wheel angle), a motor torque ``0.1 cos 2t``.
+
+    ``L = 1/2 w . I w + 1/2 J (w_3 + phi')^2``; the motor's torque acts on
+    the wheel angle (relative to the body) only. Its equations in ``(R, Pi,
+    phi, p_phi)`` with the body angular momentum ``Pi = I w + p_phi e3`` and
+    ``p_phi = J (w_3 + phi')``: ``R' = R hat(w)``, ``Pi' = Pi x w``,
+    ``p_phi' = tau(t)``, ``w = (Pi - p_phi e3) / I``, ``phi' = p_phi / J - w_3``.
+    """
+    import jax.numpy as jnp
+    from scipy.integrate import solve_ivp
+
+    import manifold_dirac as md
+
+    Iv, J = SAT_I, SAT_J
+
+    def L(q, v):
+        w, dphi = v[:3], v[3]
+        return 0.5 * jnp.sum(jnp.asarray(Iv) * w * w) + 0.5 * J * (w[2] + dphi) ** 2
+
+    def force(t, q, v):
+        return jnp.zeros(4).at[3].set(0.1 * jnp.cos(2.0 * t))
+
+    sysm = md.LagrangeDiracSystem(md.ProductManifold(md.SO3("exp"), md.Euclidean(1)), L, force=force,
+                                  name="satellite with a reaction wheel")
+    R0 = np.asarray(md.SO3("exp").retract(np.eye(3), np.array([0.3, -0.2, 0.1])))
+    q0 = (R0, np.array([0.0]))
+    v0 = np.array([0.4, 1.0, 0.3, 2.0])
+    e3 = np.array([0.0, 0.0, 1.0])
+
+    def rhs(t, y):
+        R, Pi, pphi = y[:9].reshape(3, 3), y[9:12], y[13]
+        w = (Pi - pphi * e3) / Iv
+        return np.concatenate([(R @ _hat(w)).ravel(), np.cross(Pi, w),
+                               [pphi / J - w[2], 0.1 * math.cos(2.0 * t)]])
+
+    pphi0 = J * (v0[2] + v0[3])
+    y0 = np.concatenate([R0.ravel(), Iv * v0[:3] + pphi0 * e3, [0.0, pphi0]])
+    yT = solve_ivp(rhs, (0, T), y0, method="DOP853", rtol=1e-14, atol=1e-14).y[:, -1]
+
+    def err_lib(tr):
+        R, phi = (np.asarray(a)[-1] for a in tr.q)
+        return float(max(np.max(np.abs(R - yT[:9].reshape(3, 3))), abs(phi[0] - yT[12])))
+
+    def err_ivp(y):
+        return float(max(np.max(np.abs(np.asarray(y[:9]) - yT[:9])), abs(y[12] - yT[12])))
+
+    return dict(label="satellite with a reaction wheel (SO(3) x R, motor torque)", system=sysm, q0=q0, v0=v0,
+                rhs=rhs, y0=y0, err_lib=err_lib, err_ivp=err_ivp, reference="DOP853 at 1e-14", gauss=True)
+
+
+SYSTEMS = {"rolling_disk": rolling_disk, "chaplygin_sled": chaplygin_sled, "heavy_top": heavy_top,
+           "satellite": satellite}
 
 # step sizes per library method (errors from ~1e-2 down to ~1e-11 at T = 2)
-H_ORDER2 = [0.1, 0.03, 0.01, 0.003, 0.001, 0.0003]
-H_COMPOSED = {"triple_jump4": [0.4, 0.2, 0.1, 0.05, 0.025, 0.0125],
-              "kahan_li6": [1.0, 0.5, 0.25, 0.125, 0.0625],
+H_ORDER2 = [0.1, 0.03, 0.01, 0.003, 0.001]
+H_COMPOSED = {"triple_jump4": [0.4, 0.2, 0.1, 0.05, 0.025],
+              "kahan_li6": [1.0, 0.5, 0.25, 0.125],
               "kahan_li8": [1.0, 0.5, 0.25, 0.125]}
-H_GAUSS = {"gauss4": [0.4, 0.2, 0.1, 0.05, 0.025], "gauss6": [1.0, 0.5, 0.25, 0.125]}
-TOLS = [10.0 ** -k for k in range(3, 14)]
+H_GAUSS = {"gauss4": [0.4, 0.2, 0.1, 0.05], "gauss6": [1.0, 0.5, 0.25, 0.125]}
+TOLS = [10.0 ** -k for k in range(3, 13)]
 
 
 def methods(case, quick):
-    """``{(method, setting): callable}`` of the library runs (each returns its error)."""
+    """``{(method, setting): callable}`` of the library runs (each returns ``(error, Newton iterations)``).
+
+    Every library method twice: through :func:`~manifold_dirac.integrate`
+    (one call with its checks, the stored points on the host), and as
+    ``jax.jit`` of :func:`~manifold_dirac.rollout` (``method [jit rollout]``:
+    the same discrete map as one XLA call, what a user repeating a run with
+    other initial data, ``h`` or parameters calls). ``integrate`` stores only
+    the end point (``stride = n_steps``), so its record has the first step's
+    iterations only: the work reported is the rollout's (the same map).
+    """
+    import jax
+
     out = {}
     sysm, q0, v0 = case["system"], case["q0"], case["v0"]
 
     def lib(h, comp, scheme, rule):
+        n = int(round(T / h))
+
         def run():
-            tr = integrate(sysm, q0, v0, h=h, n_steps=int(round(T / h)), stride=int(round(T / h)), scheme=scheme,
-                           discrete_lagrangian=rule, composition=comp)
-            return case["err_lib"](tr), int(tr.meta["total_iterations"])
+            tr = integrate(sysm, q0, v0, h=h, n_steps=n, stride=n, scheme=scheme, discrete_lagrangian=rule,
+                           composition=comp)
+            return case["err_lib"](tr), None
+        return run
+
+    def fast(h, comp, scheme, rule):
+        n = int(round(T / h))
+        f = jax.jit(lambda q, v, hh: rollout(sysm, q, v, h=hh, n_steps=n, scheme=scheme,
+                                             discrete_lagrangian=rule, composition=comp))
+
+        def run():
+            r = jax.block_until_ready(f(q0, v0, h))
+            if int(r.status) != 0:
+                raise RuntimeError(f"rollout failed: status {int(r.status)} at step {int(r.fail_step)}")
+            return case["err_lib"](r), int(np.sum(r.iterations))
         return run
 
     pick = (lambda hs: hs[1:3]) if quick else (lambda hs: hs)
-    for h in pick(H_ORDER2):
-        out[("split midpoint", h)] = lib(h, None, "split", "midpoint")
+    settings = [("split midpoint", h, None, "split", "midpoint") for h in pick(H_ORDER2)]
     for comp in COMPOSED:
-        for h in pick(H_COMPOSED[comp]):
-            out[(f"split + {comp}", h)] = lib(h, comp, "split", "midpoint")
+        settings += [(f"split + {comp}", h, comp, "split", "midpoint") for h in pick(H_COMPOSED[comp])]
     if case.get("gauss"):
         for rule, hs in H_GAUSS.items():
-            for h in pick(hs):
-                out[(rule, h)] = lib(h, None, "symmetric", rule)
+            settings += [(rule, h, None, "symmetric", rule) for h in pick(hs)]
+    for name, h, comp, scheme, rule in settings:
+        out[(name, h)] = lib(h, comp, scheme, rule)
+        out[(f"{name} {FAST}", h)] = fast(h, comp, scheme, rule)
     return out
+
+
+INNER = 3
+"""Back-to-back calls of one method in each round (the fastest is the round's time)."""
+
+FAST = "[jit rollout]"
+"""Suffix of the methods timed as ``jax.jit`` of :func:`~manifold_dirac.rollout`."""
 
 
 def ivp_methods(case, quick):
@@ -228,11 +326,14 @@ def measure(name, quick, repeats):
         for r in range(repeats):
             j = (r * 7) % len(keys)
             for k in keys[j:] + keys[:j]:
-                t0 = time.perf_counter()
-                calls[k]()
-                walls[k].append(time.perf_counter() - t0)
+                best = math.inf
+                for _ in range(INNER):  # back-to-back calls: the least disturbed one is kept
+                    t0 = time.perf_counter()
+                    calls[k]()
+                    best = min(best, time.perf_counter() - t0)
+                walls[k].append(best)
     runs = [{"method": k[0], "setting": k[1], "error": results[k][0], "work": results[k][1],
-             "wall": statistics.median(walls[k]), "walls": walls[k]} for k in keys]
+             "wall": min(walls[k]), "median": statistics.median(walls[k]), "walls": walls[k]} for k in keys]
     matched = {}
     for tgt in TARGETS:
         row = {}
@@ -245,49 +346,113 @@ def measure(name, quick, repeats):
             "first_call_s": compile_s}
 
 
+def _best(row, pred):
+    """``(ms, method)`` of the fastest method of ``row`` that ``pred`` accepts, or ``(None, "")``."""
+    cand = [(v, m) for m, v in row.items() if pred(m) and v is not None]
+    return min(cand) if cand else (None, "")
+
+
+def _ms(x):
+    return "-" if x is None else f"{1e3 * x:.3g}"
+
+
 def table(out) -> str:
-    lines = [f"Machine: {out['machine']}; load average before/after: {out['load_before']} / {out['load_after']}; "
-             f"median of {out['repeats']} interleaved rounds; T = {T:g}.", ""]
+    lines = [f"Machine: {out['machine']}; load average before/after: {out['load_before']} / "
+             f"{out['load_after']}; minimum of {out['repeats']} interleaved rounds (each the fastest of {INNER} "
+             f"back-to-back calls), compile excluded; T = {T:g}.", "",
+             "Wall time (ms) per call of the fastest run with error at T <= target; `integrate`: one "
+             "`md.integrate` call; `jit rollout`: `jax.jit` of `md.rollout` (one XLA call); ratios to DOP853.",
+             ""]
+    comp_int = lambda m: m.startswith("split +") and not m.endswith(FAST)  # noqa: E731
+    comp_fast = lambda m: m.startswith("split +") and m.endswith(FAST)  # noqa: E731
     for name, d in out["systems"].items():
-        methods_ = list(next(iter(d["matched"].values())))
-        lines += [f"### {d['label']}", "", "Wall time (ms) of the fastest run with error at T <= target, and "
-                  "the ratio best composed / DOP853:", "",
-                  "| target | " + " | ".join(methods_) + " | best composed / DOP853 |",
-                  "|---" * (len(methods_) + 2) + "|"]
+        gauss = any(m.startswith("gauss") for m in next(iter(d["matched"].values())))
+        lines += [f"### {d['label']}", "",
+                  "| target | DOP853 | Radau | split midpoint (jit rollout) | composed, integrate | "
+                  "composed, jit rollout | " + ("gauss4/6, jit rollout | " if gauss else "") +
+                  "integrate / DOP853 | jit rollout / DOP853 |",
+                  "|---" * (8 + gauss) + "|"]
         for tgt, row in d["matched"].items():
-            comp = [row[m] for m in methods_ if m.startswith("split +") and row[m] is not None]
-            best = min(comp) if comp else None
-            dop = row.get("DOP853")
-            ratio = f"{best / dop:.2f}" if best and dop else "-"
-            lines.append(f"| {tgt} | " + " | ".join("-" if row[m] is None else f"{1e3 * row[m]:.3g}" for m in methods_)
-                         + f" | {ratio} |")
+            dop, rad = row.get("DOP853"), row.get("Radau")
+            ci, ci_m = _best(row, comp_int)
+            cf, cf_m = _best(row, comp_fast)
+            g, g_m = _best(row, lambda m: m.startswith("gauss") and m.endswith(FAST))
+            mid = row.get(f"split midpoint {FAST}")
+            cells = [tgt, _ms(dop), _ms(rad), _ms(mid),
+                     f"{_ms(ci)} ({ci_m.removeprefix('split + ')})" if ci else "-",
+                     f"{_ms(cf)} ({cf_m.removeprefix('split + ').removesuffix(' ' + FAST)})" if cf else "-"]
+            if gauss:
+                cells.append(f"{_ms(g)} ({g_m.removesuffix(' ' + FAST)})" if g else "-")
+            cells += [f"{x / dop:.2f}" if x and dop else "-" for x in (ci, cf)]
+            lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
 
 
-def figure(out, path):
+_STYLE = {"DOP853": ("k", "--", "s"), "Radau": ("0.5", "--", "D"), "split midpoint": ("tab:gray", "-", "o"),
+          "split + triple_jump4": ("tab:blue", "-", "o"), "split + kahan_li6": ("tab:orange", "-", "o"),
+          "split + kahan_li8": ("tab:red", "-", "o"), "gauss4": ("tab:green", "-", "^"),
+          "gauss6": ("tab:purple", "-", "^")}
+
+
+def _curve(ax, d, method, label, **kw):
+    rs = sorted((r for r in d["runs"] if r["method"] == method and r["error"] > 0), key=lambda r: -r["error"])
+    if rs:
+        ax.loglog([1e3 * r["wall"] for r in rs], [r["error"] for r in rs], label=label, **kw)
+    from matplotlib.ticker import NullFormatter
+
+    ax.xaxis.set_minor_formatter(NullFormatter())  # no crowded minor labels on a narrow decade
+
+
+def figure(out, path, path_call):
+    """Two figures: the work--precision of every method (jit rollout path); integrate against jit rollout."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     names = list(out["systems"])
-    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.4))
-    axes = np.atleast_1d(axes)
-    for ax, name in zip(axes, names):
+    # 1. work--precision: the library through its fastest path, against DOP853 and Radau
+    fig, axes = plt.subplots(1, len(names), figsize=(4.3 * len(names), 4.0), squeeze=False)
+    for ax, name in zip(axes[0], names):
         d = out["systems"][name]
-        for m in dict.fromkeys(r["method"] for r in d["runs"]):
-            rs = sorted((r for r in d["runs"] if r["method"] == m and r["error"] > 0), key=lambda r: r["wall"])
-            style = "--" if m in ("DOP853", "Radau") else "-"
-            ax.loglog([1e3 * r["wall"] for r in rs], [r["error"] for r in rs], style, marker="o", ms=3, label=m)
-        ax.set_title(d["label"], fontsize=9)
-        ax.set_xlabel("wall time per call (ms, compile excluded)")
-        ax.set_ylabel("error at T = 2")
-        ax.axhspan(1e-10, 1e-6, color="0.92", zorder=0)
+        for base, (c, ls, mk) in _STYLE.items():
+            m = base if base in ("DOP853", "Radau") else f"{base} {FAST}"
+            _curve(ax, d, m, base, color=c, ls=ls, marker=mk, ms=4)
+        ax.set_title(d["label"], fontsize=8.5)
+        ax.set_xlabel("wall time per call (ms)")
+        ax.axhspan(1e-10, 1e-6, color="0.93", zorder=0)
         ax.grid(True, which="major", alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
+    axes[0][0].set_ylabel("error at T = 2")
+    handles = {}
+    for ax in axes[0]:
+        for h_, l_ in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(l_, h_)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), fontsize=8,
+               frameon=False)
+    fig.suptitle("Work and precision: compositions (one jax.jit call of rollout) against DOP853 and Radau",
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0.07, 1, 0.95))
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+    # 2. what one call costs: the same composed runs through integrate and through jax.jit(rollout)
+    fig, axes = plt.subplots(1, len(names), figsize=(4.3 * len(names), 4.0), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        d = out["systems"][name]
+        _curve(ax, d, "DOP853", "DOP853", color="k", ls="--", marker="s", ms=4)
+        _curve(ax, d, "split + kahan_li8", "kahan_li8, integrate", color="tab:red", ls=":", marker="o", ms=4,
+               mfc="none")
+        _curve(ax, d, f"split + kahan_li8 {FAST}", "kahan_li8, jax.jit(rollout)", color="tab:red", ls="-",
+               marker="o", ms=4)
+        ax.set_title(d["label"], fontsize=8.5)
+        ax.set_xlabel("wall time per call (ms)")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0][0].set_ylabel("error at T = 2")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("The same composed runs: one integrate call against one jax.jit(rollout) call", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path_call, dpi=110)
+    plt.close(fig)
 
 
 ADJOINT_CASES = [
@@ -329,7 +494,8 @@ def main(argv=None):
     if args.figure_only:
         out = json.loads((HERE / "results" / "composition.json").read_text())
         print(table(out))
-        figure(out, ROOT / "docs" / "figures" / "composition_wp.png")
+        figure(out, ROOT / "docs" / "figures" / "composition_wp.png",
+               ROOT / "docs" / "figures" / "composition_call.png")
         return
     if args.adjoint:
         txt = f"Machine: {platform.machine()}, {os.cpu_count()} cores.\n\n" + adjoint_table()
@@ -355,7 +521,8 @@ def main(argv=None):
     (res / f"composition{suffix}.md").write_text(txt + "\n")
     print(txt)
     if not args.quick:
-        figure(out, ROOT / "docs" / "figures" / "composition_wp.png")
+        figure(out, ROOT / "docs" / "figures" / "composition_wp.png",
+               ROOT / "docs" / "figures" / "composition_call.png")
 
 
 if __name__ == "__main__":

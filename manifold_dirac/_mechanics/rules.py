@@ -162,11 +162,12 @@ def is_flow(Q: Manifold) -> bool:
     Cayley map and for retractions whose frames move (the sphere). Checked
     once per manifold at a fixed point and ``xi``.
     """
-    q = Q.default_point()
-    xi = 0.4 * jnp.sin(1.0 + jnp.arange(Q.dim, dtype=jnp.float64))
-    a = Q.retract(Q.retract(q, 0.3 * xi), 0.7 * xi)
-    b = Q.retract(q, xi)
-    d = max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+    with jax.ensure_compile_time_eval():  # concrete values also when first asked inside jax.jit
+        q = Q.default_point()
+        xi = 0.4 * jnp.sin(1.0 + jnp.arange(Q.dim, dtype=jnp.float64))
+        a = Q.retract(Q.retract(q, 0.3 * xi), 0.7 * xi)
+        b = Q.retract(q, xi)
+        d = max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
     return d < 1e-12
 
 

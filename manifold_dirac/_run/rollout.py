@@ -470,18 +470,18 @@ def rollout(
     if comp is not None:
         check_composable(sm.scheme, sm.rule, system)  # a base that is not self-adjoint is refused, with the reason
     n = system.dim
-    point_shape = jax.tree.map(jnp.shape, system.Q.default_point())
-    given_shape = jax.tree.map(jnp.shape, q0)
+    point_shape = _point_shape(system.Q)
+    given_shape = jax.tree.map(np.shape, q0)
     if given_shape != point_shape:
         raise ValueError(f"rollout: q0 must be one point of shape {point_shape} (batch with jax.vmap), "
                          f"got {given_shape}")
     x0 = v0 if v0 is not None else p0
-    if jnp.shape(x0) != (n,):
+    if np.shape(x0) != (n,):
         raise ValueError(f"rollout: {'v0' if v0 is not None else 'p0'} must have shape ({n},) "
-                         f"(one member; batch with jax.vmap), got {jnp.shape(x0)}")
-    if controls is not None and jnp.shape(controls) != (n_steps, n):
+                         f"(one member; batch with jax.vmap), got {np.shape(x0)}")
+    if controls is not None and np.shape(controls) != (n_steps, n):
         raise ValueError(f"rollout: controls must have shape (n_steps, n) = ({n_steps}, {n}), "
-                         f"got {jnp.shape(controls)}")
+                         f"got {np.shape(controls)}")
     params = system.params if params is None else params
     key = ("rollout", sm.scheme, sm.rule, sm.options, comp, n_steps, v0 is not None, controls is not None,
            differentiation, int(unrolled_iterations), bool(checkpoint), bool(warm_start))
@@ -491,7 +491,25 @@ def rollout(
         fn = cache[key] = _build(sm, n_steps, v0 is not None, controls is not None, differentiation,
                                  int(unrolled_iterations), bool(checkpoint), bool(warm_start),
                                  None if comp is None else comp.coefficients)
-    f64 = lambda x: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), x)  # noqa: E731
-    zeros = jnp.zeros(n)
-    return fn(f64(q0), zeros if v0 is None else f64(v0), zeros if p0 is None else f64(p0), h, t0, params,
-              None if controls is None else f64(controls))
+    # host values stay numpy (an eager jnp conversion is a dispatched program: tens of microseconds each)
+    zeros = np.zeros(n)
+    return fn(_f64(q0), zeros if v0 is None else _f64(v0), zeros if p0 is None else _f64(p0), h, t0, params,
+              None if controls is None else _f64(controls))
+
+
+def _f64(x: Any) -> Any:
+    """Every leaf of ``x`` as float64: traced or float64 JAX arrays as they are, host values as numpy arrays."""
+
+    def one(a: Any) -> Any:
+        if isinstance(a, jax.Array):
+            return a if a.dtype == jnp.float64 else jnp.asarray(a, jnp.float64)
+        return np.asarray(a, dtype=np.float64)
+
+    return jax.tree.map(one, x)
+
+
+@functools.lru_cache(maxsize=64)
+def _point_shape(Q: Any) -> Any:
+    """The shapes of one point of ``Q`` (a pytree of tuples), computed once per manifold."""
+    with jax.ensure_compile_time_eval():  # concrete also when first asked inside a trace
+        return jax.tree.map(np.shape, Q.default_point())
