@@ -127,9 +127,19 @@ class StudyResult:
     long_T : float
         Duration of the energy run.
     rows : tuple of StudyRow
+        One row per (retraction, scheme, rule): errors, observed order,
+        energy error, constraint residual, Newton iterations, run time.
     dataset : xarray.Dataset, optional
         The sweep behind the rows (dimensions ``retraction, scheme, rule,
         h``; see :func:`study_cell` for the metrics).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> result = md.retraction_study("free_rigid_body", retractions=["cayley"], schemes=["symmetric"],
+    ...                              hs=[0.1, 0.05], T=0.5, long_steps=50)
+    >>> isinstance(result, md.StudyResult), len(result.rows), result.T
+    (True, 1, 0.5)
     """
 
     system: str
@@ -470,6 +480,14 @@ def retraction_study(
         positive step sizes, a step size that does not divide ``T``, or a
         non-positive ``T`` or ``long_steps``. A failed run is not an error:
         its cell records the failure, and its row says so.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> result = md.retraction_study("free_rigid_body", retractions=["cayley"], schemes=["symmetric"],
+    ...                              hs=[0.1, 0.05], T=0.5, long_steps=50)
+    >>> [(row.retraction, row.scheme) for row in result.rows]
+    [('cayley', 'symmetric')]
     """
     ex = _example(system)
     rets = tuple(retractions) if retractions else ex.retractions

@@ -358,12 +358,25 @@ def test_the_documentation_check_sees_a_missing_description():
     assert documented(mod["f"]) == (["b"], False)
 
 
+# the rest of the public names with Examples (the reference shows them; each one runs here)
+DOCUMENTED_EXAMPLES = (
+    "Manifold", "Retraction", "GroupRetraction", "register_retraction", "resolve_retraction", "MatrixLieGroup",
+    "GeomstatsManifold", "Sphere2", "QuadratureRule", "GalerkinRule", "register_rule", "get_rule", "Scheme",
+    "register_scheme", "get_scheme", "StepMap", "State", "StepRecord", "Interaction", "InterconnectedSystem",
+    "linear_interaction", "pin_joint", "rolling_without_slipping", "rolling_ball_on_plane",
+    "RetractionDomainError", "StepError", "ConvergenceError", "IllPosedStepError", "IllPosedSystemError",
+    "NonFiniteError", "StepDomainError", "RunInterrupted", "DegenerateLagrangianWarning",
+    "save_dataset", "load_dataset", "clear_store", "Example", "retraction_study", "StudyResult",
+)
+
+
 @pytest.mark.parametrize("name", CORE + ("equal_velocities", "observed_order",
                                          "energy_drift", "SO3", "SE2", "SE3", "Euclidean", "ProductManifold",
                                          "get_example", "example_system", "SolverOptions", "Status",
                                          "cache_directory", "plot_se2_path", "plot_so3_body_axes",
                                          "plot_angular_momentum_sphere", "plot_energy_and_constraint",
-                                         "plot_convergence", "plot_work_precision", "plot_trajectory"))
+                                         "plot_convergence", "plot_work_precision", "plot_trajectory")
+                         + DOCUMENTED_EXAMPLES)
 def test_the_core_api_examples_run(name, tmp_path, monkeypatch):
     import doctest
 
@@ -383,8 +396,8 @@ def test_the_core_api_examples_run(name, tmp_path, monkeypatch):
 
 
 # what the rest of the public namespace still lacks: it may only shrink
-MAX_UNDESCRIBED_PARAMETERS = 29
-MAX_WITHOUT_EXAMPLES = 38
+MAX_UNDESCRIBED_PARAMETERS = 0
+MAX_WITHOUT_EXAMPLES = 0
 
 
 def test_the_rest_of_the_reference_does_not_get_worse():

@@ -88,6 +88,7 @@ class ProductManifold(Manifold):
     Attributes
     ----------
     factors : tuple of Manifold
+        The factors, in the order given.
     dims : tuple of int
         The factors' dimensions.
     offsets : tuple of int

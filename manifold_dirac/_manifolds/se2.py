@@ -88,6 +88,11 @@ class SE2(MatrixLieGroup):
         the principal angle ``(-pi, pi]``; Cayley's is singular at a rotation
         by pi.
 
+    Attributes
+    ----------
+    matrix_size : int
+        ``3``: points are ``3 x 3`` homogeneous matrices of SE(2).
+
     Notes
     -----
     Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives

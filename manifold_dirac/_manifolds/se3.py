@@ -188,6 +188,11 @@ class SE3(MatrixLieGroup):
         (a screw), ``cayley`` is its rational analogue, ``so3xr3`` retracts
         them separately (not symmetric).
 
+    Attributes
+    ----------
+    matrix_size : int
+        ``4``: points are ``4 x 4`` homogeneous matrices of SE(3).
+
     Notes
     -----
     Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives

@@ -94,6 +94,11 @@ class SO3(MatrixLieGroup):
         pi) or ``cayley`` (``cay(w) = (I - w^/2)^{-1}(I + w^/2)``; its inverse
         is singular at rotations by pi).
 
+    Attributes
+    ----------
+    matrix_size : int
+        ``3``: points are ``3 x 3`` rotation matrices.
+
     Notes
     -----
     Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
