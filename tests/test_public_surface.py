@@ -305,15 +305,18 @@ CORE = ("integrate", "Integrator", "rollout", "LagrangeDiracSystem", "interconne
 _PACKAGE = []
 
 
-def _griffe_object(name: str):
+def _griffe_object_at(path: str):
+    """The griffe object defined at ``path`` (``module.qualname``)."""
     griffe = pytest.importorskip("griffe")
     if not _PACKAGE:
         _PACKAGE.append(griffe.load("manifold_dirac", search_paths=[str(ROOT)], docstring_parser="numpy",
                                     resolve_aliases=True, resolve_external=False))
-    package = _PACKAGE[0]
+    return _PACKAGE[0][path.removeprefix("manifold_dirac.")]
+
+
+def _griffe_object(name: str):
     obj = getattr(md, name)
-    path = f"{obj.__module__}.{obj.__qualname__}"
-    return package[path.removeprefix("manifold_dirac.")]
+    return _griffe_object_at(f"{obj.__module__}.{obj.__qualname__}")
 
 
 def documented(obj) -> tuple[list[str], bool]:
@@ -367,6 +370,7 @@ DOCUMENTED_EXAMPLES = (
     "RetractionDomainError", "StepError", "ConvergenceError", "IllPosedStepError", "IllPosedSystemError",
     "NonFiniteError", "StepDomainError", "RunInterrupted", "DegenerateLagrangianWarning",
     "save_dataset", "load_dataset", "clear_store", "Example", "retraction_study", "StudyResult",
+    "dirac.verify", "dirac.dirac_route",
 )
 
 
@@ -384,7 +388,9 @@ def test_the_core_api_examples_run(name, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.chdir(tmp_path)
-    obj = getattr(md, name)
+    obj = md
+    for part in name.split("."):  # "dirac.verify": a public submodule's name
+        obj = getattr(obj, part)
     tests = [t for t in doctest.DocTestFinder(recurse=False).find(obj, name, globs={}) if t.examples]
     assert tests, f"{name} has no examples"
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
@@ -412,3 +418,24 @@ def test_the_rest_of_the_reference_does_not_get_worse():
             without_examples.append(name)
     assert len(undescribed) <= MAX_UNDESCRIBED_PARAMETERS, undescribed
     assert len(without_examples) <= MAX_WITHOUT_EXAMPLES, without_examples
+
+
+# the same count over the public submodules' names (md.systems, md.dirac, md.testing, md.study, md.cli, ...)
+MAX_SUBMODULE_UNDESCRIBED_PARAMETERS = 174
+MAX_SUBMODULE_WITHOUT_EXAMPLES = 107
+
+
+def test_the_submodules_reference_does_not_get_worse():
+    undescribed, without_examples = [], []
+    for module_name in (*PUBLIC_SUBMODULES, "cli"):
+        module = getattr(md, module_name)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not callable(obj) or not getattr(obj, "__module__", "").startswith("manifold_dirac"):
+                continue
+            missing, examples = documented(_griffe_object_at(f"{obj.__module__}.{obj.__qualname__}"))
+            undescribed += [f"{module_name}.{name}({m})" for m in missing]
+            if not examples:
+                without_examples.append(f"{module_name}.{name}")
+    assert len(undescribed) <= MAX_SUBMODULE_UNDESCRIBED_PARAMETERS, undescribed
+    assert len(without_examples) <= MAX_SUBMODULE_WITHOUT_EXAMPLES, without_examples
