@@ -40,7 +40,7 @@ whose methods cannot be traced (numpy inside: ``Sphere2(values="geomstats")``)
 is evaluated eagerly instead.
 
 Every Jacobian is checked three independent ways, each against its
-definition in :mod:`manifold_dirac._manifolds.base` -- the derivative
+definition in :class:`manifold_dirac.Manifold` -- the derivative
 of a composition of ``retract`` and ``inverse_retract`` along
 ``q -> R_q(e eta)``:
 

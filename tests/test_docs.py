@@ -154,6 +154,7 @@ def test_the_hook_turns_roles_into_cross_references():
     assert out == '<autoref identifier="manifold_dirac.State" optional hover>State</autoref>Registry'
     # a role that shows a full private path shows the public one
     assert ">manifold_dirac.State<" in api_refs.rewrite(":class:<code>manifold_dirac._mechanics.step.State</code>")
+    assert "><code>Manifold</code><" in api_refs.rewrite(":class:<code>Manifold</code>")  # a short name stays short
 
 
 # ------------------------------------------------------------------ the reference shows public paths only

@@ -149,7 +149,7 @@ def _role(match: re.Match, context: str = "") -> str:
     target = html.unescape(match["target"])
     title = _title(target)
     path = resolve(target, context)
-    if path is not None and title == target.lstrip("~!."):  # a full path shown: show the public one
+    if path is not None and title.startswith("manifold_dirac."):  # a full path shown: show the public one
         title = public(path) or title.rsplit(".", 1)[-1]
     title = html.escape(title)
     if path is None:

@@ -107,7 +107,7 @@ class GeomstatsManifold(Manifold):
 
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
+    Argument checks (the rules of every :class:`Manifold`): the primitives
     refuse points whose last axis is not ``ambient_dim`` and tangent vectors
     whose last axis is not ``dim`` in every call; values are not checked
     here (subclasses may: :class:`Sphere2` does, in eager calls).

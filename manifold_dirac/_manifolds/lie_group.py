@@ -209,7 +209,7 @@ class MatrixLieGroup(Manifold):
         eager calls, for a concrete ``g`` that is not in the group (where
         the group defines :meth:`_defects`: SO(3), SE(2), SE(3); tolerance
         ``1e-6``) or has a non-finite entry (:class:`RetractionDomainError`);
-        traced calls check shapes only. See :mod:`manifold_dirac._manifolds.base`.
+        traced calls check shapes only. See :class:`Manifold`.
         """
 
     @abc.abstractmethod

@@ -195,7 +195,7 @@ class SE3(MatrixLieGroup):
 
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
+    Argument checks (the rules of every :class:`Manifold`): the primitives
     refuse arguments of the wrong shape in every call (a twist is
     ``(..., 6)``, a pose ``(..., 4, 4)``); in eager calls ``log``,
     ``retract``, ``inverse_retract`` and the fused Jacobian methods also

@@ -101,7 +101,7 @@ class SO3(MatrixLieGroup):
 
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
+    Argument checks (the rules of every :class:`Manifold`): the primitives
     refuse arguments of the wrong shape in every call (a tangent vector is
     ``(..., 3)``, a point ``(..., 3, 3)``); in eager calls ``log``,
     ``retract``, ``inverse_retract`` and the fused Jacobian methods also

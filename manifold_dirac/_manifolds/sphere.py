@@ -156,7 +156,7 @@ class Sphere2(GeomstatsManifold):
 
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
+    Argument checks (the rules of every :class:`Manifold`): the primitives
     refuse points not of shape ``(..., 3)`` and tangent vectors not of shape
     ``(..., 2)`` in every call; in eager calls ``retract``,
     ``inverse_retract`` and the fused Jacobian methods also refuse a concrete
