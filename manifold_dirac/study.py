@@ -273,11 +273,21 @@ def point_at(q: PointBatch, index: int) -> PointBatch:
     q : point, shape=[K+1, ...]
         ``Trajectory.q``: an array, or a nested tuple of arrays on a product.
     index : int
+        The time index (negative counts from the end).
 
     Returns
     -------
     point
         The same structure with numpy arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> q = (np.zeros((5, 3, 3)), np.arange(10.0).reshape(5, 2))     # a product's recorded points
+    >>> R, x = md.study.point_at(q, -1)
+    >>> R.shape, x
+    ((3, 3), array([8., 9.]))
     """
     return jax.tree.map(lambda a: np.asarray(a)[index], q)
 
@@ -361,6 +371,8 @@ def study_cell(system: str | Example, retraction: str, scheme: str, rule: str, h
     system : str or Example
         A catalog name, or an example.
     retraction, scheme, rule : str
+        The retraction (one the example offers), the scheme and the discrete
+        Lagrangian, by their registered names.
     h : float
         Step size; it must divide ``T``.
     T : float

@@ -334,7 +334,7 @@ def documented(obj) -> tuple[list[str], bool]:
             n for n, m in obj.members.items() if m.is_attribute and not n.startswith("_") and m.annotation is not None]
     else:
         names = [p.name for p in obj.parameters]
-    missing = [n for n in names if n not in ("self", "kwargs", "args") and not described.get(n, False)]
+    missing = [n for n in names if n not in ("self", "cls", "kwargs", "args") and not described.get(n, False)]
     return missing, any(s.kind.value == "examples" for s in sections)
 
 
@@ -370,7 +370,7 @@ DOCUMENTED_EXAMPLES = (
     "RetractionDomainError", "StepError", "ConvergenceError", "IllPosedStepError", "IllPosedSystemError",
     "NonFiniteError", "StepDomainError", "RunInterrupted", "DegenerateLagrangianWarning",
     "save_dataset", "load_dataset", "clear_store", "Example", "retraction_study", "StudyResult",
-    "dirac.verify", "dirac.dirac_route",
+    "dirac.verify", "dirac.dirac_route", "study.point_at", "cli.build_parser", "cli.main",
 )
 
 
@@ -421,8 +421,8 @@ def test_the_rest_of_the_reference_does_not_get_worse():
 
 
 # the same count over the public submodules' names (md.systems, md.dirac, md.testing, md.study, md.cli, ...)
-MAX_SUBMODULE_UNDESCRIBED_PARAMETERS = 174
-MAX_SUBMODULE_WITHOUT_EXAMPLES = 107
+MAX_SUBMODULE_UNDESCRIBED_PARAMETERS = 153
+MAX_SUBMODULE_WITHOUT_EXAMPLES = 104
 
 
 def test_the_submodules_reference_does_not_get_worse():

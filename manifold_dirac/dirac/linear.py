@@ -184,6 +184,12 @@ class LinearSubspace:
     Construct with :meth:`from_basis` (span of columns) or
     :meth:`from_equations` (kernel of a matrix).
 
+    Parameters
+    ----------
+    orthonormal_basis : array-like of float, shape=[d, k]
+        Orthonormal columns spanning the subspace, taken as they are (the
+        constructors above orthonormalize any basis or equations).
+
     Attributes
     ----------
     ambient_dim : int
@@ -693,6 +699,13 @@ class LinearDirac(LinearRelation):
     Construct with :meth:`from_basis`, :meth:`from_equations`,
     :meth:`from_distribution` (``Delta (+) Delta°``), :meth:`from_two_form`
     (4), :meth:`induced` (9) or :meth:`interaction` (26).
+
+    Parameters
+    ----------
+    space : LinearSubspace
+        The subspace of ``R^{2N}`` (``v`` coordinates first, then ``alpha``).
+    primal_dim, dual_dim : int
+        Both ``N`` (a structure on ``V (+) V*``).
 
     Notes
     -----

@@ -222,7 +222,9 @@ def constraint_along_retraction(system: LagrangeDiracSystem, q: Point, xi: Array
         Elementary (its ``A``) or interconnected (the subsystems' forms and the
         interactions', each subsystem on its own retraction).
     q : point
+        The base point (float64; a tuple of the subsystems' points on a product).
     xi : array-like, shape=[n]
+        The step in the retraction's chart at ``q`` (frame coordinates, float64).
     s : float or array-like, shape=[k]
         Curve parameters; ``c(s) = R_q(s xi)``, ``c'(s) = J_xi(s xi) xi`` in the frame at ``c(s)``.
 
@@ -291,6 +293,7 @@ def discrete_structure_of(system: LagrangeDiracSystem, sign: str, q: Point, *, m
     system : LagrangeDiracSystem
         An elementary or an :class:`~manifold_dirac._interconnection.InterconnectedSystem`.
     sign : {'+', '-'}
+        Which discrete structure: ``'+'`` (the (+) structure (46)/(48)) or ``'-'`` ((47)/(49)).
     q : point
         The chart centre: ``q_k`` for (+), ``q_{k+1}`` for (−).
     midpoint, xi : optional
@@ -333,11 +336,13 @@ class DiracRouteResult:
     Attributes
     ----------
     q : list of points, length K+1
+        The computed points ``q_0, ..., q_K``.
     p : ndarray, shape=[K+1, n]
         Momenta ``p_k`` (for ``minus`` the momentum of (53d)).
     residual : ndarray, shape=[K]
         The final distance of each step from its structure (relative).
     iterations : ndarray of int, shape=[K]
+        Newton iterations of each step's membership solve.
     meta : dict
         ``h``, ``scheme``, ``discrete_lagrangian``, ``stride`` (1), ``t0``.
     """
@@ -531,6 +536,7 @@ class StepVerification:
     Attributes
     ----------
     scheme : str
+        The name of the scheme whose structure was checked.
     membership : ndarray, shape=[K]
         Distance of ``(X_d^k, 𝔇^±L_d)`` from ``D^{d±}`` (the symmetric
         scheme: from its own structure), relative to ``max(1, |point|)``. For
