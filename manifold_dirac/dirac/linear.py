@@ -198,6 +198,16 @@ class LinearSubspace:
         Dimension ``k`` of the subspace.
     basis : ndarray, shape=[d, k]
         Orthonormal columns spanning the subspace (a copy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> plane = md.dirac.LinearSubspace.from_equations(np.array([[0.0, 0.0, 1.0]]))   # z = 0 in R^3
+    >>> plane.dim, plane.ambient_dim
+    (2, 3)
+    >>> plane.contains(np.array([1.0, 2.0, 0.0])), plane.contains(np.array([0.0, 0.0, 1.0]))
+    (True, False)
     """
 
     __slots__ = ("_basis",)
@@ -711,6 +721,25 @@ class LinearDirac(LinearRelation):
     -----
     ``<<(v1, a1), (v2, a2)>> = <a1, v2> + <a2, v1>`` (1); ``D`` is Dirac iff
     ``D = D^perp``, equivalently ``D`` is isotropic and ``dim D = N``.
+
+    Examples
+    --------
+    The induced structure (9) of the knife edge's constraint ``v_y = 0`` on
+    ``R^3``: ``v_q`` in ``ker A``, ``alpha_p = v_q``, ``alpha_q + v_p`` in the
+    row space of ``A``:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> D = md.dirac.LinearDirac.induced(np.array([[0.0, 0.0, 1.0]]))
+    >>> D.is_dirac(), D.primal_dim
+    (True, 6)
+    >>> v = np.array([1.0, 2.0, 0.0, 0.0, 0.0, 0.0])          # (v_q, v_p)
+    >>> alpha = np.array([0.0, 0.0, 5.0, 1.0, 2.0, 0.0])      # (alpha_q, alpha_p)
+    >>> D.contains(v, alpha)
+    True
+    >>> v[2] = 1.0                                          # v_q leaves ker A
+    >>> D.contains(v, alpha)
+    False
     """
 
     __slots__ = ()
