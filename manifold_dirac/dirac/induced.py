@@ -72,6 +72,22 @@ def interconnect_structures(D1: LinearDirac, D2: LinearDirac, S: ArrayLike, *, r
     The direct sum is taken with ``blocks=2`` so that it lives on
     ``T_{(q,p)} T*(Q1 x Q2)``; for induced structures the result is
     ``D_{Delta_Q}`` with ``Delta_Q`` of (31), which is (32).
+
+    Examples
+    --------
+    Two free particles on a line joined by ``v_1 = v_2``: the interconnection
+    is the structure induced by the joined constraint (and not the free one):
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> free = md.dirac.LinearDirac.induced(np.zeros((0, 1)))
+    >>> D = md.dirac.interconnect_structures(free, free, np.array([[1.0, -1.0]]))
+    >>> D.is_dirac(), D.primal_dim
+    (True, 4)
+    >>> D.equals(md.dirac.LinearDirac.induced(np.array([[1.0, -1.0]])))
+    True
+    >>> D.equals(md.dirac.LinearDirac.induced(np.zeros((0, 2))))
+    False
     """
     for name, d in (("D1", D1), ("D2", D2)):
         if not isinstance(d, LinearDirac):

@@ -138,6 +138,18 @@ def canonical_two_form(n: int) -> FloatArray:
     -----
     The coordinate expression of ``Omega`` stated before (9); its flat map is
     (11), ``Omega^flat(v) = (-v_p, v_q)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> Omega = md.dirac.canonical_two_form(1)
+    >>> Omega + 0.0
+    array([[ 0.,  1.],
+           [-1.,  0.]])
+    >>> v, u = np.array([1.0, 0.0]), np.array([0.0, 1.0])      # (q, p) components
+    >>> float(v @ Omega @ u)                                    # v_q u_p - v_p u_q
+    1.0
     """
     if not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative integer; got {n!r}.")
@@ -164,6 +176,15 @@ def block_diag_forms(*forms: ArrayLike) -> FloatArray:
     -----
     ``ker blockdiag(A_1, A_2) = ker A_1 (+) ker A_2``: the distribution of the
     direct sum (27) and of (31).
+
+    Examples
+    --------
+    A knife edge's constraint next to an unconstrained subsystem on ``R^2``:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> md.dirac.block_diag_forms(np.array([[0.0, 0.0, 1.0]]), np.zeros((0, 2)))
+    array([[0., 0., 1., 0., 0.]])
     """
     mats = [_as_matrix(f, f"forms[{i}]") for i, f in enumerate(forms)]
     m = sum(a.shape[0] for a in mats)
@@ -941,6 +962,14 @@ class LinearDirac(LinearRelation):
         -----
         (25)--(26).  With ``S`` empty it is ``V (+) 0``, the unit of the tensor
         product.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import manifold_dirac as md
+        >>> D_int = md.dirac.interaction(np.array([[1.0, -1.0]]))     # v_1 = v_2 on R x R
+        >>> D_int.is_dirac(), D_int.primal_dim
+        (True, 4)
         """
         s = _as_matrix(S, "S")
         return cls.from_distribution(forms=np.hstack([s, np.zeros_like(s)]), rtol=rtol)
