@@ -186,7 +186,13 @@ def register_manifold(name: str, factory: Callable[[], Manifold] | None = None, 
 
 
 def unregister_manifold(name: str) -> None:
-    """Remove a registration (a ``ValueError`` lists the registered names if absent)."""
+    """Remove a registration (a ``ValueError`` lists the registered names if absent).
+
+    Parameters
+    ----------
+    name : str
+        The name given to :func:`register_manifold`.
+    """
     _REGISTRY.unregister(name)
 
 
@@ -272,7 +278,24 @@ def assert_close(
 
 
 def point_arrays(q: PointBatch) -> list[np.ndarray]:
-    """The arrays of a point (a product's tuple flattened depth first), as numpy."""
+    """The arrays of a point (a product's tuple flattened depth first), as numpy.
+
+    Parameters
+    ----------
+    q : point
+        An array, or a (nested) tuple of arrays on a product.
+
+    Returns
+    -------
+    list of numpy.ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> [a.shape for a in md.testing.point_arrays((np.eye(3), np.zeros(3)))]
+    [(3, 3), (3,)]
+    """
     return [np.asarray(x) for x in jax.tree.leaves(q)]
 
 
@@ -686,6 +709,12 @@ def _primal(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> tuple[_Flat, _V
 
 def law_values(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> _Values:
     """The values the laws check at ``(q, xi)``, from the compiled law programs (one compile per manifold).
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
 
     Returns
     -------
@@ -1502,14 +1531,58 @@ GROUP_LAWS: dict[str, Law] = {
 
 
 def laws_for(manifold: Manifold) -> dict[str, Law]:
-    """The laws that apply to ``manifold`` (group laws for a :class:`MatrixLieGroup`)."""
+    """The laws that apply to ``manifold`` (group laws for a :class:`MatrixLieGroup`).
+
+    Parameters
+    ----------
+    manifold : Manifold
+        The manifold the laws would run on.
+
+    Returns
+    -------
+    dict
+        ``{name: law}``, each law a function ``law(manifold, q, xi)``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> "exp_log" in md.testing.laws_for(md.SO3()), "exp_log" in md.testing.laws_for(md.Sphere2())
+    (True, False)
+    """
     return {**LAWS, **(GROUP_LAWS if isinstance(manifold, MatrixLieGroup) else {})}
 
 
 def draw_sample(
     manifold: Manifold, seed: int, batch_shape: tuple[int, ...], regime: str
 ) -> tuple[PointBatch, VectorBatch]:
-    """A point and a tangent vector ``(q, xi)`` from one seed (``random_point``, then ``sample_tangent``)."""
+    """A point and a tangent vector ``(q, xi)`` from one seed (``random_point``, then ``sample_tangent``).
+
+    Parameters
+    ----------
+    manifold : Manifold
+        Where the sample is drawn.
+    seed : int
+        The seed of the numpy generator (the same seed gives the same sample).
+    batch_shape : tuple of int
+        Leading batch axes ``B``.
+    regime : str
+        One of :data:`REGIMES`: tangent vectors near zero, generic, or near the
+        edge of the retraction's domain.
+
+    Returns
+    -------
+    q : point, shape=[*B, *point_shape]
+        Float64 (a tuple of them on a product).
+    xi : jax.Array, shape=[*B, dim]
+        Float64 frame coordinates.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> q, xi = md.testing.draw_sample(md.SO3(), seed=0, batch_shape=(4,), regime="generic")
+    >>> q.shape, xi.shape, xi.dtype
+    ((4, 3, 3), (4, 3), dtype('float64'))
+    """
     rng = np.random.default_rng(seed)
     q = manifold.random_point(rng, tuple(batch_shape))
     return q, jnp.asarray(manifold.sample_tangent(rng, tuple(batch_shape), regime), dtype=float)
@@ -1597,13 +1670,30 @@ def points(manifold: Manifold, batch_shape: tuple[int, ...] = ()) -> SearchStrat
     """hypothesis strategy of points ``(*batch_shape, *point_shape)`` drawn by ``random_point``.
 
     Product manifolds give tuples of component points (pytrees).
+
+    Parameters
+    ----------
+    manifold : Manifold
+        Where the points are drawn.
+    batch_shape : tuple of int
+        Leading batch axes of each drawn point.
     """
     return seeds().map(lambda s: manifold.random_point(np.random.default_rng(s), tuple(batch_shape)))
 
 
 def tangents(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic"
              ) -> SearchStrategy[VectorBatch]:
-    """hypothesis strategy of tangent vectors ``(*batch_shape, dim)`` drawn by ``sample_tangent`` in ``regime``."""
+    """hypothesis strategy of tangent vectors ``(*batch_shape, dim)`` drawn by ``sample_tangent`` in ``regime``.
+
+    Parameters
+    ----------
+    manifold : Manifold
+        Where the samples are drawn.
+    batch_shape : tuple of int
+        Leading batch axes of each sample.
+    regime : str
+        One of :data:`REGIMES`.
+    """
     if regime not in REGIMES:
         raise ValueError(f"tangents: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
     return seeds().map(
@@ -1614,7 +1704,16 @@ def tangents(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str 
 
 def samples(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic"
             ) -> SearchStrategy[tuple[PointBatch, VectorBatch]]:
-    """hypothesis strategy of ``(q, xi)`` pairs drawn by :func:`draw_sample` (the laws' own samples)."""
+    """hypothesis strategy of ``(q, xi)`` pairs drawn by :func:`draw_sample` (the laws' own samples).
+
+    Parameters
+    ----------
+    manifold : Manifold
+        The manifold of the pairs.
+    batch_shape, regime : tuple of int, str
+        As for :func:`tangents`: the leading axes of ``q`` and ``xi``, and the
+        regime of ``xi``.
+    """
     if regime not in REGIMES:
         raise ValueError(f"samples: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
     return seeds().map(lambda s: draw_sample(manifold, s, tuple(batch_shape), regime))
@@ -1670,9 +1769,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m manifold_dirac.testing TARGET...``: run every shared law on your manifolds.
 
     Each ``TARGET`` is ``module:Name`` or ``file.py:Name``, where ``Name`` is
-    a :class:`~manifold_dirac._manifolds.base.Manifold` subclass (checked
+    a :class:`~manifold_dirac.Manifold` subclass (checked
     once per registered retraction), an instance, or a factory returning
     one. Prints one line per manifold with the number of law checks passed.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The targets (default: ``sys.argv[1:]``).
 
     Returns
     -------
