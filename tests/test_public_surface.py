@@ -370,6 +370,7 @@ DOCUMENTED_EXAMPLES = (
     "RetractionDomainError", "StepError", "ConvergenceError", "IllPosedStepError", "IllPosedSystemError",
     "NonFiniteError", "StepDomainError", "RunInterrupted", "DegenerateLagrangianWarning",
     "save_dataset", "load_dataset", "clear_store", "Example", "retraction_study", "StudyResult",
+    "RunState", "Rollout", "solve_step",
     "dirac.verify", "dirac.dirac_route", "study.point_at", "cli.build_parser", "cli.main", "dirac.LinearSubspace", "dirac.LinearDirac",
     "dirac.canonical_two_form", "dirac.block_diag_forms", "dirac.interconnect_structures", "dirac.interaction", "testing.check_manifold_laws", "testing.draw_sample", "testing.laws_for", "testing.point_arrays",
     "dirac.dirac_differential", "dirac.constraint_forms_of_intersection",
