@@ -163,6 +163,19 @@ class Interaction:
         helpers use to resolve subsystem names).
     label : str
         A name used in error messages.
+
+    Examples
+    --------
+    Two masses on a line whose velocities are equal (``v_a - v_b = 0``), given
+    by its matrix; ``+`` stacks rows:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> link = md.Interaction(np.array([[1.0, -1.0]]), label="rigid link")
+    >>> both = link + md.Interaction(np.array([[1.0, 1.0]]))
+    >>> mass = md.LagrangeDiracSystem(md.Euclidean(1), lambda q, v: 0.5 * v @ v)
+    >>> md.interconnect(mass, mass, names=("a", "b"), interaction=link).n_constraints
+    1
     """
 
     def __init__(self, forms: _Forms, *, needs_layout: bool = False, label: str = "interaction"):
@@ -236,6 +249,16 @@ def linear_interaction(coefficients: Coefficients | Sequence[Coefficients],
     Returns
     -------
     Interaction
+
+    Examples
+    --------
+    A lever: ``v_a[0] + 2 v_b[0] = 0``:
+
+    >>> import manifold_dirac as md
+    >>> lever = md.linear_interaction({("a", 0): 1.0, ("b", 0): 2.0}, label="lever")
+    >>> mass = md.LagrangeDiracSystem(md.Euclidean(1), lambda q, v: 0.5 * v @ v)
+    >>> md.interconnect(mass, mass, names=("a", "b"), interaction=lever).n_constraints
+    1
     """
     rows = [coefficients] if isinstance(coefficients, Mapping) else list(coefficients)
 
@@ -290,6 +313,18 @@ def rolling_without_slipping(body: str, wheel: str, radius: float, body_componen
     Returns
     -------
     Interaction
+
+    Examples
+    --------
+    A cart on SE(2) driven by a wheel of radius 0.3 (``v_x = 0.3 phi'``):
+
+    >>> import manifold_dirac as md
+    >>> cart = md.LagrangeDiracSystem(md.SE2(), lambda q, v: 0.5 * v @ v)
+    >>> wheel = md.LagrangeDiracSystem(md.Euclidean(1), lambda q, v: 0.5 * v @ v)
+    >>> both = md.interconnect(cart, wheel, names=("cart", "wheel"),
+    ...                        interaction=md.rolling_without_slipping("cart", "wheel", radius=0.3))
+    >>> both.dim, both.n_constraints
+    (4, 1)
     """
     if not (np.isfinite(radius) and radius > 0):
         raise ValueError(f"rolling_without_slipping: radius must be positive, got {radius!r}")
@@ -317,6 +352,16 @@ def rolling_ball_on_plane(ball: str, centre: str, radius: float) -> Interaction:
     Returns
     -------
     Interaction
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> ball = md.LagrangeDiracSystem(md.SO3(), lambda q, v: 0.2 * v @ v)
+    >>> centre = md.LagrangeDiracSystem(md.Euclidean(2), lambda q, v: 0.5 * v @ v)
+    >>> rolling = md.interconnect(ball, centre, names=("ball", "centre"),
+    ...                           interaction=md.rolling_ball_on_plane("ball", "centre", radius=1.0))
+    >>> rolling.dim, rolling.n_constraints
+    (5, 2)
     """
     if not (np.isfinite(radius) and radius > 0):
         raise ValueError(f"rolling_ball_on_plane: radius must be positive, got {radius!r}")
@@ -393,23 +438,54 @@ class InterconnectedSystem(LagrangeDiracSystem):
     * ``params``: the tuple of the subsystems' parameters when any subsystem
       has some (each subsystem receives its own), else None.
 
-    Built by :func:`interconnect`.
-
-    Attributes
-    ----------
-    subsystems : tuple of LagrangeDiracSystem
-    names : tuple of str
-    layout : Layout
-    interaction : Interaction or None
-    product_force : callable ``F(t, q, v) -> (N,)`` or None
-        The force on the product given to :func:`interconnect`.
+    Built by :func:`interconnect` (which checks the arguments).
 
     Holonomic constraints: the subsystems' ``g_i(q_i)`` and an interaction's
     ``g_int(q)`` on the product (two bodies pinned at a point,
     :func:`pin_joint`) are stacked into the product's ``g(q) = (g_1, ...,
     g_k, g_int)``; the one-forms above are then ``[blockdiag(A_i); S]``
-    only, and :meth:`~manifold_dirac._mechanics.system.LagrangeDiracSystem.constraint_matrix`
-    appends ``dg`` below them (:meth:`constraint_rows` says where).
+    only, and :meth:`LagrangeDiracSystem.constraint_matrix` appends ``dg``
+    below them (:meth:`constraint_rows` says where).
+
+    Parameters
+    ----------
+    subsystems : sequence of LagrangeDiracSystem
+        The systems joined, ``k >= 1``.
+    names : sequence of str
+        One name per subsystem, used by the interactions (``("a", 0)``) and
+        in messages.
+    interaction : Interaction, optional
+        The interaction one-forms ``S(q)``, ``(r, N)`` with ``N`` the sum of
+        the subsystems' dimensions.
+    name : str, optional
+        For ``repr`` and messages.
+    force : callable ``F(t, q, v) -> (N,)``, optional
+        A force on the product added to the subsystems' own.
+    holonomic : callable ``g(q) -> (c,)``, optional
+        Holonomic constraints on the product (:func:`pin_joint`), or a
+        factory of them taking the layout.
+
+    Attributes
+    ----------
+    subsystems : tuple of LagrangeDiracSystem
+        The systems joined, in order.
+    names : tuple of str
+        Their names.
+    layout : Layout
+        Where each subsystem's block lies in the product's coordinates.
+    interaction : Interaction or None
+        The interaction given.
+    product_force : callable ``F(t, q, v) -> (N,)`` or None
+        The force on the product given to :func:`interconnect`.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> spring = md.LagrangeDiracSystem(md.Euclidean(1), lambda q, v: 0.5 * v @ v - 0.5 * q @ q)
+    >>> both = md.interconnect(spring, spring, names=("a", "b"),
+    ...                        interaction=md.equal_velocities(("a", 0), ("b", 0)))
+    >>> isinstance(both, md.InterconnectedSystem), both.names, both.dim
+    (True, ('a', 'b'), 2)
     """
 
     def __init__(self, subsystems: Sequence[LagrangeDiracSystem], names: Sequence[str],
@@ -758,6 +834,19 @@ def pin_joint(a: str, b: str | None, anchor_a: ArrayLike, anchor_b: ArrayLike
     -------
     callable
         A factory ``layout -> g`` for :func:`interconnect`'s ``holonomic=``.
+
+    Examples
+    --------
+    A rigid body hanging from a fixed pivot one unit above its centre:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> body = md.LagrangeDiracSystem(md.ProductManifold(md.SO3(), md.Euclidean(3)),
+    ...                               lambda q, v: 0.5 * v @ v)
+    >>> pendulum = md.interconnect(body, names=("body",),
+    ...                            holonomic=md.pin_joint("body", None, [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]))
+    >>> pendulum.n_holonomic
+    3
     """
     pa = np.asarray(anchor_a, dtype=float)
     pb = np.asarray(anchor_b, dtype=float)

@@ -257,6 +257,13 @@ def clear_store(store: str | Path) -> int:
     -------
     int
         How many task files were removed.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> ds = md.sweep(lambda h: {"x": 2 * h}, {"h": [0.1, 0.2]}, workers=0, progress=False, store="cells")
+    >>> md.clear_store("cells") >= 1
+    True
     """
     store = Path(store)
     n = 0
@@ -650,6 +657,15 @@ def save_dataset(ds: Dataset, path: str | Path) -> Path:
     Returns
     -------
     Path
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> ds = md.sweep(lambda h: {"x": 2 * h}, {"h": [0.1, 0.2]}, workers=0, progress=False)
+    >>> md.save_dataset(ds, "run.nc").name
+    'run.nc'
+    >>> md.load_dataset("run.nc").x.values.tolist()
+    [0.2, 0.4]
     """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
@@ -669,6 +685,15 @@ def load_dataset(path: str | Path) -> Dataset:
     Returns
     -------
     xarray.Dataset
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> ds = md.sweep(lambda h: {"x": 2 * h}, {"h": [0.1, 0.2]}, workers=0, progress=False)
+    >>> path = md.save_dataset(ds, "run.nc")
+    >>> back = md.load_dataset(path)
+    >>> back.x.values.tolist(), back.status.values.tolist()
+    ([0.2, 0.4], ['ok', 'ok'])
     """
     xr = _require("xarray")
     with xr.open_dataset(path, engine="netcdf4") as ds:

@@ -102,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     Returns
     -------
     argparse.ArgumentParser
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> args = md.cli.build_parser().parse_args(["run", "pendulum", "--scheme", "plus"])
+    >>> args.command, args.system, args.scheme
+    ('run', 'pendulum', 'plus')
     """
     p = _Parser(prog=PROG, description="Structure-preserving (discrete Lagrange-Dirac) integrators on manifolds.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -451,6 +458,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         The exit status: 0; 1 for a failed integration; 2 for a usage error
         (bad option, unknown name) or any other error; 130 when interrupted.
+
+    Examples
+    --------
+    The same as ``manifold-dirac list`` (or ``python -m manifold_dirac list``) in a shell:
+
+    >>> import manifold_dirac as md
+    >>> md.cli.main(["list"])
+    pendulum  ...
+    0
     """
     import signal
 

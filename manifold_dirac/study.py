@@ -127,9 +127,19 @@ class StudyResult:
     long_T : float
         Duration of the energy run.
     rows : tuple of StudyRow
+        One row per (retraction, scheme, rule): errors, observed order,
+        energy error, constraint residual, Newton iterations, run time.
     dataset : xarray.Dataset, optional
         The sweep behind the rows (dimensions ``retraction, scheme, rule,
         h``; see :func:`study_cell` for the metrics).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> result = md.retraction_study("free_rigid_body", retractions=["cayley"], schemes=["symmetric"],
+    ...                              hs=[0.1, 0.05], T=0.5, long_steps=50)
+    >>> isinstance(result, md.StudyResult), len(result.rows), result.T
+    (True, 1, 0.5)
     """
 
     system: str
@@ -263,11 +273,21 @@ def point_at(q: PointBatch, index: int) -> PointBatch:
     q : point, shape=[K+1, ...]
         ``Trajectory.q``: an array, or a nested tuple of arrays on a product.
     index : int
+        The time index (negative counts from the end).
 
     Returns
     -------
     point
         The same structure with numpy arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> q = (np.zeros((5, 3, 3)), np.arange(10.0).reshape(5, 2))     # a product's recorded points
+    >>> R, x = md.study.point_at(q, -1)
+    >>> R.shape, x
+    ((3, 3), array([8., 9.]))
     """
     return jax.tree.map(lambda a: np.asarray(a)[index], q)
 
@@ -351,6 +371,8 @@ def study_cell(system: str | Example, retraction: str, scheme: str, rule: str, h
     system : str or Example
         A catalog name, or an example.
     retraction, scheme, rule : str
+        The retraction (one the example offers), the scheme and the discrete
+        Lagrangian, by their registered names.
     h : float
         Step size; it must divide ``T``.
     T : float
@@ -470,6 +492,14 @@ def retraction_study(
         positive step sizes, a step size that does not divide ``T``, or a
         non-positive ``T`` or ``long_steps``. A failed run is not an error:
         its cell records the failure, and its row says so.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> result = md.retraction_study("free_rigid_body", retractions=["cayley"], schemes=["symmetric"],
+    ...                              hs=[0.1, 0.05], T=0.5, long_steps=50)
+    >>> [(row.retraction, row.scheme) for row in result.rows]
+    [('cayley', 'symmetric')]
     """
     ex = _example(system)
     rets = tuple(retractions) if retractions else ex.retractions

@@ -40,7 +40,7 @@ whose methods cannot be traced (numpy inside: ``Sphere2(values="geomstats")``)
 is evaluated eagerly instead.
 
 Every Jacobian is checked three independent ways, each against its
-definition in :mod:`manifold_dirac._manifolds.base` -- the derivative
+definition in :class:`manifold_dirac.Manifold` -- the derivative
 of a composition of ``retract`` and ``inverse_retract`` along
 ``q -> R_q(e eta)``:
 
@@ -186,7 +186,13 @@ def register_manifold(name: str, factory: Callable[[], Manifold] | None = None, 
 
 
 def unregister_manifold(name: str) -> None:
-    """Remove a registration (a ``ValueError`` lists the registered names if absent)."""
+    """Remove a registration (a ``ValueError`` lists the registered names if absent).
+
+    Parameters
+    ----------
+    name : str
+        The name given to :func:`register_manifold`.
+    """
     _REGISTRY.unregister(name)
 
 
@@ -272,7 +278,24 @@ def assert_close(
 
 
 def point_arrays(q: PointBatch) -> list[np.ndarray]:
-    """The arrays of a point (a product's tuple flattened depth first), as numpy."""
+    """The arrays of a point (a product's tuple flattened depth first), as numpy.
+
+    Parameters
+    ----------
+    q : point
+        An array, or a (nested) tuple of arrays on a product.
+
+    Returns
+    -------
+    list of numpy.ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> [a.shape for a in md.testing.point_arrays((np.eye(3), np.zeros(3)))]
+    [(3, 3), (3,)]
+    """
     return [np.asarray(x) for x in jax.tree.leaves(q)]
 
 
@@ -687,6 +710,12 @@ def _primal(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> tuple[_Flat, _V
 def law_values(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> _Values:
     """The values the laws check at ``(q, xi)``, from the compiled law programs (one compile per manifold).
 
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+
     Returns
     -------
     dict
@@ -861,7 +890,14 @@ def _shapes(M: Manifold, q: PointBatch, xi: ArrayLike, eta: ArrayLike) -> _Value
 
 # ------------------------------------------------------------------ laws
 def check_retract_at_zero(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """``R_q(0) = q``."""
+    """``R_q(0) = q``.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     s, v = _primal(manifold, q, xi)
     _assert_points_close(
         v["at_zero"], manifold.broadcast_point(q, s.batch), f"{manifold!r}: R_q(0) = q", 1e-15
@@ -869,7 +905,14 @@ def check_retract_at_zero(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> N
 
 
 def check_points_on_manifold(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """``random_point`` and ``R_q(xi)`` pass :meth:`Manifold.check_point`."""
+    """``random_point`` and ``R_q(xi)`` pass :meth:`Manifold.check_point`.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     for what, p in (("q", q), ("R_q(xi)", _primal(manifold, q, xi)[1]["q1"])):
         try:
             manifold.check_point(p, atol=1e-9, name=what)
@@ -878,7 +921,14 @@ def check_points_on_manifold(manifold: Manifold, q: PointBatch, xi: ArrayLike) -
 
 
 def check_inverse_retract_round_trip(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """``R_q^{-1}(R_q(xi)) = xi`` in the domain, to ``1e-12 |xi|`` plus round-off amplified by ``|J1|``."""
+    """``R_q^{-1}(R_q(xi)) = xi`` in the domain, to ``1e-12 |xi|`` plus round-off amplified by ``|J1|``.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     s, v = _primal(manifold, q, xi)
     xi = np.broadcast_to(np.asarray(xi), (*s.batch, manifold.dim))
     n = np.linalg.norm(xi, axis=-1)
@@ -894,7 +944,14 @@ def check_inverse_retract_round_trip(manifold: Manifold, q: PointBatch, xi: Arra
 
 
 def check_differential_at_zero(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """``dR_q(0) = id`` (``jax.jacfwd`` of ``R_q^{-1}(R_q(d))``); ``J_xi = J_q = J1 = -J0 = I`` at zero."""
+    """``dR_q(0) = id`` (``jax.jacfwd`` of ``R_q^{-1}(R_q(d))``); ``J_xi = J_q = J1 = -J0 = I`` at zero.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     zero = np.zeros((*_batch(manifold, q, xi), manifold.dim))
     s, v = _primal(manifold, q, zero)
     D = s.unflat(_evaluator(manifold)("autodiff", s))
@@ -912,32 +969,74 @@ def check_differential_at_zero(manifold: Manifold, q: PointBatch, xi: ArrayLike)
 
 
 def check_inverse_jacobians_autodiff(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """``J0``, ``J1`` of ``retract_with_inverse_jacobians`` against ``jax.jacfwd`` of their definitions."""
+    """``J0``, ``J1`` of ``retract_with_inverse_jacobians`` against ``jax.jacfwd`` of their definitions.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     _check_jacobians(manifold, q, xi, ("J0 = dxi/dq0", "J1 = dxi/dq1"), "autodiff")
 
 
 def check_inverse_jacobians_fd(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """``J0``, ``J1`` against converged central differences."""
+    """``J0``, ``J1`` against converged central differences.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     _check_jacobians(manifold, q, xi, ("J0 = dxi/dq0", "J1 = dxi/dq1"), "fd")
 
 
 def check_inverse_jacobians_perturbation(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """``R_{q0 (+) s w}^{-1}(q1) = xi + s J0 w + O(s^2)``, likewise ``J1``."""
+    """``R_{q0 (+) s w}^{-1}(q1) = xi + s J0 w + O(s^2)``, likewise ``J1``.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     _check_jacobians(manifold, q, xi, ("J0 = dxi/dq0", "J1 = dxi/dq1"), "perturbation")
 
 
 def check_jacobians_autodiff(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """``J_q``, ``J_xi`` of ``retract_with_jacobians`` against ``jax.jacfwd`` of their definitions."""
+    """``J_q``, ``J_xi`` of ``retract_with_jacobians`` against ``jax.jacfwd`` of their definitions.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     _check_jacobians(manifold, q, xi, ("J_q of R_q(xi)", "J_xi of R_q(xi)"), "autodiff")
 
 
 def check_jacobians_fd(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """``J_q``, ``J_xi`` against converged central differences."""
+    """``J_q``, ``J_xi`` against converged central differences.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     _check_jacobians(manifold, q, xi, ("J_q of R_q(xi)", "J_xi of R_q(xi)"), "fd")
 
 
 def check_jacobians_perturbation(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """``R_{q'}^{-1}(R_{q (+) s w}(xi)) = s J_q w + O(s^2)``, likewise ``J_xi``."""
+    """``R_{q'}^{-1}(R_{q (+) s w}(xi)) = s J_q w + O(s^2)``, likewise ``J_xi``.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     _check_jacobians(manifold, q, xi, ("J_q of R_q(xi)", "J_xi of R_q(xi)"), "perturbation")
 
 
@@ -978,6 +1077,12 @@ def check_fused_equals_composition(manifold: Manifold, q: PointBatch, xi: ArrayL
     round-off, and ``J_r J_r^{-1} = I``. (The fused Jacobians against
     ``jax.jacfwd`` of their compositions: :func:`check_inverse_jacobians_autodiff`,
     :func:`check_jacobians_autodiff`.)
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
     """
     s, v = _primal(manifold, q, xi)
     for what, p in (("retract_with_inverse_jacobians", v["p0"]), ("retract_with_jacobians", v["p1"])):
@@ -986,7 +1091,14 @@ def check_fused_equals_composition(manifold: Manifold, q: PointBatch, xi: ArrayL
 
 
 def check_ambient_tangent(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """``ambient_tangent(q, eta) = d/de R_q(e eta)`` at 0 (``jax.jvp`` and central differences); linear."""
+    """``ambient_tangent(q, eta) = d/de R_q(e eta)`` at 0 (``jax.jvp`` and central differences); linear.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     _s, v = _run(manifold, "ambient", q, xi)
     A, A2, L, T, C = (point_arrays(v[k]) for k in ("A", "A2", "L", "T", "curves"))
     h = _AMBIENT_H
@@ -1011,6 +1123,12 @@ def check_derivatives_finite(manifold: Manifold, q: PointBatch, xi: ArrayLike) -
     ``where`` reaches it as ``0 * inf`` (forward mode selects the tangent).
     On a product the law runs on every factor (the product's own code --
     split, concatenation, block diagonal -- is linear).
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
     """
     if isinstance(manifold, ProductManifold):
         batch = _batch(manifold, q, xi)
@@ -1034,6 +1152,12 @@ def check_in_domain(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
 
     The samplers of every regime stay inside the domain, ``near_singular``
     close to its edge.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
     """
     shape = _shapes(manifold, q, xi, np.zeros(np.shape(xi)))["in_domain"]
     if shape.shape != tuple(np.shape(xi)[:-1]) or shape.dtype != bool:
@@ -1059,6 +1183,12 @@ def check_batch_consistency(manifold: Manifold, q: PointBatch, xi: ArrayLike) ->
     and ``in_domain`` depend on ``xi`` only and may keep only its batch axes.
     Values: the batched call equals the unbatched calls element by element
     (``jax.lax.map``).
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
     """
     M = manifold
     batch = _batch(M, q, xi)
@@ -1102,7 +1232,14 @@ def check_batch_consistency(manifold: Manifold, q: PointBatch, xi: ArrayLike) ->
 
 
 def check_float64(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
-    """Every array the methods return is float64 (``in_domain``: bool), at the caller's own shapes."""
+    """Every array the methods return is float64 (``in_domain``: bool), at the caller's own shapes.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
+    """
     out = _shapes(manifold, q, xi, _direction(manifold.dim, _batch(manifold, q, xi), seed=3))
     for name, a in out.items():
         for k, leaf in enumerate(jax.tree.leaves(a)):
@@ -1120,6 +1257,12 @@ def check_symmetry(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     amplified by ``|J1|``. Declared not symmetric: where ``|xi| >= 0.1``
     somewhere in the batch, it fails there by more than ``1e-6`` (the
     declaration is not needlessly pessimistic).
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
     """
     _s, v = _primal(manifold, q, xi)
     defect = np.linalg.norm(v["back"] + v["reverse"], axis=-1)
@@ -1154,7 +1297,14 @@ def _group_values(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> tuple[
 
 
 def check_hat_vee(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
-    """``vee(hat(x)) = x``; ``hat`` is linear; ``hat(ad_x y) = [hat x, hat y]``."""
+    """``vee(hat(x)) = x``; ``hat`` is linear; ``hat(ad_x y) = [hat x, hat y]``.
+
+    Parameters
+    ----------
+    group, q, xi : MatrixLieGroup, point, array
+        A sample (:func:`draw_sample`): the group, points ``[*B, N, N]`` and
+        frame vectors ``[*B, dim]``, float64.
+    """
     s, v = _group_values(group, q, xi)
     assert_close(v["vee_hat"], v["xi"], 1e-15, 1e-300, f"{group!r}: vee(hat(x)) = x", len(s.batch))
     assert_close(
@@ -1167,7 +1317,14 @@ def check_hat_vee(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
 
 
 def check_adjoint(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
-    """``hat(Ad_g x) = g hat(x) g^{-1}`` and ``Ad_(g h) = Ad_g Ad_h``."""
+    """``hat(Ad_g x) = g hat(x) g^{-1}`` and ``Ad_(g h) = Ad_g Ad_h``.
+
+    Parameters
+    ----------
+    group, q, xi : MatrixLieGroup, point, array
+        A sample (:func:`draw_sample`): the group, points ``[*B, N, N]`` and
+        frame vectors ``[*B, dim]``, float64.
+    """
     _s, v = _group_values(group, q, xi)
     g = v["q"]
     sc = _scale(g) ** 2
@@ -1188,7 +1345,14 @@ def check_adjoint(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
 
 
 def check_exp_log(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
-    """``exp(log(g)) = g`` for ``g = q`` and ``g = R_q(xi)``; ``log(exp(0)) = 0``."""
+    """``exp(log(g)) = g`` for ``g = q`` and ``g = R_q(xi)``; ``log(exp(0)) = 0``.
+
+    Parameters
+    ----------
+    group, q, xi : MatrixLieGroup, point, array
+        A sample (:func:`draw_sample`): the group, points ``[*B, N, N]`` and
+        frame vectors ``[*B, dim]``, float64.
+    """
     _s, v = _group_values(group, q, xi)
     for name, got, g in (("g", v["exp_log_q"], v["q"]), ("R_q(xi)", v["exp_log_q1"], v["q1"])):
         assert_close(got, g, 0, 1e-12 * _scale(g), f"{group!r}: exp(log({name})) = {name}")
@@ -1196,7 +1360,14 @@ def check_exp_log(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
 
 
 def check_group_inverse(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
-    """``g g^{-1} = g^{-1} g = e`` and ``inverse`` equals the matrix inverse."""
+    """``g g^{-1} = g^{-1} g = e`` and ``inverse`` equals the matrix inverse.
+
+    Parameters
+    ----------
+    group, q, xi : MatrixLieGroup, point, array
+        A sample (:func:`draw_sample`): the group, points ``[*B, N, N]`` and
+        frame vectors ``[*B, dim]``, float64.
+    """
     _s, v = _group_values(group, q, xi)
     for name, g, gi in (("g", v["q"], v["inv_q"]), ("R_q(xi)", v["q1"], v["inv_q1"])):
         e = np.broadcast_to(np.eye(group.matrix_size), g.shape)
@@ -1265,6 +1436,12 @@ def check_domain_edges(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None
     naming the primitive; ``in_domain`` must hold at 0 and fail at 1.5 times
     its edge. Eager calls only: inside ``jit`` the integrator's step status
     reports a step outside the domain.
+
+    Parameters
+    ----------
+    manifold, q, xi : Manifold, point, array
+        A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
+        and frame vectors ``[*B, dim]``, float64.
     """
     M = manifold
     batch = _batch(M, q, xi)
@@ -1354,14 +1531,58 @@ GROUP_LAWS: dict[str, Law] = {
 
 
 def laws_for(manifold: Manifold) -> dict[str, Law]:
-    """The laws that apply to ``manifold`` (group laws for a :class:`MatrixLieGroup`)."""
+    """The laws that apply to ``manifold`` (group laws for a :class:`MatrixLieGroup`).
+
+    Parameters
+    ----------
+    manifold : Manifold
+        The manifold the laws would run on.
+
+    Returns
+    -------
+    dict
+        ``{name: law}``, each law a function ``law(manifold, q, xi)``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> "exp_log" in md.testing.laws_for(md.SO3()), "exp_log" in md.testing.laws_for(md.Sphere2())
+    (True, False)
+    """
     return {**LAWS, **(GROUP_LAWS if isinstance(manifold, MatrixLieGroup) else {})}
 
 
 def draw_sample(
     manifold: Manifold, seed: int, batch_shape: tuple[int, ...], regime: str
 ) -> tuple[PointBatch, VectorBatch]:
-    """A point and a tangent vector ``(q, xi)`` from one seed (``random_point``, then ``sample_tangent``)."""
+    """A point and a tangent vector ``(q, xi)`` from one seed (``random_point``, then ``sample_tangent``).
+
+    Parameters
+    ----------
+    manifold : Manifold
+        Where the sample is drawn.
+    seed : int
+        The seed of the numpy generator (the same seed gives the same sample).
+    batch_shape : tuple of int
+        Leading batch axes ``B``.
+    regime : str
+        One of :data:`REGIMES`: tangent vectors near zero, generic, or near the
+        edge of the retraction's domain.
+
+    Returns
+    -------
+    q : point, shape=[*B, *point_shape]
+        Float64 (a tuple of them on a product).
+    xi : jax.Array, shape=[*B, dim]
+        Float64 frame coordinates.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> q, xi = md.testing.draw_sample(md.SO3(), seed=0, batch_shape=(4,), regime="generic")
+    >>> q.shape, xi.shape, xi.dtype
+    ((4, 3, 3), (4, 3), dtype('float64'))
+    """
     rng = np.random.default_rng(seed)
     q = manifold.random_point(rng, tuple(batch_shape))
     return q, jnp.asarray(manifold.sample_tangent(rng, tuple(batch_shape), regime), dtype=float)
@@ -1377,6 +1598,20 @@ def check_manifold_laws(
 ) -> int:
     """Run every applicable law over seeds x batch shapes x regimes.
 
+    Parameters
+    ----------
+    manifold : Manifold
+        The manifold (with its retraction) under test.
+    seeds : iterable of int
+        Seeds of :func:`draw_sample`; each gives other points and vectors.
+    batch_shapes : iterable of tuple of int
+        Leading batch shapes of the samples (``()`` for one point).
+    regimes : iterable of str
+        Where the tangent vectors lie (:data:`REGIMES`): near zero, generic,
+        near the edge of the retraction's domain.
+    laws : iterable of str, optional
+        Names of the laws to run (default: all that apply, :func:`laws_for`).
+
     Returns
     -------
     int
@@ -1389,6 +1624,14 @@ def check_manifold_laws(
         and regime so that the failure reproduces.
     ValueError
         If a requested law does not apply to ``manifold``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> n = md.testing.check_manifold_laws(md.SO3("cayley"), seeds=range(1), batch_shapes=((),),
+    ...                                    regimes=("generic",))
+    >>> n > 10                                   # every law held once
+    True
     """
     available = laws_for(manifold)
     names = list(available) if laws is None else list(laws)
@@ -1427,13 +1670,30 @@ def points(manifold: Manifold, batch_shape: tuple[int, ...] = ()) -> SearchStrat
     """hypothesis strategy of points ``(*batch_shape, *point_shape)`` drawn by ``random_point``.
 
     Product manifolds give tuples of component points (pytrees).
+
+    Parameters
+    ----------
+    manifold : Manifold
+        Where the points are drawn.
+    batch_shape : tuple of int
+        Leading batch axes of each drawn point.
     """
     return seeds().map(lambda s: manifold.random_point(np.random.default_rng(s), tuple(batch_shape)))
 
 
 def tangents(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic"
              ) -> SearchStrategy[VectorBatch]:
-    """hypothesis strategy of tangent vectors ``(*batch_shape, dim)`` drawn by ``sample_tangent`` in ``regime``."""
+    """hypothesis strategy of tangent vectors ``(*batch_shape, dim)`` drawn by ``sample_tangent`` in ``regime``.
+
+    Parameters
+    ----------
+    manifold : Manifold
+        Where the samples are drawn.
+    batch_shape : tuple of int
+        Leading batch axes of each sample.
+    regime : str
+        One of :data:`REGIMES`.
+    """
     if regime not in REGIMES:
         raise ValueError(f"tangents: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
     return seeds().map(
@@ -1444,7 +1704,16 @@ def tangents(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str 
 
 def samples(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str = "generic"
             ) -> SearchStrategy[tuple[PointBatch, VectorBatch]]:
-    """hypothesis strategy of ``(q, xi)`` pairs drawn by :func:`draw_sample` (the laws' own samples)."""
+    """hypothesis strategy of ``(q, xi)`` pairs drawn by :func:`draw_sample` (the laws' own samples).
+
+    Parameters
+    ----------
+    manifold : Manifold
+        The manifold of the pairs.
+    batch_shape, regime : tuple of int, str
+        As for :func:`tangents`: the leading axes of ``q`` and ``xi``, and the
+        regime of ``xi``.
+    """
     if regime not in REGIMES:
         raise ValueError(f"samples: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
     return seeds().map(lambda s: draw_sample(manifold, s, tuple(batch_shape), regime))
@@ -1500,9 +1769,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m manifold_dirac.testing TARGET...``: run every shared law on your manifolds.
 
     Each ``TARGET`` is ``module:Name`` or ``file.py:Name``, where ``Name`` is
-    a :class:`~manifold_dirac._manifolds.base.Manifold` subclass (checked
+    a :class:`~manifold_dirac.Manifold` subclass (checked
     once per registered retraction), an instance, or a factory returning
     one. Prints one line per manifold with the number of law checks passed.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The targets (default: ``sys.argv[1:]``).
 
     Returns
     -------

@@ -99,7 +99,7 @@ def site(tmp_path_factory):
 
 def test_mkdocs_build_strict(site):
     assert (site / "index.html").exists()
-    assert (site / "api" / "mechanics" / "index.html").exists()
+    assert (site / "api" / "running" / "index.html").exists()
 
 
 def _text(html: str) -> str:
@@ -129,19 +129,79 @@ def test_the_hook_turns_roles_into_cross_references():
         sys.path.pop(0)
 
     api_refs.on_config({"config_file_path": str(ROOT / "mkdocs.yml")})
-    assert api_refs.resolve("Trajectory") == "manifold_dirac._run.trajectory.Trajectory"
-    assert api_refs.resolve("~manifold_dirac._errors.StepError") == "manifold_dirac._errors.StepError"
-    assert api_refs.resolve("Integrator.run") == "manifold_dirac._run.integrator.Integrator.run"
+    # a role resolves to where the object is defined, shown under its public path
+    assert api_refs.public(api_refs.resolve("Trajectory")) == "manifold_dirac.Trajectory"
+    assert api_refs.public(api_refs.resolve("~manifold_dirac._errors.StepError")) == "manifold_dirac.StepError"
+    assert api_refs.public(api_refs.resolve("Integrator.run")) == "manifold_dirac.Integrator.run"
+    assert api_refs.public(api_refs.resolve("dirac.verify")) == "manifold_dirac.dirac.verify"
+    assert api_refs.public(api_refs.resolve("plot_se2_path")) == "manifold_dirac.plotting.plot_se2_path"
     assert api_refs.resolve("no_such_thing") is None
+    # an object with no public path loses its link; one outside the package keeps it
+    assert api_refs.public("manifold_dirac._registry.Registry") is None
+    assert api_refs.public("jax.Array") == "jax.Array"
     # a name defined in several places resolves to the one nearest the docstring that uses it
     many = list(api_refs._BY_NAME.get("step", []))
     assert len(many) >= 2, many
     for p in many:
         assert api_refs.resolve("step", context=p.rsplit(".", 1)[0]) == p
     out = api_refs.rewrite(":class:<code>~manifold_dirac._errors.StepError</code> and <code>f ``x``</code>")
-    assert out == ('<autoref identifier="manifold_dirac._errors.StepError" optional><code>StepError</code></autoref>'
+    assert out == ('<autoref identifier="manifold_dirac.StepError" optional><code>StepError</code></autoref>'
                    " and <code>f x</code>")
     assert api_refs.rewrite(":func:<code>no_such_thing</code>") == "<code>no_such_thing</code>"
+    # the cross-references mkdocstrings writes (parameter types, bases) are pointed at public paths too
+    out = api_refs.rewrite('<autoref identifier="manifold_dirac._mechanics.step.State" optional hover>State</autoref>'
+                           '<autoref identifier="manifold_dirac._registry.Registry" optional hover>Registry</autoref>')
+    assert out == '<autoref identifier="manifold_dirac.State" optional hover>State</autoref>Registry'
+    # a role that shows a full private path shows the public one
+    assert ">manifold_dirac.State<" in api_refs.rewrite(":class:<code>manifold_dirac._mechanics.step.State</code>")
+    assert "><code>Manifold</code><" in api_refs.rewrite(":class:<code>Manifold</code>")  # a short name stays short
+
+
+# ------------------------------------------------------------------ the reference shows public paths only
+_PRIVATE_MODULES = "mechanics|manifolds|run|sweep|spawn|registry|interconnection|errors|config|types|compat"
+_PRIVATE = re.compile(rf"manifold_dirac\._\w+|(?<![\w])_(?:{_PRIVATE_MODULES})\.\w|\._(?:{_PRIVATE_MODULES})\b")
+
+
+def private_paths(text: str) -> list[str]:
+    """The private module paths named in ``text`` (HTML: text, anchors, links and tooltips)."""
+    return [m.group(0) for m in _PRIVATE.finditer(text)]
+
+
+def test_the_private_path_scan_finds_them():
+    for bad in ('id="manifold_dirac._mechanics.step.State"', 'href="#manifold_dirac._run.loop.CHUNK"',
+                'title="State (manifold_dirac._mechanics.step.State)"', "see _manifolds.base.Manifold",
+                "md._sweep", "from manifold_dirac._errors import StepError"):
+        assert private_paths(bad), bad
+    for good in ('id="manifold_dirac.State"', "registered_manifolds", "manifold_dirac.dirac.verify",
+                 "the _run of a step", "md.sweep"):
+        assert not private_paths(good), good
+
+
+def test_the_reference_names_no_private_module(site):
+    """Every entry, anchor, link and tooltip of the API pages names a public path (``manifold_dirac.State``)."""
+    import json
+
+    found = {}
+    for page in sorted((site / "api").rglob("index.html")):
+        html = page.read_text(encoding="utf-8")
+        if private_paths(html):
+            found[str(page.relative_to(site))] = sorted(set(private_paths(html)))
+    # the search index (what a reader sees in the results) and every page's links into the reference
+    for doc in json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]:
+        if doc["location"].startswith("api/") and private_paths(doc["location"] + doc["title"] + doc["text"]):
+            found[f"search: {doc['location']}"] = private_paths(doc["location"] + doc["title"] + doc["text"])
+    for page in sorted(site.rglob("*.html")):
+        links = re.findall(r'href="([^"]*api/[^"]*)"', page.read_text(encoding="utf-8"))
+        bad = [link for link in links if private_paths(link)]
+        if bad:
+            found[f"links in {page.relative_to(site)}"] = bad
+    assert not found, found
+    # the entries are there under their public paths
+    running = (site / "api" / "running" / "index.html").read_text(encoding="utf-8")
+    for name in ("integrate", "Integrator", "Integrator.run", "Trajectory", "rollout", "SolverOptions", "Status"):
+        assert f'id="manifold_dirac.{name}"' in running, name
+    study = (site / "api" / "study" / "index.html").read_text(encoding="utf-8")
+    assert 'id="manifold_dirac.sweep"' in study  # a name imported on first use
 
 
 def test_code_is_highlighted_offline(site):

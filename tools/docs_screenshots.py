@@ -15,7 +15,7 @@ run as part of the docs build; the screenshots are for looking at (``<out>/<page
 Usage (from the repository root)::
 
     PYTHONPATH=$PWD python tools/docs_screenshots.py                  # every page
-    PYTHONPATH=$PWD python tools/docs_screenshots.py index api/mechanics
+    PYTHONPATH=$PWD python tools/docs_screenshots.py index api/running
     PYTHONPATH=$PWD python tools/docs_screenshots.py --out /tmp/shots --no-shots   # checks only
 
 Needs a Chromium binary (Debian: ``apt-get install chromium``; or set ``CHROMIUM``). The browser

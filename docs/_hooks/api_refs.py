@@ -12,18 +12,33 @@ is converted to HTML (``on_page_content``) this hook
   not rendered there, shows it as code without a link: optional references
   never fail the strict build);
 * drops the roles and double backticks left inside code (parameter types
-  such as ``callable ``q -> (n,)```` are shown as code already).
+  such as ``callable ``q -> (n,)```` are shown as code already);
+* names every object by its public path: each cross-reference on the page
+  (the roles' and those mkdocstrings writes for parameter types and base
+  classes) whose target is defined in a private module
+  (``manifold_dirac._mechanics.step.State``) is pointed at the public path
+  (``manifold_dirac.State``), where the reference shows the object; a
+  reference to an object that is not public at all keeps its text and loses
+  the link, so no link, anchor or tooltip names a private module.
 
 The index of object paths comes from griffe (the static analysis
-mkdocstrings uses), loaded once per build. Nothing in the sources changes.
+mkdocstrings uses), loaded once per build; the public paths from the running
+package (``public_names.py``). Nothing in the sources changes.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import sys
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+try:
+    import public_names
+finally:
+    sys.path.pop(0)
 
 ROLES = "class|meth|func|mod|attr|data|exc|obj|const|py:class|py:func|py:meth"
 _ROLE_CODE = re.compile(rf":(?:{ROLES}):<code>(?P<target>[^<]+)</code>")
@@ -32,6 +47,7 @@ _ROLE_TEXT = re.compile(rf":(?:{ROLES}):`(?P<target>[^`]+)`")
 
 _INDEX: dict[str, str] = {}  # object path (aliases included) -> canonical path
 _BY_NAME: dict[str, list[str]] = {}  # last component -> canonical paths
+_PUBLIC: dict[str, str] = {}  # defining path -> public path
 
 
 def _collect(obj: Any, seen: set[int]) -> None:
@@ -59,9 +75,11 @@ def on_config(config: Any, **kwargs: Any) -> Any:
 
     root = Path(config["config_file_path"]).resolve().parent
     package = griffe.load("manifold_dirac", search_paths=[str(root)], resolve_aliases=True,
-                          resolve_external=False)
+                          resolve_external=False, extensions=griffe.load_extensions(public_names.PublicNames()))
     _INDEX.clear()
     _BY_NAME.clear()
+    _PUBLIC.clear()
+    _PUBLIC.update(public_names.public_paths())
     _INDEX[package.path] = package.path
     _collect(package, set())
     return config
@@ -100,6 +118,23 @@ def resolve(target: str, context: str = "") -> str | None:
     return min(candidates, key=lambda p: (-shared(p), p.count("."), p))
 
 
+def public(path: str) -> str | None:
+    """The public path of the object at ``path`` (or of a member of it), or None if it has none.
+
+    ``manifold_dirac._mechanics.integrate.Integrator.run`` -> ``manifold_dirac.Integrator.run``;
+    a path outside the package is returned as it is (``jax.Array``).
+    """
+    if not path.startswith("manifold_dirac"):
+        return path
+    parts = path.split(".")
+    for n in range(len(parts), 0, -1):
+        head = ".".join(parts[:n])
+        if head in _PUBLIC:
+            path = ".".join([_PUBLIC[head], *parts[n:]])
+            break
+    return None if any(p.startswith("_") for p in path.split(".")) else path
+
+
 def _title(target: str) -> str:
     t = html.unescape(target.strip())
     if t.startswith("~"):
@@ -112,8 +147,11 @@ _ANCHOR = re.compile(r'id="(manifold_dirac[\w.]*)"')
 
 def _role(match: re.Match, context: str = "") -> str:
     target = html.unescape(match["target"])
-    title = html.escape(_title(target))
+    title = _title(target)
     path = resolve(target, context)
+    if path is not None and title.startswith("manifold_dirac."):  # a full path shown: show the public one
+        title = public(path) or title.rsplit(".", 1)[-1]
+    title = html.escape(title)
     if path is None:
         return f"<code>{title}</code>"
     return f'<autoref identifier="{html.escape(path)}" optional><code>{title}</code></autoref>'
@@ -138,7 +176,19 @@ def rewrite(text: str) -> str:
         return _role(match, context)
 
     text = _ROLE_CODE.sub(role, text)
+    text = _AUTOREF.sub(_publish, text)
     return _CODE.sub(_inside_code, text)
+
+
+_AUTOREF = re.compile(r'<autoref identifier="(?P<id>[^"]*)"(?P<rest>[^>]*)>(?P<body>.*?)</autoref>', re.DOTALL)
+
+
+def _publish(match: re.Match) -> str:
+    """A cross-reference pointed at the public path of its target, or its bare text if it has none."""
+    path = public(html.unescape(match["id"]))
+    if path is None:
+        return match["body"]
+    return f'<autoref identifier="{html.escape(path)}"{match["rest"]}>{match["body"]}</autoref>'
 
 
 def on_page_content(html_text: str, **kwargs: Any) -> str:

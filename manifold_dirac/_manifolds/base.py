@@ -201,6 +201,17 @@ class Retraction(abc.ABC):
         Lie group: ``tau(-xi) = tau(xi)^{-1}``). The midpoint and trapezoid
         rules are second order and self-adjoint only with a symmetric
         retraction; the declared order of an integrator honours this.
+
+    Examples
+    --------
+    A manifold holds one, chosen by name:
+
+    >>> import manifold_dirac as md
+    >>> r = md.SO3("cayley").retraction
+    >>> isinstance(r, md.Retraction), r.name, r.symmetric
+    (True, 'cayley', True)
+    >>> md.SO3.retraction_names()
+    ('exp', 'cayley')
     """
 
     name: ClassVar[str] = ""
@@ -230,14 +241,44 @@ def register_retraction(*manifolds: type[Manifold], overwrite: bool = False):
     class (``"exp"`` of :class:`~manifold_dirac._manifolds.lie_group.MatrixLieGroup`)
     may be replaced by a subclass's own.
 
+    Parameters
+    ----------
+    *manifolds : Manifold subclass
+        The manifold classes (not instances) that accept the retraction's
+        ``name`` (as ``retraction=name``); their subclasses inherit it.
+    overwrite : bool
+        Replace another class registered under the same name on one of them.
+
+    Returns
+    -------
+    callable
+        The decorator, which returns the class unchanged.
+
+    Raises
+    ------
+    TypeError
+        For a decorated object that is not a :class:`Retraction` subclass
+        with a ``name``.
+    ValueError
+        For a name taken by another class on one of ``manifolds`` (without
+        ``overwrite``).
+
     Examples
     --------
-    >>> @register_retraction(SE2)                      # doctest: +SKIP
-    ... class So2xR2(GroupRetraction):
-    ...     name = "so2xr2"
-    ...     symmetric = False
-    ...     ...
-    >>> SE2(retraction="so2xr2")                       # doctest: +SKIP
+    A new name for a retraction on a group of your own (here a copy of the
+    Cayley retraction of SO(3), registered on a subclass so that ``SO3`` itself
+    is unchanged):
+
+    >>> import manifold_dirac as md
+    >>> class MySO3(md.SO3):
+    ...     pass
+    >>> @md.register_retraction(MySO3)
+    ... class MyCayley(type(md.SO3("cayley").retraction)):
+    ...     name = "my_cayley"
+    >>> MySO3("my_cayley").retraction.name
+    'my_cayley'
+    >>> "my_cayley" in md.SO3.retraction_names()
+    False
     """
 
     def deco(cls: type[Retraction]) -> type[Retraction]:
@@ -270,6 +311,16 @@ def resolve_retraction(M: type[Manifold], retraction: str | Retraction) -> Retra
     ValueError
         For an unknown name, listing the valid ones and how to add one; for
         an instance whose class is not registered for ``M``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> md.resolve_retraction(md.SE2, "cayley")
+    SE2Cayley()
+    >>> md.resolve_retraction(md.SE2, "no_such_retraction")
+    Traceback (most recent call last):
+        ...
+    ValueError: ...
     """
     reg = M.retraction_registry()
     if isinstance(retraction, Retraction):
@@ -311,6 +362,19 @@ class Manifold(abc.ABC):
         The retraction in use.
     coordinate_names : tuple of str
         Names of the human coordinates of :meth:`to_coordinates`.
+
+    Examples
+    --------
+    Every manifold of the library is one; a step moves in its frame coordinates:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> Q = md.Euclidean(2)
+    >>> isinstance(Q, md.Manifold), Q.dim
+    (True, 2)
+    >>> q1 = Q.retract(np.zeros(2), np.array([1.0, 2.0]))            # R_q(xi)
+    >>> np.asarray(Q.inverse_retract(np.zeros(2), q1))                 # R_q^{-1}(q1) = xi
+    array([1., 2.])
     """
 
     dim: int

@@ -28,7 +28,7 @@ class Euclidean(Manifold):
 
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
+    Argument checks (the rules of every :class:`Manifold`): the primitives
     refuse points and tangent vectors whose last axis is not ``n`` in every
     call, eager or traced; there is no value to check (every finite vector
     is a point, and NaN passes through as the mark of a failed member).

@@ -101,13 +101,29 @@ class GeomstatsManifold(Manifold):
         itself (eager numpy; a cross-check).
     name : str, optional
         For ``repr``.
+    retraction : {"metric"} or Retraction
+        The metric exponential ``R_q(xi) = exp_q(E(q) xi)``, the one
+        retraction registered for these manifolds.
 
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
+    Argument checks (the rules of every :class:`Manifold`): the primitives
     refuse points whose last axis is not ``ambient_dim`` and tangent vectors
     whose last axis is not ``dim`` in every call; values are not checked
     here (subclasses may: :class:`Sphere2` does, in eager calls).
+
+    Examples
+    --------
+    The sphere :class:`Sphere2` is one (closed forms; geomstats only for a cross-check):
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> S = md.Sphere2()
+    >>> isinstance(S, md.GeomstatsManifold), S.dim, S.ambient_dim
+    (True, 2, 3)
+    >>> E = np.asarray(S.frame(np.array([0.0, 0.0, 1.0])))   # a basis of the tangent plane
+    >>> E.shape, np.allclose(E.T @ E, np.eye(2))
+    ((3, 2), True)
     """
 
     def __init__(self, frame: Callable, exp: Callable, log: Callable, *, dim: int, ambient_dim: int,

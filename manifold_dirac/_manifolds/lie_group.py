@@ -58,6 +58,24 @@ class GroupRetraction(Retraction):
     pieces share work (the laws check that they equal the composition).
     Every method takes the group ``G`` first, so one retraction class serves
     every group whose primitives it uses.
+
+    Attributes
+    ----------
+    max_rotation : float
+        The step domain: ``in_domain(xi)`` is ``|rotation part of xi| <
+        max_rotation`` (pi by default: where ``exp`` stops being injective).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> G = md.SO3()                                  # exp: tau(xi) = expm(hat(xi))
+    >>> r = G.retraction
+    >>> isinstance(r, md.GroupRetraction), r.max_rotation == np.pi
+    (True, True)
+    >>> g = r.tau(G, np.array([0.0, 0.0, 0.3]))      # a rotation by 0.3 about z
+    >>> np.round(np.asarray(r.tau_inv(G, g)), 12)
+    array([0. , 0. , 0.3])
     """
 
     @abc.abstractmethod
@@ -137,6 +155,17 @@ class MatrixLieGroup(Manifold):
     ----------
     retraction : str or GroupRetraction
         A name registered for the group (``type(G).retraction_names()``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> G = md.SE2()                                   # a matrix Lie group
+    >>> isinstance(G, md.MatrixLieGroup), G.dim, G.matrix_size
+    (True, 3, 3)
+    >>> g = G.retract(np.eye(3), np.array([np.pi / 2, 1.0, 0.0]))   # body twist (omega, v_x, v_y)
+    >>> np.allclose(G.inverse_retract(np.eye(3), g), [np.pi / 2, 1.0, 0.0])
+    True
     """
 
     matrix_size: ClassVar[int]
@@ -180,7 +209,7 @@ class MatrixLieGroup(Manifold):
         eager calls, for a concrete ``g`` that is not in the group (where
         the group defines :meth:`_defects`: SO(3), SE(2), SE(3); tolerance
         ``1e-6``) or has a non-finite entry (:class:`RetractionDomainError`);
-        traced calls check shapes only. See :mod:`manifold_dirac._manifolds.base`.
+        traced calls check shapes only. See :class:`Manifold`.
         """
 
     @abc.abstractmethod

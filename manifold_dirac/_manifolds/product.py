@@ -88,6 +88,7 @@ class ProductManifold(Manifold):
     Attributes
     ----------
     factors : tuple of Manifold
+        The factors, in the order given.
     dims : tuple of int
         The factors' dimensions.
     offsets : tuple of int
@@ -95,7 +96,7 @@ class ProductManifold(Manifold):
 
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac._manifolds.base`): in every call a
+    Argument checks (the rules of every :class:`Manifold`): in every call a
     point must be a tuple (or list) with one point per factor, each of its
     factor's shape (named ``q[i]`` in the message), and a tangent vector
     must have the total length ``dim = sum(dims)``; in eager calls each

@@ -88,9 +88,14 @@ class SE2(MatrixLieGroup):
         the principal angle ``(-pi, pi]``; Cayley's is singular at a rotation
         by pi.
 
+    Attributes
+    ----------
+    matrix_size : int
+        ``3``: points are ``3 x 3`` homogeneous matrices of SE(2).
+
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
+    Argument checks (the rules of every :class:`Manifold`): the primitives
     refuse arguments of the wrong shape in every call (a twist is
     ``(..., 3)``, a pose ``(..., 3, 3)``); in eager calls ``log``,
     ``retract``, ``inverse_retract`` and the fused Jacobian methods also

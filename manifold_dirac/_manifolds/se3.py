@@ -188,9 +188,14 @@ class SE3(MatrixLieGroup):
         (a screw), ``cayley`` is its rational analogue, ``so3xr3`` retracts
         them separately (not symmetric).
 
+    Attributes
+    ----------
+    matrix_size : int
+        ``4``: points are ``4 x 4`` homogeneous matrices of SE(3).
+
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
+    Argument checks (the rules of every :class:`Manifold`): the primitives
     refuse arguments of the wrong shape in every call (a twist is
     ``(..., 6)``, a pose ``(..., 4, 4)``); in eager calls ``log``,
     ``retract``, ``inverse_retract`` and the fused Jacobian methods also

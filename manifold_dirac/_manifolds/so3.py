@@ -94,9 +94,14 @@ class SO3(MatrixLieGroup):
         pi) or ``cayley`` (``cay(w) = (I - w^/2)^{-1}(I + w^/2)``; its inverse
         is singular at rotations by pi).
 
+    Attributes
+    ----------
+    matrix_size : int
+        ``3``: points are ``3 x 3`` rotation matrices.
+
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
+    Argument checks (the rules of every :class:`Manifold`): the primitives
     refuse arguments of the wrong shape in every call (a tangent vector is
     ``(..., 3)``, a point ``(..., 3, 3)``); in eager calls ``log``,
     ``retract``, ``inverse_retract`` and the fused Jacobian methods also

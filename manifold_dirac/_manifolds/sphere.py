@@ -156,7 +156,7 @@ class Sphere2(GeomstatsManifold):
 
     Notes
     -----
-    Argument checks (:mod:`manifold_dirac._manifolds.base`): the primitives
+    Argument checks (the rules of every :class:`Manifold`): the primitives
     refuse points not of shape ``(..., 3)`` and tangent vectors not of shape
     ``(..., 2)`` in every call; in eager calls ``retract``,
     ``inverse_retract`` and the fused Jacobian methods also refuse a concrete
@@ -172,6 +172,18 @@ class Sphere2(GeomstatsManifold):
     change abruptly across them. :meth:`random_point` keeps a distance of
     ``1e-3`` (in ``|z|``) from the switch, so that finite-difference checks
     never straddle it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> S = md.Sphere2()
+    >>> north = np.array([0.0, 0.0, 1.0])
+    >>> q1 = S.retract(north, np.array([np.pi / 2, 0.0]))        # a quarter of a great circle
+    >>> round(float(np.linalg.norm(q1)), 12), round(float(q1 @ north), 12)
+    (1.0, 0.0)
+    >>> np.allclose(S.inverse_retract(north, q1), [np.pi / 2, 0.0])
+    True
     """
 
     def __init__(self, values: str = "closed_form") -> None:

@@ -212,6 +212,17 @@ class GalerkinRule(DiscreteLagrangian):
     points (``s = 3``) 3.99, and the ``s`` Gauss nodes plus the ends are
     ``s + 1`` conditions on ``s`` linear coefficients of ``dg (c - q0)``
     (singular step equations for short steps).
+
+    Examples
+    --------
+    The registered Galerkin rules ``gauss4`` and ``gauss6``:
+
+    >>> import manifold_dirac as md
+    >>> r = md.get_rule("gauss4")
+    >>> isinstance(r, md.GalerkinRule), r.degree, r.order
+    (True, 2, 4)
+    >>> md.get_rule("gauss6").order
+    6
     """
 
     name: str

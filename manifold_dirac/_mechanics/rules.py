@@ -317,6 +317,7 @@ class QuadratureRule(DiscreteLagrangian):
     Parameters
     ----------
     name : str
+        The registered name (``discrete_lagrangian=name``, :func:`register_rule`).
     nodes : tuple of (s, w)
         Node parameters ``s`` in [0, 1] and weights ``w`` summing to 1.
     order : int
@@ -349,6 +350,19 @@ class QuadratureRule(DiscreteLagrangian):
     entering ``p_k = -D1 L_d - f^- (+ A^T mu)``, ``p_{k+1} = D2 L_d + f^+``
     (``u`` a control covector held over the step). On a vector space with the
     midpoint rule ``f^+- = (h/2) F``.
+
+    Examples
+    --------
+    Simpson's nodes along the retraction curve (second order, like every
+    quadrature rule: see ``order``):
+
+    >>> import manifold_dirac as md
+    >>> simpson = md.QuadratureRule("my_simpson", ((0.0, 1 / 6), (0.5, 2 / 3), (1.0, 1 / 6)),
+    ...                             order=2, symmetric=True)
+    >>> simpson.order, simpson.symmetric
+    (2, True)
+    >>> md.get_rule("midpoint").nodes
+    ((0.5, 1.0),)
     """
 
     name: str
@@ -484,6 +498,18 @@ def register_rule(rule: _R | None = None, *, overwrite: bool = False) -> _R | Ca
         For something that is not a :class:`DiscreteLagrangian`.
     ValueError
         For a name taken by another rule (without ``overwrite``).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> md.register_rule(md.QuadratureRule("my_midpoint", ((0.5, 1.0),), order=2, symmetric=True))
+    QuadratureRule(name='my_midpoint', nodes=((0.5, 1.0),), order=2, symmetric=True, degenerate_safe=False)
+    >>> md.get_rule("my_midpoint").nodes                    # now usable as discrete_lagrangian="my_midpoint"
+    ((0.5, 1.0),)
+    >>> md.register_rule(md.QuadratureRule("my_midpoint", ((0.0, 0.5), (1.0, 0.5)), order=2, symmetric=True))
+    Traceback (most recent call last):
+        ...
+    ValueError: ...
     """
     if rule is None:
         return lambda r: register_rule(r, overwrite=overwrite)
@@ -496,7 +522,33 @@ def register_rule(rule: _R | None = None, *, overwrite: bool = False) -> _R | Ca
 
 
 def get_rule(rule: str | DiscreteLagrangian) -> DiscreteLagrangian:
-    """Look a rule up by name (or pass an instance through); a ``ValueError`` lists the valid names."""
+    """Look a rule up by name (or pass an instance through).
+
+    Parameters
+    ----------
+    rule : str or DiscreteLagrangian
+        A registered name (``"midpoint"``, ``"trapezoid"``, ``"gauss4"``,
+        ...), or a rule, returned as it is.
+
+    Returns
+    -------
+    DiscreteLagrangian
+
+    Raises
+    ------
+    ValueError
+        For an unknown name; the message lists the registered ones.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> md.get_rule("trapezoid").nodes
+    ((0.0, 0.5), (1.0, 0.5))
+    >>> md.get_rule("no_such_rule")
+    Traceback (most recent call last):
+        ...
+    ValueError: ...
+    """
     if isinstance(rule, DiscreteLagrangian):
         return rule
     return RULES.get(rule)

@@ -131,6 +131,13 @@ class Scheme(abc.ABC):
     ``carries_pre_momentum``, ``extra_nodes``), decorated by
     :func:`register_scheme`; the integrator, ``rollout`` and ``verify`` then
     accept its name.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> s = md.get_scheme("symmetric")
+    >>> isinstance(s, md.Scheme), s.name, s.order
+    (True, 'symmetric', 2)
     """
 
     name: ClassVar[str]
@@ -299,12 +306,40 @@ def register_scheme(cls: _S | None = None, *, overwrite: bool = False) -> _S | C
     ``@register_scheme`` or ``@register_scheme(overwrite=True)`` on the
     class, or ``register_scheme(cls)``; the class is returned unchanged.
 
+    Parameters
+    ----------
+    cls : Scheme subclass, optional
+        The class to register under its ``name`` (``scheme=name``). Without
+        it, a decorator: ``@register_scheme(overwrite=True)``.
+    overwrite : bool
+        Replace another scheme of the same name.
+
+    Returns
+    -------
+    type or callable
+        ``cls``; without ``cls``, the decorator.
+
     Raises
     ------
     TypeError
         For something that is not a :class:`Scheme` subclass.
     ValueError
         For a name taken by another scheme (without ``overwrite``).
+
+    Examples
+    --------
+    A scheme under a new name (here the split scheme again):
+
+    >>> import manifold_dirac as md
+    >>> @md.register_scheme
+    ... class MySplit(type(md.get_scheme("split"))):
+    ...     name = "my_split"
+    >>> md.get_scheme("my_split").name                       # now usable as scheme="my_split"
+    'my_split'
+    >>> md.register_scheme(int)
+    Traceback (most recent call last):
+        ...
+    TypeError: ...
     """
     if cls is None:
         return lambda c: register_scheme(c, overwrite=overwrite)
@@ -313,7 +348,34 @@ def register_scheme(cls: _S | None = None, *, overwrite: bool = False) -> _S | C
 
 
 def get_scheme(scheme: str | Scheme | type[Scheme]) -> Scheme:
-    """A scheme instance from a name, a class or an instance (a ``ValueError`` lists the valid names)."""
+    """A scheme instance from a name, a class or an instance.
+
+    Parameters
+    ----------
+    scheme : str, Scheme subclass or Scheme
+        A registered name (``"plus"``, ``"minus"``, ``"symmetric"``,
+        ``"split"``, ...), a class (instantiated) or an instance (returned as
+        it is).
+
+    Returns
+    -------
+    Scheme
+
+    Raises
+    ------
+    ValueError
+        For an unknown name; the message lists the registered ones.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> md.get_scheme("plus").name, md.get_scheme(md.get_scheme("minus")).name
+    ('plus', 'minus')
+    >>> md.get_scheme("no_such_scheme")
+    Traceback (most recent call last):
+        ...
+    ValueError: ...
+    """
     if isinstance(scheme, Scheme):
         return scheme
     if isinstance(scheme, type) and issubclass(scheme, Scheme):

@@ -30,6 +30,15 @@ class Status(enum.IntEnum):
     boundary, and a ``hint`` (a format string with the fields ``h``,
     ``residual``, ``max_iter``, ``detail``).
 
+    Attributes
+    ----------
+    summary : str
+        One line saying what happened (``"ok"``, ``"no convergence"``, ...).
+    exception : type of StepError or None
+        What a failed run raises for this status (None for ``OK``).
+    hint : str
+        A format string: what to try (a smaller ``h``, more iterations, ...).
+
     Examples
     --------
     In a batch a failed member is marked, not raised: its status says why.

@@ -358,6 +358,7 @@ class DiscreteDiracDifferential:
     Attributes
     ----------
     sign : {'+', '-'}
+        Which discrete structure: ``'+'`` (the (+) structure (46)/(48)) or ``'-'`` ((47)/(49)).
     basepoint_momentum : ndarray, shape=[n]
         The momentum of the basepoint: ``D2 L_d`` (the ``p_{k+1}`` of
         ``z^ = (q_k, p_{k+1})``) for (+); ``-D1 L_d`` (the ``p_k`` of
@@ -380,6 +381,7 @@ def discrete_dirac_differential(
     Parameters
     ----------
     sign : {'+', '-'}
+        Which discrete structure: ``'+'`` (the (+) structure (46)/(48)) or ``'-'`` ((47)/(49)).
     D1Ld, D2Ld : array-like, shape=[n]
         Partials of ``L_d`` in frame coordinates.
     chi : array-like, shape=[n]
@@ -414,6 +416,7 @@ class DiscreteStepResidual:
     Attributes
     ----------
     sign : {'+', '-'}
+        Which discrete structure: ``'+'`` (the (+) structure (46)/(48)) or ``'-'`` ((47)/(49)).
     constraint : float
         ``|A chi|``: the discrete constraint (52a)/(53a).
     basepoint : float
@@ -429,6 +432,7 @@ class DiscreteStepResidual:
     scale : float
         ``max(1, |inputs|)``; :attr:`ok` compares :attr:`max` with ``tol * scale``.
     tol : float
+        The largest distance from the structure accepted as membership.
     """
 
     sign: Sign
@@ -466,6 +470,7 @@ def in_discrete_structure(
     Parameters
     ----------
     sign : {'+', '-'}
+        Which discrete structure: ``'+'`` (the (+) structure (46)/(48)) or ``'-'`` ((47)/(49)).
     A_k : array-like, shape=[m, n]
         Constraint forms at the chart centre: ``A(q_k)`` for (+),
         ``A(q_{k+1})`` for (−).

@@ -72,6 +72,22 @@ def interconnect_structures(D1: LinearDirac, D2: LinearDirac, S: ArrayLike, *, r
     The direct sum is taken with ``blocks=2`` so that it lives on
     ``T_{(q,p)} T*(Q1 x Q2)``; for induced structures the result is
     ``D_{Delta_Q}`` with ``Delta_Q`` of (31), which is (32).
+
+    Examples
+    --------
+    Two free particles on a line joined by ``v_1 = v_2``: the interconnection
+    is the structure induced by the joined constraint (and not the free one):
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> free = md.dirac.LinearDirac.induced(np.zeros((0, 1)))
+    >>> D = md.dirac.interconnect_structures(free, free, np.array([[1.0, -1.0]]))
+    >>> D.is_dirac(), D.primal_dim
+    (True, 4)
+    >>> D.equals(md.dirac.LinearDirac.induced(np.array([[1.0, -1.0]])))
+    True
+    >>> D.equals(md.dirac.LinearDirac.induced(np.zeros((0, 2))))
+    False
     """
     for name, d in (("D1", D1), ("D2", D2)):
         if not isinstance(d, LinearDirac):
@@ -182,6 +198,18 @@ def constraint_forms_of_intersection(
     is the interconnected structure (32).  The intersection of regular
     distributions need not be regular as ``q`` varies; at a point the best we
     can do is report rank drops against the declared forms.
+
+    Examples
+    --------
+    A knife edge (``v_y = 0``, columns ``(omega, v_x, v_y)``) and a wheel
+    (one column) whose rim speed equals ``v_x``:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> A = md.dirac.block_diag_forms(np.array([[0.0, 0.0, 1.0]]), np.zeros((0, 1)))
+    >>> forms = md.dirac.constraint_forms_of_intersection(A, np.array([[0.0, 1.0, 0.0, -1.0]]))
+    >>> forms.rank, forms.dim, forms.regular                 # Delta_Q: 4 - 2 dimensions
+    (2, 2, True)
     """
     a = _as_matrix(A_blockdiag, "A_blockdiag")
     s = _as_matrix(S, "S")
@@ -269,6 +297,16 @@ def dirac_differential(dL_dq: ArrayLike, dL_dv: ArrayLike, v: ArrayLike) -> tupl
     Notes
     -----
     (14)--(18): ``𝔇L = gamma_Q ∘ dL`` with ``gamma_Q`` of (17).
+
+    Examples
+    --------
+    A particle on a line, ``L = v^2 / 2 - q^2 / 2`` at ``q = 1``, ``v = 2``:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> p, alpha = md.dirac.dirac_differential(np.array([-1.0]), np.array([2.0]), np.array([2.0]))
+    >>> p, alpha                                         # p = dL/dv; alpha = (-dL/dq, v)
+    (array([2.]), array([1., 2.]))
     """
     v_arr = np.asarray(v, dtype=float)
     n = v_arr.shape[0] if v_arr.ndim == 1 else -1

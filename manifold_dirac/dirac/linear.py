@@ -138,6 +138,18 @@ def canonical_two_form(n: int) -> FloatArray:
     -----
     The coordinate expression of ``Omega`` stated before (9); its flat map is
     (11), ``Omega^flat(v) = (-v_p, v_q)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> Omega = md.dirac.canonical_two_form(1)
+    >>> Omega + 0.0
+    array([[ 0.,  1.],
+           [-1.,  0.]])
+    >>> v, u = np.array([1.0, 0.0]), np.array([0.0, 1.0])      # (q, p) components
+    >>> float(v @ Omega @ u)                                    # v_q u_p - v_p u_q
+    1.0
     """
     if not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative integer; got {n!r}.")
@@ -164,6 +176,15 @@ def block_diag_forms(*forms: ArrayLike) -> FloatArray:
     -----
     ``ker blockdiag(A_1, A_2) = ker A_1 (+) ker A_2``: the distribution of the
     direct sum (27) and of (31).
+
+    Examples
+    --------
+    A knife edge's constraint next to an unconstrained subsystem on ``R^2``:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> md.dirac.block_diag_forms(np.array([[0.0, 0.0, 1.0]]), np.zeros((0, 2)))
+    array([[0., 0., 1., 0., 0.]])
     """
     mats = [_as_matrix(f, f"forms[{i}]") for i, f in enumerate(forms)]
     m = sum(a.shape[0] for a in mats)
@@ -184,6 +205,12 @@ class LinearSubspace:
     Construct with :meth:`from_basis` (span of columns) or
     :meth:`from_equations` (kernel of a matrix).
 
+    Parameters
+    ----------
+    orthonormal_basis : array-like of float, shape=[d, k]
+        Orthonormal columns spanning the subspace, taken as they are (the
+        constructors above orthonormalize any basis or equations).
+
     Attributes
     ----------
     ambient_dim : int
@@ -192,6 +219,16 @@ class LinearSubspace:
         Dimension ``k`` of the subspace.
     basis : ndarray, shape=[d, k]
         Orthonormal columns spanning the subspace (a copy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> plane = md.dirac.LinearSubspace.from_equations(np.array([[0.0, 0.0, 1.0]]))   # z = 0 in R^3
+    >>> plane.dim, plane.ambient_dim
+    (2, 3)
+    >>> plane.contains(np.array([1.0, 2.0, 0.0])), plane.contains(np.array([0.0, 0.0, 1.0]))
+    (True, False)
     """
 
     __slots__ = ("_basis",)
@@ -694,10 +731,36 @@ class LinearDirac(LinearRelation):
     :meth:`from_distribution` (``Delta (+) Delta°``), :meth:`from_two_form`
     (4), :meth:`induced` (9) or :meth:`interaction` (26).
 
+    Parameters
+    ----------
+    space : LinearSubspace
+        The subspace of ``R^{2N}`` (``v`` coordinates first, then ``alpha``).
+    primal_dim, dual_dim : int
+        Both ``N`` (a structure on ``V (+) V*``).
+
     Notes
     -----
     ``<<(v1, a1), (v2, a2)>> = <a1, v2> + <a2, v1>`` (1); ``D`` is Dirac iff
     ``D = D^perp``, equivalently ``D`` is isotropic and ``dim D = N``.
+
+    Examples
+    --------
+    The induced structure (9) of the knife edge's constraint ``v_y = 0`` on
+    ``R^3``: ``v_q`` in ``ker A``, ``alpha_p = v_q``, ``alpha_q + v_p`` in the
+    row space of ``A``:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> D = md.dirac.LinearDirac.induced(np.array([[0.0, 0.0, 1.0]]))
+    >>> D.is_dirac(), D.primal_dim
+    (True, 6)
+    >>> v = np.array([1.0, 2.0, 0.0, 0.0, 0.0, 0.0])          # (v_q, v_p)
+    >>> alpha = np.array([0.0, 0.0, 5.0, 1.0, 2.0, 0.0])      # (alpha_q, alpha_p)
+    >>> D.contains(v, alpha)
+    True
+    >>> v[2] = 1.0                                          # v_q leaves ker A
+    >>> D.contains(v, alpha)
+    False
     """
 
     __slots__ = ()
@@ -899,6 +962,14 @@ class LinearDirac(LinearRelation):
         -----
         (25)--(26).  With ``S`` empty it is ``V (+) 0``, the unit of the tensor
         product.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import manifold_dirac as md
+        >>> D_int = md.dirac.interaction(np.array([[1.0, -1.0]]))     # v_1 = v_2 on R x R
+        >>> D_int.is_dirac(), D_int.primal_dim
+        (True, 4)
         """
         s = _as_matrix(S, "S")
         return cls.from_distribution(forms=np.hstack([s, np.zeros_like(s)]), rtol=rtol)

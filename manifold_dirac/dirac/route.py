@@ -222,7 +222,9 @@ def constraint_along_retraction(system: LagrangeDiracSystem, q: Point, xi: Array
         Elementary (its ``A``) or interconnected (the subsystems' forms and the
         interactions', each subsystem on its own retraction).
     q : point
+        The base point (float64; a tuple of the subsystems' points on a product).
     xi : array-like, shape=[n]
+        The step in the retraction's chart at ``q`` (frame coordinates, float64).
     s : float or array-like, shape=[k]
         Curve parameters; ``c(s) = R_q(s xi)``, ``c'(s) = J_xi(s xi) xi`` in the frame at ``c(s)``.
 
@@ -291,6 +293,7 @@ def discrete_structure_of(system: LagrangeDiracSystem, sign: str, q: Point, *, m
     system : LagrangeDiracSystem
         An elementary or an :class:`~manifold_dirac._interconnection.InterconnectedSystem`.
     sign : {'+', '-'}
+        Which discrete structure: ``'+'`` (the (+) structure (46)/(48)) or ``'-'`` ((47)/(49)).
     q : point
         The chart centre: ``q_k`` for (+), ``q_{k+1}`` for (−).
     midpoint, xi : optional
@@ -333,11 +336,13 @@ class DiracRouteResult:
     Attributes
     ----------
     q : list of points, length K+1
+        The computed points ``q_0, ..., q_K``.
     p : ndarray, shape=[K+1, n]
         Momenta ``p_k`` (for ``minus`` the momentum of (53d)).
     residual : ndarray, shape=[K]
         The final distance of each step from its structure (relative).
     iterations : ndarray of int, shape=[K]
+        Newton iterations of each step's membership solve.
     meta : dict
         ``h``, ``scheme``, ``discrete_lagrangian``, ``stride`` (1), ``t0``.
     """
@@ -380,20 +385,26 @@ def dirac_route(system: LagrangeDiracSystem, q0: Point, v0: ArrayLike | None = N
     system : LagrangeDiracSystem
         Elementary or interconnected (nested interconnections too).
     q0 : point
+        The initial point (float64; a tuple of the subsystems' points for an
+        interconnected system). One trajectory: the route does not batch.
     v0, p0 : array-like, shape=[n]
         Initial velocity (``p0 = dL/dv(q0, v0)``, the sum of the subsystems')
         or momentum. One of them.
     h : float
+        The time step (> 0).
     n_steps : int
+        The number of steps.
     scheme : str or Scheme
         A scheme that declares its discrete Dirac structure
         (``Scheme.dirac_sign``): the built-in "plus", "minus" and "symmetric".
     discrete_lagrangian : str or QuadratureRule
         Its nodes define each subsystem's ``L_d^i``.
     t0 : float
+        The time of ``q0`` (the forces' ``t``).
     tol : float
         Largest relative distance from the structure accepted at a solution.
     max_iter : int
+        Newton iterations allowed per step.
 
     Returns
     -------
@@ -425,6 +436,19 @@ def dirac_route(system: LagrangeDiracSystem, q0: Point, v0: ArrayLike | None = N
     differentiation) and holds the subspace fixed; where the subspace moves
     with ``xi`` ((−), symmetric) the iteration converges linearly at a rate
     ``O(|xi|)``, to the same solution.
+
+    Examples
+    --------
+    The knife edge by membership in ``D^{d+}``, against the integrator's own step:
+
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> knife = md.systems.knife_edge()
+    >>> v0 = np.array([0.5, 1.0, 0.0])                 # (omega, v_x, v_y): no sideways slip
+    >>> route = md.dirac.dirac_route(knife, np.eye(3), v0, h=0.05, n_steps=20, scheme="plus")
+    >>> tr = md.integrate(knife, np.eye(3), v0=v0, h=0.05, n_steps=20, scheme="plus")
+    >>> bool(np.max(np.abs(np.asarray(route.p) - tr.p)) < 1e-10)
+    True
     """
     sch = get_scheme(scheme)
     sign, mid = sch.dirac_sign, sch.dirac_midpoint
@@ -512,6 +536,7 @@ class StepVerification:
     Attributes
     ----------
     scheme : str
+        The name of the scheme whose structure was checked.
     membership : ndarray, shape=[K]
         Distance of ``(X_d^k, 𝔇^±L_d)`` from ``D^{d±}`` (the symmetric
         scheme: from its own structure), relative to ``max(1, |point|)``. For
@@ -648,6 +673,16 @@ def verify(system: LagrangeDiracSystem, trajectory: Trajectory, *, symmetry: Cal
     hold the linearized ``dg(q_k) xi = 0``, satisfied by such a step only to
     ``O(h^2)``. The reported momenta are RATTLE projections, so the basepoint
     is compared modulo ``dg^T nu``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> knife = md.systems.knife_edge()
+    >>> tr = md.integrate(knife, np.eye(3), v0=np.array([0.5, 1.0, 0.0]), h=0.05, n_steps=20)
+    >>> report = md.dirac.verify(knife, tr)
+    >>> report.ok, report.scheme
+    (True, 'symmetric')
     """
     meta = getattr(trajectory, "meta", {}) or {}
     sch = get_scheme(scheme or meta.get("scheme"))

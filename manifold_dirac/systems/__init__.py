@@ -1,18 +1,27 @@
-"""Ready-made systems, one file per family (each with analytic partials), on the compiled engine.
+"""Ready-made systems (``md.systems.pendulum()``, ...), each with analytic partials.
 
 Every Lagrangian, constraint and force is written for one point with
-``jax.numpy``; exact and reference solutions are numpy/scipy.
+``jax.numpy``; the exact and reference solutions (``*_exact``,
+``*_reference``) are numpy/scipy. By family:
 
-* :mod:`.pendulums` -- oscillators, pendulum, double pendulum (Euclidean);
-* :mod:`.rigid_bodies` -- free rigid body, heavy top (SO(3)); tumbling brick (SE(3));
-* :mod:`.vehicles` -- knife edge, inclined knife edge, Chaplygin sled,
-  differential drive (SE(2));
-* :mod:`.circuits` -- the LC loop (degenerate, Kirchhoff constraint);
-* :mod:`.degenerate` -- the Lotka--Volterra Lagrangian, linear in the velocities;
-* :mod:`.interconnected` -- the worked interconnected systems;
-* :mod:`.linkages`, :mod:`.rolling_bodies` -- holonomic constraints ``g(q) = 0``: the four-bar
-  linkage, rods pinned by spherical joints, a disk rolling on a plane in space;
-* :mod:`.catalog` -- the named examples (imported on its own: ``from .catalog import get_example``).
+* oscillators and pendulums (Euclidean): :func:`harmonic_oscillator`,
+  :func:`damped_oscillator`, :func:`pendulum`, :func:`double_pendulum`,
+  :func:`spherical_pendulum`;
+* rigid bodies: :func:`free_rigid_body`, :func:`heavy_top` (SO(3));
+  :func:`tumbling_brick` (SE(3), or SO(3) x R^3: :func:`tumbling_brick_on_product`);
+* vehicles (SE(2), nonholonomic): :func:`knife_edge`, :func:`inclined_knife_edge`,
+  :func:`chaplygin_sled`, :func:`differential_drive`;
+* degenerate Lagrangians: :func:`lc_circuit` (Kirchhoff's law as a constraint),
+  :func:`lotka_volterra` (linear in the velocities);
+* interconnected systems: :func:`mass_spring_torn` (and its monolithic twin),
+  :func:`lc_from_elements`, :func:`rolling_disk`, :func:`rolling_ball`,
+  :func:`two_wheel_cart`;
+* holonomic constraints ``g(q) = 0``: :func:`four_bar`, :func:`rigid_double_pendulum`
+  (rods pinned by spherical joints), :func:`cartesian_spherical_pendulum`,
+  :func:`rolling_disk_3d` (a disk rolling on a plane in space).
+
+The named, ready-to-run examples built from them are ``md.get_example(name)``
+(``manifold-dirac list``).
 """
 
 from .circuits import KIRCHHOFF_LC, lc_circuit, lc_circuit_exact

@@ -34,9 +34,14 @@ class Example:
     Attributes
     ----------
     name : str
+        The catalog key (``md.get_example(name)``, ``manifold-dirac run name``).
     description : str
+        One line for ``manifold-dirac list``.
     build : callable ``retraction -> LagrangeDiracSystem``
+        The system with the named retraction (one of ``retractions``).
     initial : callable ``system -> (q0, v0)``
+        Initial point and velocity (float64 arrays of the point's and the
+        frame's shape).
     h : float
         Default step.
     T : float
@@ -54,6 +59,18 @@ class Example:
         Which figure suits it: ``"se2"``, ``"so3"``, ``"sphere"``, ``"coordinates"``.
     angles : tuple of int
         Indices of ``coordinates`` that are angles (differences wrapped to (-pi, pi]).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> ex = md.get_example("pendulum")
+    >>> ex.name, ex.retractions
+    ('pendulum', ('identity',))
+    >>> system = ex.build(ex.retractions[0])
+    >>> q0, v0 = ex.initial(system)
+    >>> tr = md.integrate(system, q0, v0=v0, h=ex.h, n_steps=4)
+    >>> len(tr.t)
+    5
     """
 
     name: str
