@@ -1,6 +1,6 @@
 """The law-check run quoted on the "Adding a manifold" page, with the machine named.
 
-Runs ``python -m manifold_dirac.testing manifold_dirac._manifolds:SE3`` (every
+Runs ``python -m manifold_dirac.testing manifold_dirac:SE3`` (every
 retraction of the library's SE(3)), prints the machine and load average, then
 the command's output and its CPU time: one line per retraction with the number of law checks
 and their time (mostly compiling the law programs).
@@ -29,7 +29,7 @@ def main() -> None:
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
-        [sys.executable, "-m", "manifold_dirac.testing", "manifold_dirac._manifolds:SE3"],
+        [sys.executable, "-m", "manifold_dirac.testing", "manifold_dirac:SE3"],
         env=env,
         cwd=ROOT,
         capture_output=True,
