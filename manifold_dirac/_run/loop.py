@@ -34,7 +34,7 @@ from .._mechanics.status import Status
 from .._mechanics.step import FAIL_ENERGY, State, StepMap
 from .._types import Params, Vector
 from .programs import member_step
-from .recording import Recording, _pack, _Store
+from .recording import Raw, Recording, _pack, _Store, _unpack
 from .reports import Monitor
 from .state import RunState
 
@@ -53,32 +53,42 @@ def _energy_failure(st: State, k: jax.Array, v: Vector, error: jax.Array) -> Sta
     )
 
 
-def _build_chunk(sm: StepMap, batched: bool, point: Callable = Recording.point) -> Callable:
+def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Recording) -> Callable:
     """The compiled chunk: ``CHUNK`` slots, each one stored point and up to ``stride`` steps.
 
     ``stride`` is an argument (traced): another stride does not recompile.
     Inside a slot the steps are a loop with a traced trip count whose first
-    iteration keeps its step record; the stored point of the slot is
-    computed after that loop from the slot's first state and that record, so
-    the step map and the point appear once each in the program. The last
-    live slot takes only the steps left (none are computed and discarded),
-    and at least one: the point at ``q_k`` needs the step from ``q_k`` (its
-    central velocity), which is taken but not kept at the end of the run.
-    The slots are a loop over the live slots only (``fori_loop`` with a
-    traced trip count, writing each slot's output in place): a short run
-    does not pay for a whole chunk. Rows of the output past the live slots
-    are left zero and never read.
+    iteration keeps its step record; the slot keeps the minimum of its
+    stored point (:class:`~manifold_dirac._run.recording.Raw`: ``q_k``,
+    ``q_{k-1}``, the status) with that record, so the step map appears once
+    in the program. The last live slot takes only the steps left (none are
+    computed and discarded), and at least one: the point at ``q_k`` needs the
+    step from ``q_k`` (its central velocity), which is taken but not kept at
+    the end of the run. The slots are a loop over the live slots only
+    (``fori_loop`` with a traced trip count, writing each slot's output in
+    place): a short run does not pay for a whole chunk of steps. Rows of the
+    output past the live slots are left zero and never read.
 
-    ``point`` (static: :meth:`Recording.point`) computes the stored point of
-    a slot.
+    After the loop, the stored points (velocity, energy, constraint
+    violations: :meth:`Recording.point <manifold_dirac._run.recording.Recording.point>`)
+    are computed for all the rows at once (``vmap``), in the same program.
+    A healthy member whose energy at a stored point ``q_k`` is not finite
+    fails there: the chunk returns, per member, the first such step
+    (``-1`` for none) and the velocity there, and the host runs the chunk
+    again with them as ``fail_k``, ``fail_v``, which freeze the member at
+    ``q_k`` (its steps from there discarded), as the step's own failures are.
     """
     step = member_step(sm, batched)
-    member_point = point
+    point = recording.point
     if batched:
-        member_point = jax.vmap(point, in_axes=(None, 0, 0, 0, None, 0, None, None, None, None))
+        point = jax.vmap(point, in_axes=(None, 0, 0, None, None, 0, None, None))
+    rows = jax.vmap(point, in_axes=(None, 0, 0, 0, 0, None, None, None))  # over the stored points of a chunk
+    lead = 1 if batched else 0
+    spec_in: list = []
     spec: list = []
 
-    def chunk(members, q_prev, have_prev, v_init, k0, slot0, n_slots, n_total, stride, t0, h, params, controls):
+    def chunk(members, q_prev, have_prev, v_init, k0, slot0, n_slots, n_total, stride, t0, h, params, controls,
+              fail_k, fail_v):
         def control(k):
             return None if controls is None else controls[..., jnp.clip(k, 0, controls.shape[-2] - 1), :]
 
@@ -97,15 +107,16 @@ def _build_chunk(sm: StepMap, batched: bool, point: Callable = Recording.point) 
             rec_init = jax.eval_shape(lambda: step(st0, k, t0, h, params, control(k))[1])
             rec_init = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), rec_init)
             st, qp, k2, rec = jax.lax.fori_loop(0, n_sub, sub, (st0, qp0, k, rec_init))
-            pt = member_point(sm, st0, rec, qp0, hp, v_init, k == 0, k >= n_total, h, params)
-            # a non-finite energy at a stored point of a healthy member is a failure at that point:
-            # the member is frozen at q_k (the slot's steps from it are discarded), never ok with a NaN energy
-            bad = (pt.status == Status.OK) & ~jnp.isfinite(pt.energy)
-            st = tree_where(bad, _energy_failure(st0, k, pt.v, rec.error), st)
-            qp = tree_where(bad, st0.q, qp)
-            pt = pt._replace(status=jnp.where(bad, Status.NONFINITE, pt.status).astype(pt.status.dtype))
-            slot_info = jnp.stack([t0 + k * h, (k < n_total).astype(jnp.float64), 1.0])
-            return (st, qp, hp | (k2 > k), k2), (slot_info, _pack((pt, rec), spec, batched))
+            status = jnp.where(k >= n_total, st0.status, rec.status)
+            # a non-finite energy at a stored point of a healthy member (found after the loop, on a first run of
+            # the chunk) is a failure at that point: the member is frozen at q_k, never ok with a NaN energy
+            frozen = (status == Status.OK) & (k == fail_k)
+            st = tree_where(frozen, _energy_failure(st0, k, fail_v, rec.error), st)
+            qp = tree_where(frozen, st0.q, qp)
+            slot_info = jnp.stack([t0 + k * h, (k < n_total).astype(jnp.float64), 1.0, k.astype(jnp.float64),
+                                   jnp.asarray(hp, jnp.float64)])
+            raw = Raw(st0.q, qp0, status, frozen)
+            return (st, qp, hp | (k2 > k), k2), (slot_info, _pack((raw, rec), spec_in, lead))
 
         carry0 = (members, q_prev, have_prev, k0)
         # the live slots only (a loop with a traced trip count): a short run does not pay for a whole chunk
@@ -118,7 +129,18 @@ def _build_chunk(sm: StepMap, batched: bool, point: Callable = Recording.point) 
             return carry, jax.tree.map(lambda b, o: jax.lax.dynamic_update_index_in_dim(b, o, j, 0), bufs, out)
 
         n_live = jnp.clip(n_slots - slot0, 0, CHUNK)
-        return jax.lax.fori_loop(0, n_live, slot, (carry0, bufs0))
+        carry, (info, packed) = jax.lax.fori_loop(0, n_live, slot, (carry0, bufs0))
+        # the stored points, all rows at once
+        raw, rec = _unpack(packed, spec_in[0], jnp)
+        k_rows = info[:, 3].astype(jnp.int32)
+        pts = rows(sm, raw, rec, info[:, 4] > 0, k_rows == 0, v_init, h, params)
+        live = jnp.arange(CHUNK) < n_live
+        bad = (pts.status == Status.OK) & ~jnp.isfinite(pts.energy)
+        bad = bad & (live[:, None] if batched else live)
+        j = jnp.argmax(bad, axis=0)
+        failed_k = jnp.where(jnp.any(bad, axis=0), k_rows[j], -1).astype(jnp.int32)
+        failed_v = pts.v[j, jnp.arange(bad.shape[1])] if batched else pts.v[j]
+        return carry, (info[:, :3], _pack((pts, rec), spec, lead + 1)), (failed_k, failed_v)
 
     compiled = jax.jit(chunk)
     compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
@@ -154,7 +176,9 @@ def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, mo
           stop_on_failure: bool, h: float, params: Params, controls: jax.Array | None) -> Outcome:
     """Run the compiled chunks ``fn`` from ``state`` until ``recording``'s points are stored.
 
-    After each chunk its points go into ``store`` and ``monitor`` sees the
+    A chunk that finds a member's energy not finite at a stored point is run
+    again with the member frozen there (:func:`_build_chunk`). After each
+    chunk its points go into ``store`` and ``monitor`` sees the
     step index (progress) and the state (the user's callback, which may stop
     the run: one more, closing, slot then records the state it saw). The run
     stops early once every member has failed, or once one has when
@@ -167,6 +191,7 @@ def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, mo
     have_prev = state.q_prev is not None
     v_init = state.v_init if state.v_init is not None else np.zeros(np.shape(members.p))
     v_nan = np.full(np.shape(v_init), np.nan)
+    no_fail_k, no_fail_v = np.full(np.shape(members.status), -1, np.int32), np.zeros(np.shape(v_init))
     use_v_init = state.v_init is not None and state.k == 0
     k = state.k
     n_slots, stride = recording.n_slots, recording.stride
@@ -181,7 +206,16 @@ def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, mo
             args = (members, q_prev, np.bool_(have_prev), v_init if use_v_init else v_nan,
                     np.int32(k), np.int32(slot0), np.int32(n_slots), np.int32(n_total), np.int32(stride),
                     np.float64(state.t0), np.float64(h), params, controls)
-            carry, out = fn(*args)
+            fail_k, fail_v = no_fail_k, no_fail_v
+            while True:
+                carry, out, (found_k, found_v) = fn(*args, fail_k, fail_v)
+                found_k = np.asarray(found_k)
+                new = (found_k >= 0) & (fail_k < 0)
+                if not np.any(new):
+                    break
+                # a member whose energy is not finite at a stored point: the chunk again, frozen there
+                fail_k = np.where(new, found_k, fail_k).astype(np.int32)
+                fail_v = np.where(new[..., None], np.asarray(found_v), fail_v)
             store.add(jax.device_get(out))
             # the state advances only once its points are stored: an interruption keeps the two consistent
             (members, q_prev, hp, kk), slot0 = carry, slot0 + CHUNK

@@ -4,13 +4,16 @@ A :class:`Recording` says what is stored (as diffrax's ``SaveAt``): every
 ``stride``-th point and the last, each a :class:`Point` (``q_k``, the
 reported momentum, velocity and energy, the status, the constraint
 violations) with the record of the step taken from it. The compiled loop
-computes a stored point with :meth:`Recording.point` and packs it into one
-array (:func:`_pack`); the host unpacks each chunk into a :class:`_Store`;
+keeps only the minimum of each stored point (:class:`Raw`: what the step
+produces anyway) and computes the rest after the loop, vectorized over the
+chunk's stored points, with :meth:`Recording.point`; the points are packed
+into one array (:func:`_pack`); the host unpacks each chunk into a :class:`_Store`;
 :func:`assemble` makes the :class:`~manifold_dirac._run.trajectory.Trajectory`.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import NamedTuple
 
 import jax
@@ -19,7 +22,7 @@ import numpy as np
 
 from .._mechanics.composition import ComposedStepMap
 from .._mechanics.status import Status
-from .._mechanics.step import State, StepMap, StepRecord
+from .._mechanics.step import StepMap, StepRecord
 from .._mechanics.system import LagrangeDiracSystem
 from .._types import Covector, Params, Point as PointT, PyTree, Scalar, Vector
 from .start import _DEGENERATE, _legendre_solve
@@ -61,9 +64,42 @@ _REPORTED_NEWTON = 3
 """Newton iterations of the reported Legendre velocity (from the central difference, ``O(h^2)`` away)."""
 
 
-def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: PointT, have_prev: jax.Array, v_init: Vector,
-                  use_v_init: jax.Array, closing: jax.Array, h: Scalar, params: Params) -> Point:
-    """The stored point at ``q_k``: momentum, velocity, energy, status.
+class Raw(NamedTuple):
+    """What the compiled loop keeps of a stored point of one member: what the step produces anyway.
+
+    The rest of the stored point (:class:`Point`: the velocity, the energy,
+    the constraint violations) is computed from it after the loop, for all
+    the stored points of a chunk at once (:meth:`Recording.point` under
+    ``vmap``).
+
+    Attributes
+    ----------
+    q : point
+        ``q_k``.
+    q_prev : point
+        ``q_{k-1}`` (``q_k`` itself where there is none).
+    status : int32 array, shape=[]
+        The member's status after the step from ``q_k`` (its status before
+        that step at the closing point of a run, where the step is not kept).
+    frozen : bool array, shape=[]
+        The member was frozen at ``q_k`` because its energy there is not
+        finite (the stored status becomes ``NONFINITE``).
+    """
+
+    q: PointT
+    q_prev: PointT
+    status: jax.Array
+    frozen: jax.Array
+
+
+def _member_point(sm: StepMap, raw: Raw, rec: StepRecord, have_prev: jax.Array, first: jax.Array, v_init: Vector,
+                  h: Scalar, params: Params) -> Point:
+    """The stored point at ``q_k``: momentum, velocity, energy, status (one member; traceable).
+
+    ``raw`` and ``rec`` are what the loop kept at ``q_k`` (the step from it);
+    ``have_prev`` says whether ``q_{k-1}`` is known (not at the start of a
+    run from ``q0``), ``first`` whether ``k = 0`` (where a given ``v0``,
+    ``v_init``, is the velocity when finite).
 
     The velocity is the central difference
     ``(R_{q_k}^{-1}(q_{k+1}) - R_{q_k}^{-1}(q_{k-1}))/(2h)`` (second order),
@@ -82,26 +118,27 @@ def _member_point(sm: StepMap, state: State, rec: StepRecord, q_prev: PointT, ha
     """
     Q = sm.system.Q
     fwd_ok = rec.status == Status.OK
-    back = -Q.inverse_retract(state.q, q_prev)
+    back = -Q.inverse_retract(raw.q, raw.q_prev)
     fwd = rec.xi
     v = jnp.where(
         have_prev,
         jnp.where(fwd_ok, 0.5 * (fwd + back) / h, back / h),
-        jnp.where(use_v_init & jnp.all(jnp.isfinite(v_init)), v_init, fwd / h),
+        jnp.where(first & jnp.all(jnp.isfinite(v_init)), v_init, fwd / h),
     )
-    status = jnp.where(closing, state.status, rec.status)
+    status = raw.status
     failed = status != Status.OK
     p = rec.p_start
     if sm.system.n_holonomic:  # the RATTLE projection of the reported velocity and momentum onto dg(q_k) v = 0
-        v, p = sm.system.holonomic_projection(state.q, v, p, params)
+        v, p = sm.system.holonomic_projection(raw.q, v, p, params)
         p = jnp.where(failed, rec.p_start, p)
     v = jnp.where(failed, jnp.nan, v)
     # the slip is the motion's own (at the central difference): the Legendre velocity is in ker C by construction
-    slip, g_violation = sm.system.constraint_violation(state.q, v, params)
+    slip, g_violation = sm.system.constraint_violation(raw.q, v, params)
     if _legendre_reported(sm):
-        v = jnp.where(failed, jnp.nan, _reported_legendre_velocity(sm.system, state.q, p, v, params))
-    energy = jnp.where(failed, jnp.nan, sm.system.energy(state.q, v, p, params))
-    return Point(state.q, p, v, energy, status, slip, g_violation)
+        v = jnp.where(failed, jnp.nan, _reported_legendre_velocity(sm.system, raw.q, p, v, params))
+    energy = jnp.where(failed, jnp.nan, sm.system.energy(raw.q, v, p, params))
+    status = jnp.where(raw.frozen, Status.NONFINITE, status).astype(raw.status.dtype)
+    return Point(raw.q, p, v, energy, status, slip, g_violation)
 
 
 def _legendre_reported(sm: StepMap) -> bool:
@@ -150,9 +187,12 @@ class Recording:
 
     Notes
     -----
-    :meth:`point` is what the compiled loop computes at a stored point; it
-    is a static method (the same for every recording), so the loop's
-    program does not depend on the recording.
+    The compiled loop keeps, per stored point, only what the step produces
+    anyway (:class:`Raw` and the step's record); :meth:`point` computes the
+    rest (velocity, energy, constraint violations) after the loop, for all
+    the stored points of a chunk at once (``vmap``), in the same compiled
+    program. It is a static method (the same for every recording), so the
+    loop's program does not depend on the recording.
     """
 
     def __init__(self, stride: int, n_steps: int):
@@ -167,29 +207,28 @@ class Recording:
         return _Store(self.n_slots, spec)
 
 
-def _pack(tree: PyTree, spec: list, batched: bool) -> jax.Array:
-    """All leaves of ``tree`` raveled into one float64 vector per member (``(B, F)`` if batched).
+def _pack(tree: PyTree, spec: list, lead: int) -> jax.Array:
+    """All leaves of ``tree`` raveled into one float64 vector per entry of the ``lead`` leading axes.
 
     One output array per stored point instead of one per field: on a CPU,
-    each separate output of a ``scan`` costs a dynamic update per iteration.
-    ``spec`` receives ``(treedef, [(shape, dtype), ...])`` at trace time.
+    each separate output of a loop costs a dynamic update per iteration.
+    ``spec`` receives ``(treedef, [(shape, dtype), ...])`` (the shapes past
+    the ``lead`` axes) at trace time.
     """
     leaves, treedef = jax.tree.flatten(tree)
-    lead = 1 if batched else 0
     if not spec:
         spec.append((treedef, [(tuple(x.shape[lead:]), x.dtype) for x in leaves]))
-    if batched:
-        return jnp.concatenate([jnp.reshape(x, (x.shape[0], -1)).astype(jnp.float64) for x in leaves], axis=-1)
-    return jnp.concatenate([jnp.ravel(x).astype(jnp.float64) for x in leaves])
+    return jnp.concatenate([jnp.reshape(x, (*x.shape[:lead], -1)).astype(jnp.float64) for x in leaves], axis=-1)
 
 
-def _unpack(flat: np.ndarray, spec: tuple) -> PyTree:
-    """Inverse of :func:`_pack` on host arrays ``(..., F)``."""
+def _unpack(flat: np.ndarray | jax.Array, spec: tuple, xp: ModuleType = np) -> PyTree:
+    """Inverse of :func:`_pack` on arrays ``(..., F)``: host arrays (``xp = numpy``) or traced ones (``jax.numpy``)."""
     treedef, shapes = spec
     out, i = [], 0
     for shape, dtype in shapes:
         size = int(np.prod(shape))
-        out.append(flat[..., i:i + size].reshape(*flat.shape[:-1], *shape).astype(dtype, copy=False))
+        part = flat[..., i:i + size].reshape(*flat.shape[:-1], *shape)
+        out.append(part.astype(dtype, copy=False) if xp is np else part.astype(dtype))
         i += size
     return jax.tree.unflatten(treedef, out)
 

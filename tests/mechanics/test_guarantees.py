@@ -269,6 +269,25 @@ def test_in_a_batch_only_the_failing_members_are_marked():
     assert np.all(np.isfinite(tr.energy[:5, 0]))
 
 
+def test_a_non_finite_energy_in_a_later_chunk_freezes_only_that_member():
+    """Member 0 reaches the NaN band at step 300, past the first compiled chunk of stored points: it fails
+    there and is frozen at ``q_300``; its points before are those of a run that never meets the band, and
+    member 1 runs on as it would alone."""
+    sysm = _with_params(PROBE, {**FAR, "band": np.float64(0.5)})
+    q0 = np.array([[-29.5, -29.5], [-2.0, -2.0]])
+    v0 = np.array([[1.0, 1.0], [-1.0, -1.0]])
+    tr = integrate(sysm, q0, v0=v0, h=0.1, n_steps=400)
+    assert 300 > CHUNK
+    assert list(tr.status) == [Status.NONFINITE, Status.OK]
+    assert tr.messages[0].startswith("step 300 (t = 30), batch member [0]") and "in the energy" in tr.messages[0]
+    assert np.all(tr.q[300:, 0] == tr.q[300, 0]) and np.all(np.isnan(tr.energy[300:, 0]))
+    assert np.all(np.isfinite(tr.energy[:300, 0]))
+    clear = integrate(PROBE, q0, v0=v0, h=0.1, n_steps=299)
+    np.testing.assert_array_equal(tr.q[:300, 0], clear.q[:, 0])
+    alone = integrate(sysm, q0[1], v0=v0[1], h=0.1, n_steps=400)
+    np.testing.assert_allclose(tr.q[:, 1], alone.q, rtol=0, atol=1e-14)
+
+
 # ------------------------------------------------------ 3. retraction's domain
 @pytest.mark.parametrize("key,v0,xi,edge", [
     ("free_rigid_body", [0.0, 0.0, 10.0], "10", "3.142"),  # exp on SO(3): |xi| < pi
