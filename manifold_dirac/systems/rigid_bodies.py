@@ -123,7 +123,7 @@ def heavy_top(
 
     def L(q, v, p=None):
         p = P if p is None else p
-        return 0.5 * jnp.sum(p["inertia"] * v * v) - p["mgl"] * jnp.dot(q[2, :], p["chi"])
+        return 0.5 * jnp.sum(p["inertia"] * v * v) - p["mgl"] * jnp.sum(q[2, :] * p["chi"])
 
     def partials(q, v, p=None):
         p = P if p is None else p

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._manifolds import SO3, Euclidean, ProductManifold
+from .._mechanics.small import mm
 from .._mechanics.system import LagrangeDiracSystem
 
 __all__ = ["rolling_disk_3d", "rolling_disk_3d_contact", "rolling_disk_3d_initial"]
@@ -81,7 +82,7 @@ def rolling_disk_3d(radius: float = 0.5, mass: float = 1.0, gravity: float = 9.8
         p = P if p is None else p
         R = q[0]
         rho = rolling_disk_3d_contact(R, p["radius"])
-        rows = jnp.concatenate([-_hat(rho) @ R, jnp.eye(3)], axis=1)
+        rows = jnp.concatenate([-mm(_hat(rho), R), jnp.eye(3)], axis=1)
         return rows[:2]
 
     def g(q, p=None):
