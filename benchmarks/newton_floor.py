@@ -14,9 +14,7 @@ per step (minimum over ``--repeat`` interleaved rounds). The machine's load
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -32,7 +30,7 @@ import jax  # noqa: E402
 
 import manifold_dirac._mechanics.step as step_module  # noqa: E402
 from benchmarks.cases import CASES, batch_initial, system  # noqa: E402
-from benchmarks.kernel import best_of  # noqa: E402
+from benchmarks.kernel import best_of, finish, machine  # noqa: E402
 from manifold_dirac._mechanics.integrate import Integrator  # noqa: E402
 
 _NEWTON = step_module.newton
@@ -83,8 +81,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
-    rows = {"load_before": os.getloadavg(), "machine": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "xla_flags": os.environ.get("XLA_FLAGS", ""), "rows": []}
+    rows = {**machine(), "rows": []}
     for name in ("heavy_top", "knife_edge"):
         for batch in (0, a.batch):
             n = a.n if not batch else max(10, a.n * 10 // batch)
@@ -106,11 +103,7 @@ def main(argv=None) -> int:
                   f"{row['compile_s_without']:.2f} s; {row['us_per_traj_step_with']:.3f} / "
                   f"{row['us_per_traj_step_without']:.3f} us per trajectory-step; same result "
                   f"{row['same_result']}", flush=True)
-    rows["load_after"] = os.getloadavg()
-    print(f"load before {rows['load_before']}, after {rows['load_after']}")
-    if a.out:
-        a.out.write_text(json.dumps(rows, indent=1))
-    return 0
+    return finish(rows, a.out)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,14 @@ class SolverOptions:
         continue to round-off whenever they still gain digits.
     max_iter : int
         Newton updates per step before the step is reported as not converged.
+    jacobian : {"every", "reuse"}
+        ``"every"`` (default): the Newton matrix is evaluated at every
+        iterate. ``"reuse"`` (simplified Newton): it is evaluated at the
+        step's first iterate and reused, and evaluated again after an
+        update that failed to halve the scaled residual; the stopping rule is
+        the same (stagnation is judged on updates made with a matrix
+        evaluated at their iterate). Measured in ``benchmarks/simplified_newton.py``
+        (``docs/performance.md``).
 
     Examples
     --------
@@ -81,12 +89,17 @@ class SolverOptions:
 
     rtol: float = 1e-10
     max_iter: int = 30
+    jacobian: str = "every"
 
     def __post_init__(self) -> None:
         if isinstance(self.rtol, bool) or not isinstance(self.rtol, (int, float)) or not (0 < self.rtol < 1):
             raise ValueError(f"SolverOptions: rtol must be a number in (0, 1), got {self.rtol!r}")
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
             raise ValueError(f"SolverOptions: max_iter must be a positive integer, got {self.max_iter!r}")
+        if not isinstance(self.jacobian, str):
+            raise TypeError(f"SolverOptions: jacobian must be a string, got {type(self.jacobian).__name__}")
+        if self.jacobian not in ("every", "reuse"):
+            raise ValueError(f"SolverOptions: jacobian must be 'every' or 'reuse', got {self.jacobian!r}")
 
 
 class NewtonResult(NamedTuple):
@@ -144,7 +157,7 @@ class RoundoffFloor(NamedTuple):
 
 def newton(
     fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax.Array, options: SolverOptions,
-    active: Any = True, floor: RoundoffFloor | None = None,
+    active: Any = True, floor: RoundoffFloor | None = None, axis_name: str | None = None,
 ) -> NewtonResult:
     """Solve ``fun(z)[0] = 0`` from ``z0`` (see the module docstring for the stopping rule).
 
@@ -164,6 +177,12 @@ def newton(
     costs one Jacobian evaluation where it is needed (it is not counted as
     an iteration). ``floor`` may also be a function ``floor(z) -> (N,)``
     giving ``floor_i`` itself, evaluated in a branch of the probe.
+
+    With ``options.jacobian == "reuse"`` the linearization is a branch taken
+    on the first trip, after an update that did not halve the error, and for
+    a probe; ``axis_name``, when ``newton`` runs under ``jax.vmap(...,
+    axis_name=...)``, makes it one branch for the whole batch (taken when any
+    member needs it) instead of a select that evaluates it at every trip.
     """
     rtol, max_iter = options.rtol, options.max_iter
 
@@ -195,16 +214,27 @@ def newton(
     done0 = (e0 <= 4 * _EPS) | ~finite0 | ~jnp.asarray(active)
     status0 = jnp.where(finite0, Status.OK, Status.NONFINITE).astype(jnp.int32)
 
+    reuse = options.jacobian == "reuse"
+
+    def linearize(z, probe):
+        return jac_or_probe(z, probe) if shared else jac(z)
+
     def cond(c):
         return ~c[4]
 
     def body(c):
-        z, r, e, it, done_in, _, aux, s, probe = c
-        if shared:
-            J = jac_or_probe(z, probe)
-            floor_z = jnp.sum(jnp.abs(J), axis=1) * floor.resolution(z, aux)
+        z, r, e, it, done_in, _, aux, s, probe, J_kept, stale, trip = c
+        if reuse:
+            need = (trip == 0) | probe | stale
+            if axis_name is not None:
+                need = jax.lax.pmax(need.astype(jnp.int32), axis_name) == 1  # unbatched: a real branch
+            J = jax.lax.cond(need, lambda: linearize(z, probe), lambda: J_kept)
+            fresh = need
         else:
-            J = jac(z)
+            J = linearize(z, probe)
+            fresh = jnp.bool_(True)
+        if shared:
+            floor_z = jnp.sum(jnp.abs(J), axis=1) * floor.resolution(z, aux)
         z1 = jnp.where(probe, z, z + solve_small(J, -r))  # a probe does not move
         if floor is not None:
             if not shared:  # a floor function of its own (a branch: its own copy of the equations)
@@ -218,8 +248,14 @@ def newton(
         if floor is None:
             probe_next = jnp.bool_(False)
         else:
+            # stagnation above rtol with a matrix evaluated at this iterate: test the floor (a reused
+            # matrix is evaluated again first: the update, not the data, may be what stagnates)
             converged = jnp.where(probe, at_floor, converged)
-            probe_next = ~probe & finite & stagnant & ~converged
+            probe_next = ~probe & fresh & finite & stagnant & ~converged
+        if reuse:  # an update that did not halve the error: the next Newton trip evaluates the matrix
+            stale_next = jnp.where(probe, stale, finite & stagnant & ~converged)
+        else:
+            stale_next = stale
         out_of_budget = it1 >= max_iter
         done = ~finite | converged | (out_of_budget & ~probe_next)
         status = jnp.where(
@@ -228,8 +264,13 @@ def newton(
         # a non-finite iterate: keep the last finite one (where the failure can be diagnosed)
         z1 = jnp.where(jnp.all(jnp.isfinite(z1)), z1, z)
         # (under vmap the loop runs while any member runs, and JAX keeps a stopped member's values)
-        return z1, r1, e1, it1, done, status, aux1, s1, probe_next
+        if reuse:  # kept for the next trip (a probe's columns are not the Newton matrix)
+            J_next = jnp.where(probe, J_kept, J) if shared else J
+        else:
+            J_next = J_kept
+        return z1, r1, e1, it1, done, status, aux1, s1, probe_next, J_next, stale_next, trip + 1
 
-    c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0, s0, jnp.bool_(False))
-    z, _, e, it, _, status, aux, _, _ = jax.lax.while_loop(cond, body, c)
+    c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0, s0, jnp.bool_(False), jnp.zeros((N, N), z0.dtype),
+         jnp.bool_(False), jnp.int32(0))
+    z, _, e, it, _, status, aux, *_ = jax.lax.while_loop(cond, body, c)
     return NewtonResult(z, aux, status, it, e)

@@ -230,15 +230,15 @@ class StepMap:
              axis_name: str | None = None) -> tuple[State, StepRecord]:
         """Solve the step ``k -> k+1`` from ``state`` and advance (a failed member stays frozen).
 
-        ``axis_name``: the batch axis when the step runs under ``jax.vmap(..., axis_name=...)``;
-        accepted for the batch loops and the compositions that pass it, unused (Newton has no
-        branch that a batch would share: see :func:`~manifold_dirac._mechanics.newton.newton`).
+        ``axis_name``: the batch axis when the step runs under ``jax.vmap(..., axis_name=...)``
+        (with ``SolverOptions(jacobian="reuse")`` Newton then branches on the whole batch, see
+        :func:`~manifold_dirac._mechanics.newton.newton`).
         """
         sysm, n = self.system, self.n
         active = state.status == Status.OK
         z0 = self.warm_start(state)
         res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options, active,
-                     floor=self.floor_test(state.q, state.p, t, h, params, u))
+                     floor=self.floor_test(state.q, state.p, t, h, params, u), axis_name=axis_name)
         q1, p_out, c = res.aux
         xi, st, mu = res.z[:n], res.z[n:n + self.ns], res.z[n + self.ns:]
         converged = res.status == Status.OK

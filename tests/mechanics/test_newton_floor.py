@@ -80,3 +80,56 @@ def test_the_floor_test_adds_no_branch_to_the_step():
         assert re.search(r"\bconditional\(", text())
     finally:
         sm.floor_test = saved
+
+
+# ------------------------------------------------------------- simplified Newton (the matrix reused)
+def _cubic(z):
+    return z ** 3 - 8.0, jnp.full(1, 8.0), None
+
+
+def _solve_cubic(jacobian, z0=1.5):
+    return jax.jit(lambda z: newton(_cubic, z, SolverOptions(jacobian=jacobian)))(jnp.array([z0]))
+
+
+def test_reuse_converges_to_the_same_root_on_the_same_test():
+    every, reuse = _solve_cubic("every"), _solve_cubic("reuse")
+    for res in (every, reuse):
+        assert int(res.status) == Status.OK
+        assert abs(float(res.z[0]) - 2.0) <= 1e-14
+    assert int(reuse.iterations) > int(every.iterations)  # linear convergence: the matrix was reused
+
+
+def test_reuse_evaluates_the_matrix_again_when_an_update_does_not_halve_the_error():
+    """From z0 = 0.4 the first matrix (3 z0^2 = 0.48) throws the iterate far away; kept, it never recovers."""
+    res = _solve_cubic("reuse", 0.4)
+    assert int(res.status) == Status.OK and abs(float(res.z[0]) - 2.0) <= 1e-14
+
+
+def test_reuse_keeps_the_floor_test():
+    res = jax.jit(lambda z0: newton(_fun, z0, SolverOptions(jacobian="reuse"),
+                                    floor=RoundoffFloor(_residual, 1, lambda z, aux: EPS * C)))(jnp.array([0.7]))
+    assert int(res.status) == Status.OK and abs(float(res.z[0]) - A) <= 4 * EPS * C
+
+
+def test_reuse_on_a_batch_of_steps_matches_newton():
+    import manifold_dirac as md
+    from manifold_dirac import systems as S
+    from manifold_dirac._manifolds import SO3
+
+    R0 = np.stack([np.asarray(SO3().exp(np.array([0.3, 0.1, a]))) for a in (0.0, 0.5)])
+    w0 = np.array([[0.5, -0.2, 2.0], [1.0, 0.3, -1.0]])
+    run = dict(v0=w0, h=0.01, n_steps=100, stride=100)
+    every = md.integrate(S.heavy_top(), R0, **run)
+    reuse = md.integrate(S.heavy_top(), R0, solver=md.SolverOptions(jacobian="reuse"), **run)
+    assert np.all(reuse.status == 0) and float(np.max(reuse.residual)) <= 1e-10
+    assert np.max(np.abs(reuse.q - every.q)) <= 1e-11
+    assert reuse.iterations.mean() > every.iterations.mean()
+
+
+def test_solver_options_refuse_an_unknown_jacobian_mode():
+    import pytest
+
+    with pytest.raises(ValueError, match="jacobian must be 'every' or 'reuse'"):
+        SolverOptions(jacobian="sometimes")
+    with pytest.raises(TypeError, match="jacobian must be a string"):
+        SolverOptions(jacobian=1)
