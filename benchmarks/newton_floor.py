@@ -1,13 +1,17 @@
-"""What the round-off-floor check of the Newton stop costs: ``python benchmarks/newton_floor.py``.
+"""What the round-off-floor test of the Newton stop costs: ``python benchmarks/newton_floor.py``.
 
-The check (``newton(..., floor=...)``) is a branch in the Newton loop that
-evaluates the step residual's sensitivity to the rounding of the base point
-(a Jacobian of the step equations) when the iteration stagnates above
-``rtol``. This script compiles, in one process, the heavy-top and knife-edge
-step loops (midpoint, ``lax.scan`` over ``StepMap.step``, one member and a
-batch) with the check and without it (``floor=None``), and prints side by side:
-the instructions of the optimized program, the compile time, and the time
-per step (minimum over ``--repeat`` interleaved rounds). The machine's load
+The test (``newton(..., floor=...)``) decides whether a residual that
+stagnates above ``rtol`` is at the round-off floor of its data; it needs the
+residual's sensitivity to the base point (a Jacobian of the step equations).
+This script compiles, in one process, the heavy-top and knife-edge step loops
+(midpoint, ``fori_loop`` over ``StepMap.step``, one member and a batch) with
+three variants of it -- ``shared``: the floor's Jacobian from Newton's own
+linearization, on a probe trip of the loop (the library's); ``branch``: a
+floor function with its own linearized copy of the equations, in a branch
+(the earlier design); ``none``: no floor test -- and prints side by side the
+instructions of the optimized program, the compile time, and the time per
+trajectory-step (minimum over ``--repeat`` interleaved rounds), and whether
+the three give the same trajectory bit for bit. The machine's load
 (``os.getloadavg``) is printed before and after.
 """
 
@@ -27,6 +31,7 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("MANIFOLD_DIRAC_JAX_CACHE", "0")  # compile times of a cold compile
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
 import manifold_dirac._mechanics.step as step_module  # noqa: E402
 from benchmarks.cases import CASES, batch_initial, system  # noqa: E402
@@ -40,7 +45,21 @@ def _without_floor(*args, floor=None, **kw):
     return _NEWTON(*args, **kw)
 
 
-def compiled_loop(name: str, n: int, batch: int, floor: bool):
+def _as_branch(fun, *args, floor=None, **kw):
+    """The floor test as a function of its own, evaluated in a branch (the design before the shared one)."""
+
+    def floor_of(z):
+        dr = jax.jacfwd(lambda eta: floor.residual(z, eta))(jnp.zeros(floor.dim))
+        return jnp.sum(jnp.abs(dr), axis=1) * floor.resolution(z, fun(z)[2])
+
+    return _NEWTON(fun, *args, floor=floor_of, **kw)
+
+
+VARIANTS = {"shared": _NEWTON, "branch": _as_branch, "none": _without_floor}
+"""How Newton gets the floor test: from its own linearization (the library), a branch, not at all."""
+
+
+def compiled_loop(name: str, n: int, batch: int, variant: str):
     """``(compiled, args, instructions, compile_s)`` of ``n`` steps of case ``name``."""
     c, sysm = CASES[name], system(name)
     if batch:
@@ -62,7 +81,7 @@ def compiled_loop(name: str, n: int, batch: int, floor: bool):
     def loop(s, h, p):
         return jax.lax.fori_loop(0, n, lambda k, x: stepper(x, k, h, p), s)
 
-    step_module.newton = _NEWTON if floor else _without_floor
+    step_module.newton = VARIANTS[variant]
     try:
         t = time.perf_counter()
         comp = jax.jit(loop).lower(st.members, c.h, sysm.params).compile()
@@ -85,24 +104,24 @@ def main(argv=None) -> int:
     for name in ("heavy_top", "knife_edge"):
         for batch in (0, a.batch):
             n = a.n if not batch else max(10, a.n * 10 // batch)
-            progs = {f: compiled_loop(name, n, batch, f) for f in (True, False)}
-            jax.block_until_ready(progs[True][0](*progs[True][1]))
-            jax.block_until_ready(progs[False][0](*progs[False][1]))
-            res = {f: np.asarray(jax.tree.leaves(progs[f][0](*progs[f][1]))[0]) for f in progs}
-            tm = best_of({f: (lambda f=f: jax.block_until_ready(progs[f][0](*progs[f][1]))) for f in progs},
+            progs = {v: compiled_loop(name, n, batch, v) for v in VARIANTS}
+            for v in progs:
+                jax.block_until_ready(progs[v][0](*progs[v][1]))
+            res = {v: np.asarray(jax.tree.leaves(progs[v][0](*progs[v][1]))[0]) for v in progs}
+            tm = best_of({v: (lambda v=v: jax.block_until_ready(progs[v][0](*progs[v][1]))) for v in progs},
                          a.repeat)
             per = max(batch, 1) * n
             row = {"name": name, "batch": batch or 1, "n": n,
-                   "instructions_with": progs[True][2], "instructions_without": progs[False][2],
-                   "compile_s_with": progs[True][3], "compile_s_without": progs[False][3],
-                   "us_per_traj_step_with": 1e6 * tm[True] / per, "us_per_traj_step_without": 1e6 * tm[False] / per,
-                   "same_result": bool(np.array_equal(res[True], res[False]))}
+                   **{f"instructions_{v}": progs[v][2] for v in progs},
+                   **{f"compile_s_{v}": progs[v][3] for v in progs},
+                   **{f"us_per_traj_step_{v}": 1e6 * tm[v] / per for v in progs},
+                   "same_result": bool(all(np.array_equal(res["shared"], res[v]) for v in progs))}
             rows["rows"].append(row)
-            print(f"{name:11s} B={row['batch']:5d}: instructions {row['instructions_with']:6d} with / "
-                  f"{row['instructions_without']:6d} without; compile {row['compile_s_with']:.2f} / "
-                  f"{row['compile_s_without']:.2f} s; {row['us_per_traj_step_with']:.3f} / "
-                  f"{row['us_per_traj_step_without']:.3f} us per trajectory-step; same result "
-                  f"{row['same_result']}", flush=True)
+            print(f"{name:11s} B={row['batch']:5d} (shared / branch / none): instructions "
+                  + " / ".join(str(row[f"instructions_{v}"]) for v in progs) + "; compile "
+                  + " / ".join(f"{row[f'compile_s_{v}']:.2f}" for v in progs) + " s; "
+                  + " / ".join(f"{row[f'us_per_traj_step_{v}']:.3f}" for v in progs)
+                  + f" us per trajectory-step; same result {row['same_result']}", flush=True)
     return finish(rows, a.out)
 
 
