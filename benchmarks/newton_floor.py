@@ -36,7 +36,7 @@ import jax.numpy as jnp  # noqa: E402
 import manifold_dirac._mechanics.step as step_module  # noqa: E402
 from benchmarks.cases import CASES, batch_initial, system  # noqa: E402
 from benchmarks.kernel import best_of, finish, machine  # noqa: E402
-from manifold_dirac._mechanics.integrate import Integrator  # noqa: E402
+from manifold_dirac._run.integrator import Integrator  # noqa: E402
 
 _NEWTON = step_module.newton
 

@@ -61,7 +61,7 @@ def test_the_floor_test_adds_no_branch_to_the_step():
     and a floor function of its own (the check can see one) puts one there."""
     from manifold_dirac import systems as S
     from manifold_dirac._manifolds import SO3
-    from manifold_dirac._mechanics.integrate import Integrator
+    from manifold_dirac._run.integrator import Integrator
 
     sysm = S.heavy_top()
     integ = Integrator(sysm, 0.01)
