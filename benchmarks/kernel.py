@@ -46,6 +46,21 @@ def best_of(fns: dict, repeats: int) -> dict:
     return out
 
 
+def machine() -> dict:
+    """The machine's description and load, the head of every benchmark table."""
+    return {"load_before": os.getloadavg(), "machine": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
+
+
+def finish(rows: dict, out: Path | None) -> int:
+    """Add the load after the run, print it, write the table as JSON to ``out`` (if given)."""
+    rows["load_after"] = os.getloadavg()
+    print(f"load before {rows['load_before']}, after {rows['load_after']}")
+    if out:
+        out.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20_000, help="steps per single-trajectory run")

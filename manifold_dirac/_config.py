@@ -15,7 +15,9 @@
   byte threshold below which a ``while`` loop is compiled into the kernel
   around it: with it, a whole trajectory loop, Newton iterations included,
   runs as one kernel instead of hundreds of small ones per step (4-6x per
-  step, and half the compile time, ``docs/performance.md``). Set
+  step, and half the compile time, ``docs/performance.md``). It applies
+  to every program of the process: its effect on other large JAX programs
+  is measured by ``benchmarks/xla_flag.py`` (``docs/performance.md``). Set
   ``MANIFOLD_DIRAC_XLA_FLAGS=0`` to leave ``XLA_FLAGS`` alone; setting
   ``XLA_FLAGS`` yourself (even to an empty string) does the same.
 * The persistent cache is relocatable: XLA's own caches (autotuning, kernel

@@ -67,14 +67,16 @@ def test_an_integrate_call_compiles_two_programs_and_nothing_recompiles_them():
         other = copy.copy(S.heavy_top())
         other.params = {"inertia": np.array([1.0, 1.5, 2.5]), "mgl": np.float64(2.0), "chi": np.array([0.0, 0.6, 0.8])}
         count("params", lambda: integrate(other, R0, v0=w0, h=0.01, n_steps=30))
-        # the factory's functions close over their default parameters: other values, other functions
-        count("other constants", lambda: integrate(S.heavy_top(chi=(0.0, 1.0, 0.0)), R0, v0=w0, h=0.01, n_steps=30))
+        # a factory's physical constants are its params: other values are arguments, not new programs
+        count("other constants", lambda: integrate(S.heavy_top(mgl=2.0, chi=(0.0, 1.0, 0.0)), R0, v0=w0, h=0.01,
+                                                   n_steps=30))
+        count("other retraction", lambda: integrate(S.heavy_top(retraction="cayley"), R0, v0=w0, h=0.01, n_steps=30))
     """)
     assert out["first"]["compiles"] == 2, out
-    for k in ("new object", "stride", "h, n_steps, q0, v0", "params"):
+    for k in ("new object", "stride", "h, n_steps, q0, v0", "params", "other constants"):
         assert out[k]["compiles"] == 0, (k, out)
-    # the count sees a compile: functions closing over other values get programs of their own
-    assert out["other constants"]["compiles"] == 2, out
+    # the count sees a compile: another manifold is another program
+    assert out["other retraction"]["compiles"] == 2, out
 
 
 def test_structure_key_tells_equal_systems_from_different_ones():

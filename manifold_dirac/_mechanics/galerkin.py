@@ -65,6 +65,7 @@ from .rules import (
     nodes_are_symmetric,
     register_rule,
 )
+from .small import mm, mv, solve_small, vm
 from .system import LagrangeDiracSystem
 
 __all__ = ["GAUSS4", "GAUSS6", "GalerkinRule", "gauss_legendre", "lobatto_interior", "supports_galerkin"]
@@ -338,10 +339,10 @@ class GalerkinRule(DiscreteLagrangian):
         X = self._controls(xi, stages)
         total = 0.0
         for i, (_, b) in enumerate(self.quadrature):  # type: ignore[union-attr]
-            x = jnp.asarray(self._L[i]) @ X
-            w = (jnp.asarray(self._D[i]) @ X) / h
+            x = vm(jnp.asarray(self._L[i]), X)
+            w = vm(jnp.asarray(self._D[i]), X) / h
             c, _, Jx = Q.retract_with_jacobians(q0, x)
-            total = total + b * system.lagrangian(c, Jx @ w, params)
+            total = total + b * system.lagrangian(c, mv(Jx, w), params)
         return h * total
 
     def solve_stages(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, h: Scalar, params: Params = None,
@@ -355,7 +356,7 @@ class GalerkinRule(DiscreteLagrangian):
         def res(z):
             return jax.grad(lambda y: self.action(system, q0, xi, y, h, params))(z)
 
-        return jax.lax.fori_loop(0, iterations, lambda _, z: z - jnp.linalg.solve(jax.jacfwd(res)(z), res(z)), st)
+        return jax.lax.fori_loop(0, iterations, lambda _, z: z - solve_small(jax.jacfwd(res)(z), res(z)), st)
 
     def value(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, h: Scalar, params: Params = None,
               stages: jax.Array | None = None) -> jax.Array:
@@ -390,31 +391,31 @@ class GalerkinRule(DiscreteLagrangian):
         def node(x, w, tau):
             # one quadrature node, vmapped over the nodes (traced once: compile time independent of s)
             c, Jq, Jx = Q.retract_with_jacobians(q0, x)
-            v = Jx @ w
+            v = mv(Jx, w)
             val, dq, dv = system.value_and_partials(c, v, params)
             # d/dxi <dL/dv, J_xi(xi) w>: the frame velocity's dependence on the point of the chart
-            _, vjp = jax.vjp(lambda y: Q.retract_with_jacobians(q0, y)[2] @ w, x)
-            a = Jx.T @ dq + vjp(dv)[0]
+            _, vjp = jax.vjp(lambda y: mv(Q.retract_with_jacobians(q0, y)[2], w), x)
+            a = vm(dq, Jx) + vjp(dv)[0]
             sc = jnp.maximum(jnp.max(jnp.abs(h * dq)), jnp.max(jnp.abs(dv)))
-            out = (val, a, Jx.T @ dv, Jq.T @ dq)
+            out = (val, a, vm(dv, Jx), vm(dq, Jq))
             if forced:
                 F = system.force(t0 + tau * h, c, v, params)
                 F = u if F is None else (F if u is None else F + u)
                 sc = jnp.maximum(sc, h * jnp.max(jnp.abs(F)))
-                out = out + (Jx.T @ F, Jq.T @ F)
+                out = out + (vm(F, Jx), vm(F, Jq))
             return out + (sc,)
 
-        outs = jax.vmap(node)(Lm @ X, (Dm @ X) / h, taus)
+        outs = jax.vmap(node)(mm(Lm, X), mm(Dm, X) / h, taus)
         val, a, beta, dq0 = outs[:4]
         finite = jnp.all(jnp.isfinite(val))
         scale = jnp.max(outs[-1])
-        E = Lm.T @ (bw * h * a) + Dm.T @ (bw * beta)  # (s + 1, n): partials in the control points
-        D1 = h * jnp.sum(bw * dq0, axis=0) + J0.T @ E[s]
-        D2 = J1.T @ E[s]
+        E = mm(Lm.T, bw * h * a) + mm(Dm.T, bw * beta)  # (s + 1, n): partials in the control points
+        D1 = h * jnp.sum(bw * dq0, axis=0) + vm(E[s], J0)
+        D2 = vm(E[s], J1)
         if forced:
-            Phi = Lm.T @ (bw * h * outs[4])
-            fm = h * jnp.sum(bw * outs[5], axis=0) + J0.T @ Phi[s]
-            fp = J1.T @ Phi[s]
+            Phi = mm(Lm.T, bw * h * outs[4])
+            fm = h * jnp.sum(bw * outs[5], axis=0) + vm(Phi[s], J0)
+            fp = vm(Phi[s], J1)
             E = E + Phi
         else:
             fm = fp = jnp.zeros(n)
@@ -427,15 +428,15 @@ class GalerkinRule(DiscreteLagrangian):
                 G = system.holonomic_differential(c, params)
                 norm = jnp.sqrt(jnp.sum(G * G, axis=1))
                 norm = jnp.where(norm > 0, norm, 1.0)
-                react = -G.T @ (lm / norm)
-                return Jx.T @ react, Jq.T @ react, system.holonomic(c, params) / norm
+                react = -vm(lm / norm, G)
+                return vm(react, Jx), vm(react, Jq), system.holonomic(c, params) / norm
 
             Lc = jnp.asarray(self._Lc)
-            ax, aq, gres = jax.vmap(point)(Lc @ X, lam)
-            Eg = Lc.T @ ax
+            ax, aq, gres = jax.vmap(point)(mm(Lc, X), lam)
+            Eg = mm(Lc.T, ax)
             E = E + Eg
-            D1 = D1 + jnp.sum(aq, axis=0) + J0.T @ Eg[s]
-            D2 = D2 + J1.T @ Eg[s]
+            D1 = D1 + jnp.sum(aq, axis=0) + vm(Eg[s], J0)
+            D2 = D2 + vm(Eg[s], J1)
         stage_residual = E[1:s].reshape(-1)
         if r:
             stage_residual = jnp.concatenate([stage_residual, gres.reshape(-1)])

@@ -14,7 +14,7 @@ as 0 whatever its scale),
 * stop, converged, when the error stagnates at an acceptable level:
   ``e >= e_prev / 2`` and ``e <= rtol`` (no further digits to gain);
 * stop, converged, when the error stagnates at the round-off floor of the
-  data (only with a ``floor`` function, evaluated only then):
+  data (only with a ``floor``, tested by a probe trip of the loop only then):
   ``|r_i| <= 4 (eps scale_i + floor_i)`` for every ``i``, where ``floor_i``
   is the residual's sensitivity to the rounding of the points it is
   evaluated at (a system at a large offset, ``q ~ 1e9``, whose positions are
@@ -50,7 +50,7 @@ import numpy as np
 from .small import solve_small
 from .status import Status
 
-__all__ = ["NewtonResult", "SolverOptions", "newton", "scaled_error"]
+__all__ = ["NewtonResult", "RoundoffFloor", "SolverOptions", "newton", "scaled_error"]
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -67,6 +67,14 @@ class SolverOptions:
         continue to round-off whenever they still gain digits.
     max_iter : int
         Newton updates per step before the step is reported as not converged.
+    jacobian : {"every", "reuse"}
+        ``"every"`` (default): the Newton matrix is evaluated at every
+        iterate. ``"reuse"`` (simplified Newton): it is evaluated at the
+        step's first iterate and reused, and evaluated again after an
+        update that failed to halve the scaled residual; the stopping rule is
+        the same (stagnation is judged on updates made with a matrix
+        evaluated at their iterate). Measured in ``benchmarks/simplified_newton.py``
+        (``docs/performance.md``).
 
     Examples
     --------
@@ -81,12 +89,17 @@ class SolverOptions:
 
     rtol: float = 1e-10
     max_iter: int = 30
+    jacobian: str = "every"
 
     def __post_init__(self) -> None:
         if isinstance(self.rtol, bool) or not isinstance(self.rtol, (int, float)) or not (0 < self.rtol < 1):
             raise ValueError(f"SolverOptions: rtol must be a number in (0, 1), got {self.rtol!r}")
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
             raise ValueError(f"SolverOptions: max_iter must be a positive integer, got {self.max_iter!r}")
+        if not isinstance(self.jacobian, str):
+            raise TypeError(f"SolverOptions: jacobian must be a string, got {type(self.jacobian).__name__}")
+        if self.jacobian not in ("every", "reuse"):
+            raise ValueError(f"SolverOptions: jacobian must be 'every' or 'reuse', got {self.jacobian!r}")
 
 
 class NewtonResult(NamedTuple):
@@ -121,25 +134,55 @@ def scaled_error(r: jax.Array, scale: jax.Array) -> jax.Array:
     return jnp.max(ratio, initial=0.0)
 
 
+class RoundoffFloor(NamedTuple):
+    """What :func:`newton` needs to test whether a residual is at the round-off floor of its data.
+
+    Attributes
+    ----------
+    residual : callable
+        ``residual(z, eta) -> (N,)``: the residual with the data it is
+        evaluated at moved by ``eta`` (shape ``(dim,)``; ``eta = 0`` is
+        ``fun``'s residual).
+    dim : int
+        The size of ``eta`` (at most ``N``).
+    resolution : callable
+        ``resolution(z, aux) -> scalar``: the rounding of that data at ``z``
+        (``eps`` times its largest coordinate).
+    """
+
+    residual: Callable[[jax.Array, jax.Array], jax.Array]
+    dim: int
+    resolution: Callable[[jax.Array, Any], jax.Array]
+
+
 def newton(
     fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax.Array, options: SolverOptions,
-    active: Any = True, axis_name: str | None = None,
-    floor: Callable[[jax.Array], jax.Array] | None = None,
+    active: Any = True, floor: RoundoffFloor | None = None, axis_name: str | None = None,
 ) -> NewtonResult:
     """Solve ``fun(z)[0] = 0`` from ``z0`` (see the module docstring for the stopping rule).
 
     ``active = False`` (a failed, frozen batch member) evaluates ``fun`` once
     and iterates no further, so that it does not hold up the batch.
-    ``axis_name``: when ``newton`` runs under ``jax.vmap(..., axis_name=...)``,
-    the name of that batch axis; the round-off floor (below) is then
-    evaluated, by one real branch, when any member needs it, instead of a
-    per-member ``cond`` that ``vmap`` would turn into a select that every
-    member pays at every iteration.
-    ``floor(z) -> (N,)``, optional: the absolute round-off floor of each
-    residual at ``z`` (what rounding the data it is evaluated at can change
-    it by). It is evaluated only when the iteration stagnates above ``rtol``
-    (a real branch, on the whole batch under ``axis_name``), so it costs
-    nothing in the ordinary case.
+
+    ``floor``, optional (a :class:`RoundoffFloor`): tests whether a stagnating residual is at the
+    round-off floor of the data, ``|r_i| <= 4 (eps scale_i + floor_i)`` with
+    ``floor_i = sum_j |dr_i / d eta_j| resolution``. Its Jacobian
+    ``dr/d eta`` comes from the **same** linearization as the Newton matrix
+    ``dr/dz`` (one forward-mode pass over the tangents ``(dz, d eta)``, whose
+    basis a per-member flag selects): when an update stagnates above
+    ``rtol`` the next trip of the loop is a *probe* that evaluates the
+    ``eta`` columns at the current iterate instead of the ``z`` columns, and
+    either stops (at the floor) or goes on with Newton. So the program holds
+    one linearized copy of the step equations, with no branch, and the probe
+    costs one Jacobian evaluation where it is needed (it is not counted as
+    an iteration). ``floor`` may also be a function ``floor(z) -> (N,)``
+    giving ``floor_i`` itself, evaluated in a branch of the probe.
+
+    With ``options.jacobian == "reuse"`` the linearization is a branch taken
+    on the first trip, after an update that did not halve the error, and for
+    a probe; ``axis_name``, when ``newton`` runs under ``jax.vmap(...,
+    axis_name=...)``, makes it one branch for the whole batch (taken when any
+    member needs it) instead of a select that evaluates it at every trip.
     """
     rtol, max_iter = options.rtol, options.max_iter
 
@@ -151,50 +194,83 @@ def newton(
         r, _, _ = fun(z)
         return r
 
-    jac = jax.jacfwd(lin)
-    r0, _, e0, aux0 = value(z0)
+    N = z0.shape[0]
+    shared = isinstance(floor, RoundoffFloor)  # the floor's Jacobian from the Newton linearization
+    if shared:
+        eta0 = jnp.zeros(floor.dim, z0.dtype)
+        basis_z = jnp.eye(N, dtype=z0.dtype)
+        basis_eta = jnp.eye(N, floor.dim, dtype=z0.dtype)  # probe: the columns dr/d eta_j, then zeros
+
+        def jac_or_probe(z, probe):
+            tz = jnp.where(probe, 0.0, basis_z)
+            te = jnp.where(probe, basis_eta, 0.0)
+            col = lambda a, b: jax.jvp(floor.residual, (z, eta0), (a, b))[1]  # noqa: E731
+            return jax.vmap(col, out_axes=1)(tz, te)
+    else:
+        jac = jax.jacfwd(lin)
+
+    r0, s0, e0, aux0 = value(z0)
     finite0 = jnp.isfinite(e0)
     done0 = (e0 <= 4 * _EPS) | ~finite0 | ~jnp.asarray(active)
     status0 = jnp.where(finite0, Status.OK, Status.NONFINITE).astype(jnp.int32)
+
+    reuse = options.jacobian == "reuse"
+
+    def linearize(z, probe):
+        return jac_or_probe(z, probe) if shared else jac(z)
 
     def cond(c):
         return ~c[4]
 
     def body(c):
-        z, r, e, it, done_in, _, _ = c
-        dz = solve_small(jac(z), -r)
-        z1 = z + dz
+        z, r, e, it, done_in, _, aux, s, probe, J_kept, stale, trip = c
+        if reuse:
+            need = (trip == 0) | probe | stale
+            if axis_name is not None:
+                need = jax.lax.pmax(need.astype(jnp.int32), axis_name) == 1  # unbatched: a real branch
+            J = jax.lax.cond(need, lambda: linearize(z, probe), lambda: J_kept)
+            fresh = need
+        else:
+            J = linearize(z, probe)
+            fresh = jnp.bool_(True)
+        if shared:
+            floor_z = jnp.sum(jnp.abs(J), axis=1) * floor.resolution(z, aux)
+        z1 = jnp.where(probe, z, z + solve_small(J, -r))  # a probe does not move
+        if floor is not None:
+            if not shared:  # a floor function of its own (a branch: its own copy of the equations)
+                floor_z = jax.lax.cond(probe, floor, jnp.zeros_like, z)
+            at_floor = probe & jnp.all(jnp.abs(r) <= 4.0 * (_EPS * jnp.abs(s) + floor_z))
         r1, s1, e1, aux1 = value(z1)
-        it1 = it + 1
+        it1 = it + jnp.where(probe, 0, 1).astype(jnp.int32)
         finite = jnp.isfinite(e1) & jnp.all(jnp.isfinite(z1))
         stagnant = e1 >= 0.5 * e
         converged = (e1 <= 4 * _EPS) | (stagnant & (e1 <= rtol))
-        if floor is not None:
-            converged = converged | at_floor(z1, r1, s1, finite & stagnant & ~converged & ~done_in)
+        if floor is None:
+            probe_next = jnp.bool_(False)
+        else:
+            # stagnation above rtol with a matrix evaluated at this iterate: test the floor (a reused
+            # matrix is evaluated again first: the update, not the data, may be what stagnates)
+            converged = jnp.where(probe, at_floor, converged)
+            probe_next = ~probe & fresh & finite & stagnant & ~converged
+        if reuse:  # an update that did not halve the error: the next Newton trip evaluates the matrix
+            stale_next = jnp.where(probe, stale, finite & stagnant & ~converged)
+        else:
+            stale_next = stale
         out_of_budget = it1 >= max_iter
-        done = ~finite | converged | out_of_budget
+        done = ~finite | converged | (out_of_budget & ~probe_next)
         status = jnp.where(
             ~finite, Status.NONFINITE, jnp.where(converged | (e1 <= rtol), Status.OK, Status.NO_CONVERGENCE)
         ).astype(jnp.int32)
         # a non-finite iterate: keep the last finite one (where the failure can be diagnosed)
         z1 = jnp.where(jnp.all(jnp.isfinite(z1)), z1, z)
         # (under vmap the loop runs while any member runs, and JAX keeps a stopped member's values)
-        return z1, r1, e1, it1, done, status, aux1
+        if reuse:  # kept for the next trip (a probe's columns are not the Newton matrix)
+            J_next = jnp.where(probe, J_kept, J) if shared else J
+        else:
+            J_next = J_kept
+        return z1, r1, e1, it1, done, status, aux1, s1, probe_next, J_next, stale_next, trip + 1
 
-    def at_floor(z1, r1, scale1, need):
-        """Whether ``r1`` is at the round-off floor of the data (computed only where ``need``).
-
-        ``scale1`` is the scale ``fun`` returned with ``r1``: the equations are not evaluated again here.
-        """
-
-        def check(_):
-            return jnp.all(jnp.abs(r1) <= 4.0 * (_EPS * jnp.abs(scale1) + floor(z1)))
-
-        if axis_name is None:
-            return jax.lax.cond(need, check, lambda _: jnp.bool_(False), None)
-        anyone = jax.lax.pmax(need.astype(jnp.int32), axis_name) == 1  # unbatched: a real branch
-        return need & jax.lax.cond(anyone, check, lambda _: jnp.zeros_like(need), None)
-
-    c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0)
-    z, _, e, it, _, status, aux = jax.lax.while_loop(cond, body, c)
+    c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0, s0, jnp.bool_(False), jnp.zeros((N, N), z0.dtype),
+         jnp.bool_(False), jnp.int32(0))
+    z, _, e, it, _, status, aux, *_ = jax.lax.while_loop(cond, body, c)
     return NewtonResult(z, aux, status, it, e)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._manifolds.base import tree_where
-from .newton import SolverOptions, newton
+from .newton import RoundoffFloor, SolverOptions, newton
 from .rules import DiscreteLagrangian, StepContext
 from .schemes import Scheme
 from .small import mv
@@ -240,20 +240,39 @@ class StepMap:
         dr = jax.jacfwd(lambda eta: self.equations(z, Q.retract(q0, eta), p_in, t0, h, params, u)[0])(jnp.zeros(n))
         return jnp.sum(jnp.abs(dr), axis=1) * (_EPS * size)
 
+    def floor_test(self, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any, u: Any = None) -> RoundoffFloor:
+        """:meth:`roundoff_floor` in the form Newton evaluates it, from its own linearization.
+
+        The residual with the base point moved along its frame,
+        ``r(z, R_{q_k}(eta))``, and the resolution ``eps max|q|`` of ``q_k``
+        and ``q_{k+1}`` (the latter from the equations' output at ``z``):
+        Newton takes ``dr/d eta`` in the same forward-mode pass as its own
+        matrix, so the check adds no copy of the equations to the program.
+        """
+        Q = self.system.Q
+
+        def residual(z, eta):
+            return self.equations(z, Q.retract(q0, eta), p_in, t0, h, params, u)[0]
+
+        def resolution(z, aux):
+            return _EPS * jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves((q0, aux[0]))]))
+
+        return RoundoffFloor(residual, self.n, resolution)
+
     # ----------------------------------------------------------------- step
     def step(self, state: State, k: Any, t: Any, h: Any, params: Any, u: Any = None,
              axis_name: str | None = None) -> tuple[State, StepRecord]:
         """Solve the step ``k -> k+1`` from ``state`` and advance (a failed member stays frozen).
 
         ``axis_name``: the batch axis when the step runs under ``jax.vmap(..., axis_name=...)``
-        (Newton then branches on the whole batch, see :func:`~manifold_dirac._mechanics.newton.newton`).
+        (with ``SolverOptions(jacobian="reuse")`` Newton then branches on the whole batch, see
+        :func:`~manifold_dirac._mechanics.newton.newton`).
         """
         sysm, n = self.system, self.n
         active = state.status == Status.OK
         z0 = self.warm_start(state)
         res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options, active,
-                     axis_name=axis_name,
-                     floor=lambda z: self.roundoff_floor(z, state.q, state.p, t, h, params, u))
+                     floor=self.floor_test(state.q, state.p, t, h, params, u), axis_name=axis_name)
         q1, p_out, c = res.aux
         xi, st, mu = res.z[:n], res.z[n:n + self.ns], res.z[n + self.ns:]
         converged = res.status == Status.OK

@@ -39,12 +39,10 @@ def lc_circuit(inductance: float = 1.0, capacitance: float = 0.25) -> LagrangeDi
     """
     P = {"inductance": np.float64(inductance), "capacitance": np.float64(capacitance)}
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         return 0.5 * p["inductance"] * v[1] ** 2 - 0.5 * q[0] ** 2 / p["capacitance"]
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         z = jnp.zeros_like(q[0])
         return jnp.stack([-q[0] / p["capacitance"], z]), jnp.stack([z, p["inductance"] * v[1]])
 

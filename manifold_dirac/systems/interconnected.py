@@ -51,20 +51,24 @@ __all__ = [
 def mass_spring_monolithic(m1=1.0, m2=2.0, k1=3.0, k12=1.5, k2=2.0) -> LagrangeDiracSystem:
     """Two masses on a line, walls -- k1 -- m1 -- k12 -- m2 -- k2 -- walls, on ``R^2``.
 
-    ``L = m1/2 x1'^2 + m2/2 x2'^2 - k1/2 x1^2 - k12/2 (x2 - x1)^2 - k2/2 x2^2``.
+    ``L = m1/2 x1'^2 + m2/2 x2'^2 - k1/2 x1^2 - k12/2 (x2 - x1)^2 - k2/2 x2^2``;
+    ``params = {"m1", "m2", "k1", "k12", "k2"}``.
     """
+    P = {"m1": np.float64(m1), "m2": np.float64(m2), "k1": np.float64(k1), "k12": np.float64(k12),
+         "k2": np.float64(k2)}
 
-    def L(q, v):
+    def L(q, v, p):
         x1, x2 = q[0], q[1]
-        return (0.5 * m1 * v[0] ** 2 + 0.5 * m2 * v[1] ** 2
-                - 0.5 * k1 * x1**2 - 0.5 * k12 * (x2 - x1) ** 2 - 0.5 * k2 * x2**2)
+        return (0.5 * p["m1"] * v[0] ** 2 + 0.5 * p["m2"] * v[1] ** 2
+                - 0.5 * p["k1"] * x1**2 - 0.5 * p["k12"] * (x2 - x1) ** 2 - 0.5 * p["k2"] * x2**2)
 
-    def partials(q, v):
+    def partials(q, v, p):
         x1, x2 = q[0], q[1]
-        dq = jnp.stack([-k1 * x1 + k12 * (x2 - x1), -k12 * (x2 - x1) - k2 * x2])
-        return dq, jnp.stack([m1 * v[0], m2 * v[1]])
+        dq = jnp.stack([-p["k1"] * x1 + p["k12"] * (x2 - x1), -p["k12"] * (x2 - x1) - p["k2"] * x2])
+        return dq, jnp.stack([p["m1"] * v[0], p["m2"] * v[1]])
 
-    return LagrangeDiracSystem(Euclidean(2, names=("x1", "x2")), L, partials=partials, name="mass_spring")
+    return LagrangeDiracSystem(Euclidean(2, names=("x1", "x2")), L, partials=partials, name="mass_spring",
+                               params=P)
 
 
 def mass_spring_torn(m1=1.0, m2=2.0, k1=3.0, k12=1.5, k2=2.0) -> InterconnectedSystem:

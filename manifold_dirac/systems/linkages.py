@@ -68,8 +68,7 @@ def four_bar(crank: float = FOUR_BAR["crank"], coupler: float = FOUR_BAR["couple
     P = {"l": np.array([crank, coupler, rocker], dtype=float), "d": np.float64(ground),
          "m": np.array([m1, m2, m3]), "g": np.float64(gravity)}
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         (l1, l2, l3), (m1, m2, m3), grav = p["l"], p["m"], p["g"]
         vc2 = l1 * v[0] * _perp(q[0]) + 0.5 * l2 * v[1] * _perp(q[1])
         T = (m1 * l1**2 / 6.0 * v[0] ** 2 + 0.5 * m2 * jnp.sum(vc2 * vc2) + m2 * l2**2 / 24.0 * v[1] ** 2
@@ -78,8 +77,7 @@ def four_bar(crank: float = FOUR_BAR["crank"], coupler: float = FOUR_BAR["couple
                     + 0.5 * m3 * l3 * jnp.sin(q[2]))
         return T - V
 
-    def g(q, p=None):
-        p = P if p is None else p
+    def g(q, p):
         l1, l2, l3 = p["l"]
         return l1 * _e(q[0]) + l2 * _e(q[1]) - l3 * _e(q[2]) - jnp.stack([p["d"], 0.0 * p["d"]])
 

@@ -30,15 +30,13 @@ __all__ = [
 ]
 
 
-def _oscillator(P: dict):
+def _oscillator():
     """The oscillator's ``L(q, v, p)`` and its analytic partials (shared by the damped one)."""
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         return 0.5 * p["mass"] * jnp.sum(v * v) - 0.5 * p["stiffness"] * jnp.sum(q * q)
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         return -p["stiffness"] * q, p["mass"] * v
 
     return L, partials
@@ -60,7 +58,7 @@ def harmonic_oscillator(n: int = 1, mass: float = 1.0, stiffness: float = 1.0) -
         On ``Euclidean(n)`` with analytic partials; ``params = {"mass", "stiffness"}``.
     """
     P = {"mass": np.float64(mass), "stiffness": np.float64(stiffness)}
-    L, partials = _oscillator(P)
+    L, partials = _oscillator()
     return LagrangeDiracSystem(Euclidean(n), L, partials=partials, name="harmonic_oscillator", params=P)
 
 
@@ -104,10 +102,9 @@ def damped_oscillator(mass: float = 1.0, stiffness: float = 1.0, damping: float 
         ``params = {"mass", "stiffness", "damping"}``.
     """
     P = {"mass": np.float64(mass), "stiffness": np.float64(stiffness), "damping": np.float64(damping)}
-    L, partials = _oscillator(P)
+    L, partials = _oscillator()
 
-    def force(t, q, v, p=None):
-        p = P if p is None else p
+    def force(t, q, v, p):
         return -p["damping"] * v
 
     return LagrangeDiracSystem(Euclidean(1), L, force=force, partials=partials, name="damped_oscillator",
@@ -153,12 +150,10 @@ def pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81) -> L
     """
     P = {"ml2": np.float64(mass * length**2), "mgl": np.float64(mass * gravity * length)}
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         return 0.5 * p["ml2"] * v[0] ** 2 + p["mgl"] * jnp.cos(q[0])
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         return -p["mgl"] * jnp.sin(q), p["ml2"] * v
 
     Q = Euclidean(1, names=("theta",))
@@ -189,10 +184,9 @@ def double_pendulum(
          "gravity": np.float64(gravity)}
 
     def unpack(p):
-        p = P if p is None else p
         return p["l1"], p["l2"], p["m1"], p["m2"], p["gravity"]
 
-    def L(q, v, p=None):
+    def L(q, v, p):
         l1, l2, m1, m2, g = unpack(p)
         a, b = q[0], q[1]
         va, vb = v[0], v[1]
@@ -201,7 +195,7 @@ def double_pendulum(
         V = -(m1 + m2) * g * l1 * jnp.cos(a) - m2 * g * l2 * jnp.cos(b)
         return T - V
 
-    def partials(q, v, p=None):
+    def partials(q, v, p):
         l1, l2, m1, m2, g = unpack(p)
         a, b = q[0], q[1]
         va, vb = v[0], v[1]
@@ -247,12 +241,10 @@ def spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 
     S2 = Sphere2()
     P = {"ml2": np.float64(mass * length**2), "mgl": np.float64(mass * gravity * length)}
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         return 0.5 * p["ml2"] * jnp.sum(v * v) - p["mgl"] * q[2]
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         E = S2.frame(q)
         return -p["mgl"] * E[2, :], p["ml2"] * v
 
@@ -311,16 +303,13 @@ def cartesian_spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity
     """
     P = {"length": np.float64(length), "mass": np.float64(mass), "gravity": np.float64(gravity)}
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         return 0.5 * p["mass"] * jnp.sum(v * v) - p["mass"] * p["gravity"] * q[2]
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         return jnp.array([0.0, 0.0, -1.0]) * (p["mass"] * p["gravity"]), p["mass"] * v
 
-    def g(q, p=None):
-        p = P if p is None else p
+    def g(q, p):
         return jnp.array([(jnp.sum(q * q) - p["length"] ** 2) / (2.0 * p["length"])])
 
     return LagrangeDiracSystem(Euclidean(3), L, partials=partials, holonomic=g,

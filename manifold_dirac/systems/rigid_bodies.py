@@ -71,12 +71,10 @@ def free_rigid_body(inertia=DEFAULT_INERTIA, retraction: str = "exp") -> Lagrang
     """
     P = {"inertia": _principal_moments(inertia, "free_rigid_body")}
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         return 0.5 * jnp.sum(p["inertia"] * v * v)
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         return jnp.zeros(3, dtype=v.dtype), p["inertia"] * v
 
     return LagrangeDiracSystem(SO3(retraction), L, partials=partials, name="free_rigid_body", params=P)
@@ -121,12 +119,10 @@ def heavy_top(
         raise ValueError(f"heavy_top: chi must be a 3-vector, got {chi!r}")
     P = {"inertia": _principal_moments(inertia, "heavy_top"), "mgl": np.float64(mgl), "chi": c}
 
-    def L(q, v, p=None):
-        p = P if p is None else p
-        return 0.5 * jnp.sum(p["inertia"] * v * v) - p["mgl"] * jnp.dot(q[2, :], p["chi"])
+    def L(q, v, p):
+        return 0.5 * jnp.sum(p["inertia"] * v * v) - p["mgl"] * jnp.sum(q[2, :] * p["chi"])
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         up = q[2, :]  # R^T e3
         return -p["mgl"] * jnp.cross(p["chi"], up), p["inertia"] * v
 
@@ -265,14 +261,12 @@ def tumbling_brick(
         "gravity": np.float64(gravity),
     }
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         w, u = v[:3], v[3:]
         return (0.5 * jnp.sum(p["inertia"] * w * w) + 0.5 * p["mass"] * jnp.sum(u * u)
                 - p["mass"] * p["gravity"] * q[2, 3])
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         dq = jnp.concatenate([jnp.zeros(3, dtype=v.dtype), -p["mass"] * p["gravity"] * q[2, :3]])
         return dq, jnp.concatenate([p["inertia"] * v[:3], p["mass"] * v[3:]])
 
@@ -308,14 +302,12 @@ def tumbling_brick_on_product(
         "gravity": np.float64(gravity),
     }
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         w, u = v[:3], v[3:]
         return (0.5 * jnp.sum(p["inertia"] * w * w) + 0.5 * p["mass"] * jnp.sum(u * u)
                 - p["mass"] * p["gravity"] * q[1][2])
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         dq = jnp.zeros(6, dtype=v.dtype).at[5].set(-p["mass"] * p["gravity"])
         return dq, jnp.concatenate([p["inertia"] * v[:3], p["mass"] * v[3:]])
 

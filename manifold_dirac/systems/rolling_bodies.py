@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._manifolds import SO3, Euclidean, ProductManifold
+from .._mechanics.small import mm
 from .._mechanics.system import LagrangeDiracSystem
 
 __all__ = ["rolling_disk_3d", "rolling_disk_3d_contact", "rolling_disk_3d_initial"]
@@ -70,22 +71,19 @@ def rolling_disk_3d(radius: float = 0.5, mass: float = 1.0, gravity: float = 9.8
     P = {"radius": np.float64(radius), "mass": np.float64(mass), "gravity": np.float64(gravity)}
     Q = ProductManifold(SO3(retraction=retraction), Euclidean(3))
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         m, r = p["mass"], p["radius"]
         Om, xd = v[:3], v[3:]
         inertia = m * r**2 * jnp.array([0.25, 0.25, 0.5])
         return 0.5 * m * jnp.sum(xd * xd) + 0.5 * jnp.sum(inertia * Om * Om) - m * p["gravity"] * q[1][2]
 
-    def A(q, p=None):
-        p = P if p is None else p
+    def A(q, p):
         R = q[0]
         rho = rolling_disk_3d_contact(R, p["radius"])
-        rows = jnp.concatenate([-_hat(rho) @ R, jnp.eye(3)], axis=1)
+        rows = jnp.concatenate([-mm(_hat(rho), R), jnp.eye(3)], axis=1)
         return rows[:2]
 
-    def g(q, p=None):
-        p = P if p is None else p
+    def g(q, p):
         n = q[0][:, 2]
         return jnp.array([q[1][2] - p["radius"] * jnp.sqrt(1.0 - n[2] ** 2)])
 

@@ -81,13 +81,11 @@ def inclined_knife_edge(
     P = {"mass": np.float64(mass), "inertia": np.float64(inertia),
          "pull": np.float64(mass * gravity * np.sin(incline))}
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         kinetic = 0.5 * p["mass"] * (v[1] ** 2 + v[2] ** 2) + 0.5 * p["inertia"] * v[0] ** 2
         return kinetic + p["pull"] * q[0, 2]
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         dv = jnp.stack([p["inertia"] * v[0], p["mass"] * v[1], p["mass"] * v[2]])
         return _x_partial(q, p["pull"]), dv
 
@@ -169,13 +167,11 @@ def chaplygin_sled(
     """
     P = {"mass": np.float64(mass), "inertia": np.float64(inertia), "offset": np.float64(offset)}
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         m, a = p["mass"], p["offset"]
         return 0.5 * m * (v[1] ** 2 + (v[2] + a * v[0]) ** 2) + 0.5 * p["inertia"] * v[0] ** 2
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         m, a = p["mass"], p["offset"]
         s = m * (v[2] + a * v[0])
         dv = jnp.stack([a * s + p["inertia"] * v[0], m * v[1], s])
@@ -234,17 +230,14 @@ def differential_drive(
     tq = steer if steer is not None else _default_steer
     P = {"mass": np.float64(mass), "inertia": np.float64(inertia), "damping": np.float64(damping)}
 
-    def L(q, v, p=None):
-        p = P if p is None else p
+    def L(q, v, p):
         return 0.5 * p["mass"] * (v[1] ** 2 + v[2] ** 2) + 0.5 * p["inertia"] * v[0] ** 2
 
-    def partials(q, v, p=None):
-        p = P if p is None else p
+    def partials(q, v, p):
         dv = jnp.stack([p["inertia"] * v[0], p["mass"] * v[1], p["mass"] * v[2]])
         return jnp.zeros_like(dv), dv
 
-    def force(t, q, v, p=None):
-        p = P if p is None else p
+    def force(t, q, v, p):
         c = p["damping"]
         return jnp.stack([tq(t) - c * v[0], f(t) - c * v[1], jnp.zeros_like(v[2])]).astype(v.dtype)
 

@@ -50,29 +50,53 @@ def test_products_match_matmul():
     np.testing.assert_allclose(np.asarray(mm(As, As)), As @ As, rtol=1e-13)
 
 
-def test_the_step_loop_has_no_library_call():
-    """The compiled heavy-top step holds no LAPACK custom call and no matrix product (``dot``)."""
-    import re
-
+def _compiled_step_text(rule: str = "midpoint") -> str:
+    """The optimized HLO (after XLA's own rewrites) of one heavy-top step of ``rule``."""
     from manifold_dirac import systems as S
     from manifold_dirac._manifolds import SO3
     from manifold_dirac._run.integrator import Integrator
 
     sysm = S.heavy_top()
-    integ = Integrator(sysm, 0.01)
+    integ = Integrator(sysm, 0.01, discrete_lagrangian=rule)
     st = integ.initial_state(np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0]))), v0=np.array([0.5, -0.2, 2.0]))
     sm = integ.stepmap
     fn = jax.jit(lambda m, h, p: sm.step(m, 0, 0.0, h, p)[0])
-    txt = fn.lower(st.members, 0.01, sysm.params).compile().as_text()  # after XLA's own rewrites
-    assert "custom-call" not in txt and "lapack" not in txt.lower()
-    assert not re.search(r"\bdot\(", txt)
+    return fn.lower(st.members, 0.01, sysm.params).compile().as_text()
+
+
+def _has_library_call(txt: str) -> bool:
+    import re
+
+    return "custom-call" in txt or "lapack" in txt.lower() or bool(re.search(r"\bdot\(", txt))
+
+
+def test_the_step_loop_has_no_library_call():
+    """The compiled heavy-top step holds no LAPACK custom call and no matrix product (``dot``)."""
+    assert not _has_library_call(_compiled_step_text())
     # and the check sees one: the same step with the Newton matrix solved by LAPACK
     import manifold_dirac._mechanics.newton as N
 
     saved = N.solve_small
     N.solve_small = lambda A, b: jax.numpy.linalg.solve(A, b)
     try:
-        lapack = jax.jit(lambda m, h, p: sm.step(m, 0, 0.0, h, p)[0]).lower(st.members, 0.01, sysm.params)
-        assert "custom-call" in lapack.compile().as_text()
+        assert "custom-call" in _compiled_step_text()
     finally:
         N.solve_small = saved
+
+
+@pytest.mark.parametrize("rule", ["gauss4", "gauss6"])
+def test_the_galerkin_step_has_no_library_call(rule):
+    """The Galerkin step (stage equations included) holds no LAPACK call and no matrix product either."""
+    assert not _has_library_call(_compiled_step_text(rule))
+
+
+def test_the_galerkin_check_sees_a_matrix_product():
+    """The check above fails when the node's velocity ``J_xi w`` is a library product."""
+    import manifold_dirac._mechanics.galerkin as G
+
+    saved = G.mv
+    G.mv = lambda A, x: A @ x
+    try:
+        assert _has_library_call(_compiled_step_text("gauss4"))
+    finally:
+        G.mv = saved

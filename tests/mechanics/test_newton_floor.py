@@ -1,0 +1,135 @@
+"""The round-off-floor stop of Newton: a residual that cannot get below the rounding of its data.
+
+``r(z) = ((c + z)^2 - (c + a)^2) / 2c`` at ``c = 1e9``: positions near ``c`` are resolved
+only to ``ulp(c)`` (1.2e-7), so the scaled error stagnates far above ``rtol``.
+The floor test (the residual's sensitivity to the data, ``dr/d eta = 1``,
+times ``eps c``) accepts it; without it the solve reports no convergence.
+"""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import manifold_dirac  # noqa: F401  (float64)
+from manifold_dirac._mechanics.newton import RoundoffFloor, SolverOptions, newton
+from manifold_dirac._mechanics.status import Status
+
+C, A = 1e9, 0.3
+EPS = float(np.finfo(np.float64).eps)
+
+
+def _residual(z, eta):
+    q = C + eta + z  # resolved to ulp(C) only
+    return (q * q - (C + A) ** 2) / (2 * C)
+
+
+def _fun(z):
+    return _residual(z, jnp.zeros(1)), jnp.ones(1), None
+
+
+def _solve(floor):
+    return jax.jit(lambda z0: newton(_fun, z0, SolverOptions(), floor=floor))(jnp.array([0.7]))
+
+
+def test_a_residual_at_the_floor_of_its_data_converges():
+    floor = RoundoffFloor(_residual, 1, lambda z, aux: EPS * C)
+    res = _solve(floor)
+    assert int(res.status) == Status.OK
+    assert abs(float(res.z[0]) - A) <= 4 * EPS * C
+    assert float(res.error) > SolverOptions().rtol  # stagnated above rtol: the floor decided
+    assert int(res.iterations) <= 3  # the probe trips are not counted as iterations
+
+
+def test_without_the_floor_it_does_not_converge():
+    """The sensitivity of the test above: no floor, or a floor too small, and the same solve fails."""
+    assert int(_solve(None).status) == Status.NO_CONVERGENCE
+    assert int(_solve(RoundoffFloor(_residual, 1, lambda z, aux: EPS)).status) == Status.NO_CONVERGENCE
+
+
+def test_a_floor_function_of_its_own_gives_the_same_answer():
+    res = _solve(lambda z: jnp.full(1, EPS * C))
+    assert int(res.status) == Status.OK
+    assert abs(float(res.z[0]) - A) <= 4 * EPS * C
+
+
+def test_the_floor_test_adds_no_branch_to_the_step():
+    """The step's floor test shares Newton's linearization: no conditional in the compiled heavy-top step,
+    and a floor function of its own (the check can see one) puts one there."""
+    from manifold_dirac import systems as S
+    from manifold_dirac._manifolds import SO3
+    from manifold_dirac._run.integrator import Integrator
+
+    sysm = S.heavy_top()
+    integ = Integrator(sysm, 0.01)
+    st = integ.initial_state(np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0]))), v0=np.array([0.5, -0.2, 2.0]))
+    sm = integ.stepmap
+
+    def text():
+        fn = jax.jit(lambda m, h, p: sm.step(m, 0, 0.0, h, p)[0])
+        return fn.lower(st.members, 0.01, sysm.params).compile().as_text()
+
+    assert not re.search(r"\bconditional\(", text())
+    saved = sm.floor_test
+    sm.floor_test = lambda q, p, t, h, params, u=None: (
+        lambda z: sm.roundoff_floor(z, q, p, t, h, params, u))
+    try:
+        assert re.search(r"\bconditional\(", text())
+    finally:
+        sm.floor_test = saved
+
+
+# ------------------------------------------------------------- simplified Newton (the matrix reused)
+def _cubic(z):
+    return z ** 3 - 8.0, jnp.full(1, 8.0), None
+
+
+def _solve_cubic(jacobian, z0=1.5):
+    return jax.jit(lambda z: newton(_cubic, z, SolverOptions(jacobian=jacobian)))(jnp.array([z0]))
+
+
+def test_reuse_converges_to_the_same_root_on_the_same_test():
+    every, reuse = _solve_cubic("every"), _solve_cubic("reuse")
+    for res in (every, reuse):
+        assert int(res.status) == Status.OK
+        assert abs(float(res.z[0]) - 2.0) <= 1e-14
+    assert int(reuse.iterations) > int(every.iterations)  # linear convergence: the matrix was reused
+
+
+def test_reuse_evaluates_the_matrix_again_when_an_update_does_not_halve_the_error():
+    """From z0 = 0.4 the first matrix (3 z0^2 = 0.48) throws the iterate far away; kept, it never recovers."""
+    res = _solve_cubic("reuse", 0.4)
+    assert int(res.status) == Status.OK and abs(float(res.z[0]) - 2.0) <= 1e-14
+
+
+def test_reuse_keeps_the_floor_test():
+    res = jax.jit(lambda z0: newton(_fun, z0, SolverOptions(jacobian="reuse"),
+                                    floor=RoundoffFloor(_residual, 1, lambda z, aux: EPS * C)))(jnp.array([0.7]))
+    assert int(res.status) == Status.OK and abs(float(res.z[0]) - A) <= 4 * EPS * C
+
+
+def test_reuse_on_a_batch_of_steps_matches_newton():
+    import manifold_dirac as md
+    from manifold_dirac import systems as S
+    from manifold_dirac._manifolds import SO3
+
+    R0 = np.stack([np.asarray(SO3().exp(np.array([0.3, 0.1, a]))) for a in (0.0, 0.5)])
+    w0 = np.array([[0.5, -0.2, 2.0], [1.0, 0.3, -1.0]])
+    run = dict(v0=w0, h=0.01, n_steps=100, stride=100)
+    every = md.integrate(S.heavy_top(), R0, **run)
+    reuse = md.integrate(S.heavy_top(), R0, solver=md.SolverOptions(jacobian="reuse"), **run)
+    assert np.all(reuse.status == 0) and float(np.max(reuse.residual)) <= 1e-10
+    assert np.max(np.abs(reuse.q - every.q)) <= 1e-11
+    assert reuse.iterations.mean() > every.iterations.mean()
+
+
+def test_solver_options_refuse_an_unknown_jacobian_mode():
+    import pytest
+
+    with pytest.raises(ValueError, match="jacobian must be 'every' or 'reuse'"):
+        SolverOptions(jacobian="sometimes")
+    with pytest.raises(TypeError, match="jacobian must be a string"):
+        SolverOptions(jacobian=1)
