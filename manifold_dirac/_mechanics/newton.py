@@ -49,6 +49,7 @@ import numpy as np
 
 from .small import solve_small
 from .status import Status
+from .._types import PyTree
 
 __all__ = ["NewtonResult", "RoundoffFloor", "SolverOptions", "newton", "scaled_error"]
 
@@ -152,7 +153,7 @@ class RoundoffFloor(NamedTuple):
 
     residual: Callable[[jax.Array, jax.Array], jax.Array]
     dim: int
-    resolution: Callable[[jax.Array, Any], jax.Array]
+    resolution: Callable[[jax.Array, PyTree], jax.Array]
 
 
 def newton(

@@ -22,6 +22,7 @@ from .schemes import Scheme
 from .small import mv
 from .status import Status, classify_step
 from .system import LagrangeDiracSystem
+from .._types import Params, Point, Scalar
 
 __all__ = ["FAIL_ENERGY", "FAIL_ITERATE", "FAIL_SOLUTION", "State", "StepMap", "StepRecord"]
 
@@ -240,7 +241,8 @@ class StepMap:
         dr = jax.jacfwd(lambda eta: self.equations(z, Q.retract(q0, eta), p_in, t0, h, params, u)[0])(jnp.zeros(n))
         return jnp.sum(jnp.abs(dr), axis=1) * (_EPS * size)
 
-    def floor_test(self, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any, u: Any = None) -> RoundoffFloor:
+    def floor_test(self, q0: Point, p_in: jax.Array, t0: Scalar, h: Scalar, params: Params,
+                   u: jax.Array | None = None) -> RoundoffFloor:
         """:meth:`roundoff_floor` in the form Newton evaluates it, from its own linearization.
 
         The residual with the base point moved along its frame,

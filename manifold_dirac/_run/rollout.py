@@ -45,6 +45,8 @@ from .._mechanics.status import Status, classify_step
 from .._mechanics.step import StepMap
 from .._mechanics.system import LagrangeDiracSystem
 from .start import _SINGULAR_STEP, step_conditioning
+from .._manifolds.base import Manifold
+from .._types import ArrayLike, PyTree
 
 __all__ = ["DIFFERENTIATION_MODES", "Rollout", "rollout", "solve_step"]
 
@@ -497,10 +499,10 @@ def rollout(
               None if controls is None else _f64(controls))
 
 
-def _f64(x: Any) -> Any:
+def _f64(x: PyTree) -> PyTree:
     """Every leaf of ``x`` as float64: traced or float64 JAX arrays as they are, host values as numpy arrays."""
 
-    def one(a: Any) -> Any:
+    def one(a: ArrayLike) -> jax.Array | np.ndarray:
         if isinstance(a, jax.Array):
             return a if a.dtype == jnp.float64 else jnp.asarray(a, jnp.float64)
         return np.asarray(a, dtype=np.float64)
@@ -509,7 +511,7 @@ def _f64(x: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _point_shape(Q: Any) -> Any:
+def _point_shape(Q: Manifold) -> PyTree:
     """The shapes of one point of ``Q`` (a pytree of tuples), computed once per manifold."""
     with jax.ensure_compile_time_eval():  # concrete also when first asked inside a trace
         return jax.tree.map(np.shape, Q.default_point())
