@@ -14,9 +14,11 @@ checks that every named script exists and that no claim is left uncovered.
 What is not a measurement is not a claim: a parameter of an example
 (``h = 0.05``, ``rtol 1e-12``), a code literal (a tolerance or default written
 `` `1e-9` ``), a bound stated as a requirement (``≤ 10^{-9}``, "within 1e-8"),
-an equation number of the paper and a version number; see ``is_accuracy_claim``. A script named by a marker lives in ``benchmarks/`` or ``tools/``
-(or is a test of ``tests/`` that recomputes and asserts the number); the
-machine a number was measured on is named next to it on the page.
+an equation number of the paper and a version number; see ``is_accuracy_claim``.
+A script named by a marker lives in ``benchmarks/`` or ``tools/`` (or is a test
+of ``tests/`` that recomputes and asserts the number, or an example of
+``examples/`` that prints it); the machine a number was measured on is named
+next to it on the page.
 
 Usage (from the repository root)::
 
@@ -32,7 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"<!--\s*from:\s*(.*?)\s*-->")
-SOURCES = ("benchmarks/", "tools/", "tests/")
+SOURCES = ("benchmarks/", "tools/", "tests/", "examples/")
 _HEADING = re.compile(r"^#{1,6} ")
 _PY_FENCE = re.compile(r"^```python")
 # a timing claim: a duration in (micro/milli)seconds, a ratio written "3×", or a duration in
@@ -55,7 +57,8 @@ _ORDER = re.compile(r"\b(?:orders?|slopes?)\b[^|.;]{0,25}?\d\.\d+", re.IGNORECAS
 _ERROR_NUMBER = re.compile(r"\berrors?\b[^|;]{0,40}?\d\.\d+", re.IGNORECASE)
 # what is not a measurement, removed before the test: a parameter of an example (``h = 0.05``,
 # ``rtol 1e-12``), a code literal (a tolerance or a default such as `1e-9`), a bound stated as a
-# requirement (``≤ 10^{-9}``, "at least 1.5e-154", "within 1e-8"), an equation number of the
+# requirement (``≤ 10^{-9}``, "at least 1.5e-154", "within 1e-8"), an offset from a singular
+# value (``\pi - 10^{-4}``), an equation number of the
 # paper ("(3.12)", "eq. 4.7", "§5.2") and a version number ("jax 0.10", "0.2.0")
 _NOT_MEASURED = re.compile(
     r"`[^`]*`"
@@ -63,6 +66,7 @@ _NOT_MEASURED = re.compile(
     r"|\b(?:rtol|atol|tol|tolerances?)\s*=?\s*\d(?:\.\d+)?e[-+]?\d+"
     r"|(?:≤|≥|<|>|\\le|\\ge|\bat least|\bwithin|\bmore than|\babove|\bbelow)\s*\$?\s*\d[\d.]*"
     r"(?:\s?e[-+]?\d+|\^\{?[-+]?\d+\}?|\s?(?:\\cdot|×)?\s?10\^\{?[-+]?\d+\}?)?"
+    r"|(?:\\pi|π)\s*(?:-|\\pm|±)\s*\d[\d.]*(?:e[-+]?\d+)?(?:\s?10\^\{?[-+]?\d+\}?)?"
     r"|\((?:eq\.?\s*)?\d+\.\d+[a-z]?\)|\b(?:eqs?\.|equations?|§)\s*\(?\d+(?:\.\d+)?"
     r"|\bv?\d+\.\d+\.\d+|\b(?:jax|numpy|python|numba|scipy|version)\s+\d+\.\d+",
     re.IGNORECASE,

@@ -1,0 +1,89 @@
+"""The Galerkin page's tables of measured orders (free systems and holonomic constraints).
+
+For every system of the order matrix of ``tests/mechanics/test_galerkin.py`` (the same
+systems, initial data, horizons, step sizes and references: ``solve_ivp`` DOP853 where
+the test has one, else ``gauss6`` at a quarter of the smallest step) and the rules
+``gauss4`` and ``gauss6``: the observed order (least-squares slope of the global error
+at ``T`` over three step sizes, ``md.analysis.observed_order``) and the three errors.
+Then the pre-asymptotic slopes the page quotes: ``gauss6`` on the heavy top at
+``h = 0.1 … 0.025``, on the double pendulum at ``h = 0.1 … 0.025``, and both rules on
+the four-bar at ``h = 0.1 … 0.025``. Prints the machine and Markdown tables
+(docs/galerkin.md quotes them). About 2–4 minutes of CPU (one compilation per system
+and rule dominates).
+
+Usage (from the repository root)::
+
+    python tools/galerkin_orders.py
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import os
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from manifold_dirac.analysis import observed_order
+
+ROOT = Path(__file__).resolve().parents[1]
+KEYS = [
+    "heavy_top_exp",
+    "heavy_top_cayley",
+    "double_pendulum",
+    "planar_body_exp",
+    "planar_body_cayley",
+    "planar_body_so2xr2",
+    "body_and_spring",
+    "cartesian_pendulum",
+    "four_bar",
+]
+RULES = ("gauss4", "gauss6")
+# pre-asymptotic step ranges quoted on the page: (key, rule, step sizes)
+EXTRA = [
+    ("heavy_top_exp", "gauss6", [0.1, 0.05, 0.025]),
+    ("heavy_top_cayley", "gauss6", [0.1, 0.05, 0.025]),
+    ("double_pendulum", "gauss6", [0.1, 0.05, 0.025]),
+    ("four_bar", "gauss4", [0.1, 0.05, 0.025]),
+    ("four_bar", "gauss6", [0.1, 0.05, 0.025]),
+]
+
+
+def _cases():
+    """The order matrix's systems and helpers: the test module itself (one definition of each case)."""
+    sys.path.insert(0, str(ROOT))
+    return importlib.import_module("tests.mechanics.test_galerkin")
+
+
+def main() -> None:
+    print(
+        f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}, "
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    )
+    t = _cases()
+    print("| system | h (gauss4 / gauss6) | `gauss4` slope (errors) | `gauss6` slope (errors) |")
+    print("|---|---|---|---|")
+    for key in KEYS:
+        cells, steps = [], []
+        for rule in RULES:
+            order, slope, errs = t.observed(key, rule)
+            steps.append(", ".join(f"{h:g}" for h in t.case(key)["hs"][order]))
+            cells.append(f"{slope:.2f} ({', '.join(f'{e:.1e}' for e in errs)})")
+        print(f"| {key} | {' / '.join(steps)} | " + " | ".join(cells) + " |", flush=True)
+    print("\npre-asymptotic ranges:")
+    for key, rule, hs in EXTRA:
+        qref = t.reference(key)
+        errs = [t.error(key, t.end_point(key, rule, h), qref) for h in hs]
+        print(
+            f"  {key} {rule} h = {hs}: slope {observed_order(np.array(hs), errs):.2f}, "
+            f"errors {', '.join(f'{e:.1e}' for e in errs)}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
