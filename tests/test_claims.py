@@ -39,7 +39,7 @@ def test_every_marked_script_exists(claims):
     assert not missing
 
 
-def test_every_timing_claim_has_a_source(claims):
+def test_every_measured_claim_has_a_source(claims):
     uncovered = {
         name: page.uncovered for name, page in _pages(claims) if page.uncovered and name not in PENDING
     }
