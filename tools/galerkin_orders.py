@@ -9,13 +9,14 @@ Then the midpoint rule with SO(3)'s Cayley map (quoted on the schemes page) and 
 pre-asymptotic slopes the page quotes: ``gauss6`` on the heavy top at
 ``h = 0.1 … 0.025``, on the double pendulum at ``h = 0.1 … 0.025``, and both rules on
 the four-bar at ``h = 0.1 … 0.025``. Prints the machine and Markdown tables
-(docs/galerkin.md quotes them). About 2–4 minutes of CPU (one compilation per system
-and rule dominates).
+(docs/galerkin.md quotes them). About 5 minutes of CPU (one compilation per system and
+rule dominates; 20 minutes and more of wall time on a loaded machine).
 
 Usage (from the repository root)::
 
     python tools/galerkin_orders.py            # everything
     python tools/galerkin_orders.py --extra    # only the lines after the table
+    python tools/galerkin_orders.py --keys cartesian_pendulum,four_bar   # these rows, then the lines
 """
 
 from __future__ import annotations
@@ -72,19 +73,29 @@ def equispaced_gauss6(t) -> tuple[float, list[float]]:
     hs = np.array(t.H_CART[6])
     qref = t.reference("cartesian_pendulum")
     errs = [
-        float(np.linalg.norm(np.asarray(integrate(c["system"], t.X0, v0=t.V0, h=h, n_steps=int(round(1 / h)),
-                                                  discrete_lagrangian=bad).q[-1]) - qref))
+        float(
+            np.linalg.norm(
+                np.asarray(
+                    integrate(
+                        c["system"], t.X0, v0=t.V0, h=h, n_steps=round(1 / h), discrete_lagrangian=bad
+                    ).q[-1]
+                )
+                - qref
+            )
+        )
         for h in hs
     ]
     return float(observed_order(hs, errs)), errs
 
 
 def main() -> None:
-    extra_only = "--extra" in sys.argv[1:]
+    args = sys.argv[1:]
+    extra_only = "--extra" in args
+    keys = args[args.index("--keys") + 1].split(",") if "--keys" in args else KEYS
     print(
         f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
         f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}, "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
     )
     t = _cases()
     if extra_only:
@@ -92,7 +103,7 @@ def main() -> None:
         return
     print("| system | h (gauss4 / gauss6) | `gauss4` slope (errors) | `gauss6` slope (errors) |")
     print("|---|---|---|---|")
-    for key in KEYS:
+    for key in keys:
         cells, steps = [], []
         for rule in RULES:
             order, slope, errs = t.observed(key, rule)
@@ -113,8 +124,11 @@ def _extra(t) -> None:
             flush=True,
         )
     slope, errs = equispaced_gauss6(t)
-    print(f"  cartesian_pendulum gauss6, g at equispaced interior points: slope {slope:.2f}, "
-          f"errors {', '.join(f'{e:.1e}' for e in errs)}", flush=True)
+    print(
+        f"  cartesian_pendulum gauss6, g at equispaced interior points: slope {slope:.2f}, "
+        f"errors {', '.join(f'{e:.1e}' for e in errs)}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

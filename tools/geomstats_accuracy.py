@@ -68,14 +68,16 @@ def main() -> None:
     print(
         f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
         f"python {platform.python_version()}, geomstats {gs.__version__}, "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
     )
     for norm, label in ((1e-9, "1e-9"), (1e-6, "1e-6"), (np.pi - 1e-6, "pi - 1e-6")):
         err = sphere_log(gs, norm, np.random.default_rng(0))
         print(f"Hypersphere metric.log, |xi| = {label}: relative error {err:.1e}")
     for d in (np.pi - 2.8, 0.04, 0.02, 0.01, 1e-3):
         vec, mat = so3_rotation_vector(gs, np.pi - d, np.random.default_rng(1))
-        print(f"SO(3) rotation_vector_from_matrix at pi - {d:.3g}: vector error {vec:.1e}, matrix error {mat:.1e}")
+        print(
+            f"SO(3) rotation_vector_from_matrix at pi - {d:.3g}: vector error {vec:.1e}, matrix error {mat:.1e}"
+        )
     for lo, hi in ((5e-4, 0.15), (0.2, 3.0)):
         err = se2_log(gs, lo, hi, np.random.default_rng(2))
         print(f"SE(2) log_from_identity, |omega| in [{lo:g}, {hi:g}], |x|, |y| <= 2: error up to {err:.1e}")

@@ -44,7 +44,11 @@ def gravity_orders() -> None:
     for retraction in ("exp", "cayley", "so3xr3"):
         sysm = md.systems.tumbling_brick(retraction=retraction)
         errs = [
-            float(np.max(np.abs(np.asarray(md.integrate(sysm, Q0, v0=V0, h=h, n_steps=int(round(T / h))).q[-1]) - ref)))
+            float(
+                np.max(
+                    np.abs(np.asarray(md.integrate(sysm, Q0, v0=V0, h=h, n_steps=round(T / h)).q[-1]) - ref)
+                )
+            )
             for h in hs
         ]
         print(
@@ -58,7 +62,7 @@ def screw(side: float, retraction: str, start: str, h: float, T: float = 2.0) ->
     base = md.systems.tumbling_brick(sides=(side, side, side), gravity=0.0, retraction=retraction)
     sysm = md.LagrangeDiracSystem(base.Q, base._user_L, A, partials=base._user_partials, params=base.params)
     ref = Q0 @ np.asarray(md.SE3().exp(T * XI))
-    n = int(round(T / h))
+    n = round(T / h)
     if start == "discrete":
         mu = np.concatenate([brick_inertia(1.0, (side, side, side)) * XI[:3], XI[3:]])
         J0 = np.asarray(sysm.Q.retract_with_inverse_jacobians(Q0, h * XI)[1])
@@ -72,7 +76,7 @@ def main() -> None:
     print(
         f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
         f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}, "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
     )
     gravity_orders()
     for side, retraction, start in [

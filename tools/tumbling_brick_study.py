@@ -26,10 +26,12 @@ def main() -> int:
     print(
         f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cores, "
         f"load {os.getloadavg()[0]:.1f}, python {platform.python_version()}, "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
     )
     with tempfile.TemporaryDirectory() as out:
-        status = md.cli.main(["study", "tumbling_brick", "--schemes", "symmetric", "--no-progress", "--out", out])
+        status = md.cli.main(
+            ["study", "tumbling_brick", "--schemes", "symmetric", "--no-progress", "--out", out]
+        )
         print((Path(out) / "table.md").read_text(encoding="utf-8"))
     return status
 
