@@ -89,6 +89,7 @@ def test_the_detector_sees_accuracy_claims(claims, line):
         "finite, at least 1.5e-154 (below, h^2 underflows)",
         "the discrete Euler-Lagrange equations (3.12) of the paper, eq. 4.7",  # equation numbers
         "needs jax 0.10; version 0.2.0 changed the order 2 default",  # versions; an integer order is theory
+        "for accuracies below $10^{-6}$ a composition",  # a bare power of ten: an accuracy level, not a result
     ],
 )
 def test_what_is_not_a_measurement(claims, line):

@@ -48,10 +48,12 @@ _COST_WORDS = re.compile(
 )
 
 
-# an accuracy claim: an error size in scientific notation (1.6e-3, 1.6 × 10⁻³, $10^{-3}$), a measured
-# order or slope with decimals ("order 3.97", "slope 1.86"), or an error word followed by a decimal
+# an accuracy claim: an error size in scientific notation (1.6e-3, 1.6 × 10⁻³, $1.6 \cdot 10^{-3}$), a
+# measured order or slope with decimals ("order 3.97", "slope 1.86"), or an error word followed by a
+# decimal. A bare power of ten ($10^{-6}$) is an accuracy level or a scale (a target, a domain's edge),
+# not a measurement: a measured error is written with its mantissa.
 _SCIENTIFIC = re.compile(
-    r"\d(?:\.\d+)?\s?e[-+]?\d+\b|(?:×|\\times|\\cdot)\s?10\s?(?:\^|⁻|⁺|\d)|\b10\^\{?-|\b10⁻"
+    r"\d(?:\.\d+)?\s?e[-+]?\d+\b|(?:×|\\times|\\cdot)\s?10\s?(?:\^|⁻|⁺|\d)"
 )
 _ORDER = re.compile(r"\b(?:orders?|slopes?)\b[^|.;]{0,25}?\d\.\d+", re.IGNORECASE)
 _ERROR_NUMBER = re.compile(r"\berrors?\b[^|;]{0,40}?\d\.\d+", re.IGNORECASE)
