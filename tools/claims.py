@@ -52,9 +52,7 @@ _COST_WORDS = re.compile(
 # measured order or slope with decimals ("order 3.97", "slope 1.86"), or an error word followed by a
 # decimal. A bare power of ten ($10^{-6}$) is an accuracy level or a scale (a target, a domain's edge),
 # not a measurement: a measured error is written with its mantissa.
-_SCIENTIFIC = re.compile(
-    r"\d(?:\.\d+)?\s?e[-+]?\d+\b|(?:×|\\times|\\cdot)\s?10\s?(?:\^|⁻|⁺|\d)"
-)
+_SCIENTIFIC = re.compile(r"\d(?:\.\d+)?\s?e[-+]?\d+\b|(?:×|\\times|\\cdot)\s?10\s?(?:\^|⁻|⁺|\d)")
 _ORDER = re.compile(r"\b(?:orders?|slopes?)\b[^|.;]{0,25}?\d\.\d+", re.IGNORECASE)
 _ERROR_NUMBER = re.compile(r"\berrors?\b[^|;]{0,40}?\d\.\d+", re.IGNORECASE)
 # what is not a measurement, removed before the test: a parameter of an example (``h = 0.05``,
