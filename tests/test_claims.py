@@ -3,7 +3,9 @@
 ``tools/claims.py`` reads the comment markers ``<!-- from: benchmarks/x.py -->``
 of ``README.md`` and ``docs/``: each named script must exist, and every line
 with a timing claim (a duration in µs or ms, a ratio such as ``3×``, seconds
-on a line about cost, minutes) must stand in a section that carries a marker.
+on a line about cost, minutes) or an accuracy claim (an error size such as
+``1.6e-3``, a measured order or slope such as ``3.97``) must stand in a section
+that carries a marker.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def test_every_marked_script_exists(claims):
     assert not missing
 
 
-def test_every_timing_claim_has_a_source(claims):
+def test_every_measured_claim_has_a_source(claims):
     uncovered = {
         name: page.uncovered for name, page in _pages(claims) if page.uncovered and name not in PENDING
     }
@@ -60,6 +62,45 @@ def test_the_detector_sees_claims_and_markers(claims, tmp_path):
     assert [i for i, _ in result.uncovered] == [3] and not result.missing
     page.write_text("# A\n<!-- from: tools/no_such_script.py -->\nThe step costs 12 µs.\n")
     assert claims.audit(page).missing == ["tools/no_such_script.py"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "a 100x smaller `exp` error (1.6e-3 instead of 0.15 at $h = 0.02$)",
+        "(slope 1.86) against the split one",
+        "observed order 3.97 on the pendulum",
+        "| heavy top | 4.00 (errors 1.6e-5, 1.0e-6, 6.3e-8) |",
+        "$\\sigma_{\\min} = 1.3\\cdot 10^{-4}$ there",
+        "energy error 6 × 10⁻⁴ after T = 100",
+        "errors of 0.47 and 1.1",
+    ],
+)
+def test_the_detector_sees_accuracy_claims(claims, line):
+    assert claims.is_accuracy_claim(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "at `h = 0.05` over T = 10 with rtol 1e-12",  # parameters of an example
+        "a tolerance of `1e-9` relative",  # a code literal: a default or a threshold
+        "$|g(q_0)| \\le 10^{-9}\\,(1 + |dg(q_0)|)$",  # a bound stated as a requirement
+        "finite, at least 1.5e-154 (below, h^2 underflows)",
+        "the discrete Euler-Lagrange equations (3.12) of the paper, eq. 4.7",  # equation numbers
+        "needs jax 0.10; version 0.2.0 changed the order 2 default",  # versions; an integer order is theory
+        "for accuracies below $10^{-6}$ a composition",  # a bare power of ten: an accuracy level, not a result
+    ],
+)
+def test_what_is_not_a_measurement(claims, line):
+    assert not claims.is_accuracy_claim(line)
+
+
+def test_an_accuracy_claim_needs_a_marker(claims, tmp_path):
+    """An error size without a marker in its section is reported; with a marker it is not."""
+    page = tmp_path / "page.md"
+    page.write_text("# A\n\nThe error is 1.6e-3.\n\n# B\n\n<!-- from: tools/claims.py -->\nSlope 1.98.\n")
+    assert [i for i, _ in claims.audit(page).uncovered] == [3]
 
 
 def test_a_claim_inside_python_code_is_not_prose(claims, tmp_path):
