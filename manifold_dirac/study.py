@@ -93,6 +93,16 @@ class StudyRow:
         validation of the initial data.
     failure : str
         Empty, or the message of the run that failed.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> result = md.retraction_study("pendulum", schemes=["symmetric"], hs=[0.1, 0.05], T=0.5, long_steps=20)
+    >>> row = result.rows[0]
+    >>> row.label, row.hs, row.failure
+    ('identity/symmetric/midpoint', (0.1, 0.05), '')
+    >>> round(row.order, 1)                     # the midpoint rule's order 2
+    2.0
     """
 
     retraction: str
@@ -402,6 +412,15 @@ def study_cell(system: str | Example, retraction: str, scheme: str, rule: str, h
     Each (system, scheme, rule, stride) is compiled once per process by a
     one-step run before the timed run; the step size and the initial data
     are traced, so the cells of the other step sizes reuse it.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> cell = md.study.study_cell("pendulum", "identity", "symmetric", "midpoint", 0.1, T=1.0, long_steps=20)
+    >>> sorted(cell)
+    ['constraint_residual', 'energy_error', 'error', 'iterations', 'run_time', 'steps']
+    >>> cell["steps"], bool(cell["error"] < 1e-2)
+    (10.0, True)
     """
     ex = _example(system)
     sysm = example_system(ex, retraction)

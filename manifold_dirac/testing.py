@@ -179,6 +179,14 @@ def register_manifold(name: str, factory: Callable[[], Manifold] | None = None, 
         If ``name`` is empty or taken (and ``overwrite`` is false).
     TypeError
         If ``factory`` is not callable, or ``name`` is not a string.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> factory = md.testing.register_manifold("so3-cayley-doc", lambda: md.SO3("cayley"))
+    >>> md.testing.registered_manifolds()["so3-cayley-doc"]()
+    SO3(retraction='cayley')
+    >>> md.testing.unregister_manifold("so3-cayley-doc")
     """
     if factory is None:
         return lambda f: register_manifold(name, f, overwrite=overwrite, replace=replace)
@@ -192,12 +200,32 @@ def unregister_manifold(name: str) -> None:
     ----------
     name : str
         The name given to :func:`register_manifold`.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> _ = md.testing.register_manifold("euclidean2-doc", lambda: md.Euclidean(2))
+    >>> md.testing.unregister_manifold("euclidean2-doc")
+    >>> "euclidean2-doc" in md.testing.registered_manifolds()
+    False
     """
     _REGISTRY.unregister(name)
 
 
 def registered_manifolds() -> dict[str, Callable[[], Manifold]]:
-    """A copy of the registry, ``{name: factory}``, in registration order."""
+    """A copy of the registry, ``{name: factory}``, in registration order.
+
+    Returns
+    -------
+    dict
+        ``{name: factory}``, each ``factory() -> Manifold``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> list(md.testing.registered_manifolds())[:4]
+    ['euclidean1', 'euclidean3', 'so3-exp', 'so3-cayley']
+    """
     return dict(_REGISTRY)
 
 
@@ -248,6 +276,16 @@ def assert_close(
     AssertionError
         Naming ``what``, the index of the worst violation, the two values
         there, the error and the tolerance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> md.testing.assert_close(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-14]), what="energy")
+    >>> md.testing.assert_close(np.array([1.0, 2.0]), np.array([1.0, 2.1]), what="energy")
+    Traceback (most recent call last):
+        ...
+    AssertionError: energy: mismatch at index [1]: got np.float64(2.0), expected np.float64(2.1); ...
     """
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype == bool or b.dtype == bool:
@@ -723,6 +761,15 @@ def law_values(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> _Values:
         ``"inverse_retract"`` (``R_q^{-1}`` of it), ``"in_domain"``, and the
         fused paths' ``"J0"``, ``"J1"``, ``"J_q"``, ``"J_xi"``, each as numpy
         arrays of the sample's batch shape.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3()
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> values = md.testing.law_values(M, q, xi)
+    >>> values["retract"].shape, values["in_domain"]
+    ((2, 3, 3), array([ True,  True]))
     """
     v = _primal(manifold, q, xi)[1]
     keys = {
@@ -897,6 +944,14 @@ def check_retract_at_zero(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> N
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_retract_at_zero(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     s, v = _primal(manifold, q, xi)
     _assert_points_close(
@@ -912,6 +967,18 @@ def check_points_on_manifold(manifold: Manifold, q: PointBatch, xi: ArrayLike) -
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_points_on_manifold(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
+    >>> md.testing.check_points_on_manifold(M, 2 * q, xi)   # not rotations: the law fails
+    Traceback (most recent call last):
+        ...
+    AssertionError: SO3(retraction='cayley'): q is not on the manifold: q: not a rotation matrix (SO3) at batch index [0]: ...
     """
     for what, p in (("q", q), ("R_q(xi)", _primal(manifold, q, xi)[1]["q1"])):
         try:
@@ -928,6 +995,14 @@ def check_inverse_retract_round_trip(manifold: Manifold, q: PointBatch, xi: Arra
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_inverse_retract_round_trip(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     s, v = _primal(manifold, q, xi)
     xi = np.broadcast_to(np.asarray(xi), (*s.batch, manifold.dim))
@@ -951,6 +1026,14 @@ def check_differential_at_zero(manifold: Manifold, q: PointBatch, xi: ArrayLike)
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_differential_at_zero(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     zero = np.zeros((*_batch(manifold, q, xi), manifold.dim))
     s, v = _primal(manifold, q, zero)
@@ -976,6 +1059,14 @@ def check_inverse_jacobians_autodiff(manifold: Manifold, q: PointBatch, xi: Arra
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_inverse_jacobians_autodiff(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     _check_jacobians(manifold, q, xi, ("J0 = dxi/dq0", "J1 = dxi/dq1"), "autodiff")
 
@@ -988,6 +1079,14 @@ def check_inverse_jacobians_fd(manifold: Manifold, q: PointBatch, xi: ArrayLike)
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_inverse_jacobians_fd(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     _check_jacobians(manifold, q, xi, ("J0 = dxi/dq0", "J1 = dxi/dq1"), "fd")
 
@@ -1000,6 +1099,14 @@ def check_inverse_jacobians_perturbation(manifold: Manifold, q: PointBatch, xi: 
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_inverse_jacobians_perturbation(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     _check_jacobians(manifold, q, xi, ("J0 = dxi/dq0", "J1 = dxi/dq1"), "perturbation")
 
@@ -1012,6 +1119,14 @@ def check_jacobians_autodiff(manifold: Manifold, q: PointBatch, xi: ArrayLike) -
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_jacobians_autodiff(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     _check_jacobians(manifold, q, xi, ("J_q of R_q(xi)", "J_xi of R_q(xi)"), "autodiff")
 
@@ -1024,6 +1139,14 @@ def check_jacobians_fd(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_jacobians_fd(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     _check_jacobians(manifold, q, xi, ("J_q of R_q(xi)", "J_xi of R_q(xi)"), "fd")
 
@@ -1036,6 +1159,14 @@ def check_jacobians_perturbation(manifold: Manifold, q: PointBatch, xi: ArrayLik
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_jacobians_perturbation(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     _check_jacobians(manifold, q, xi, ("J_q of R_q(xi)", "J_xi of R_q(xi)"), "perturbation")
 
@@ -1083,6 +1214,14 @@ def check_fused_equals_composition(manifold: Manifold, q: PointBatch, xi: ArrayL
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_fused_equals_composition(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     s, v = _primal(manifold, q, xi)
     for what, p in (("retract_with_inverse_jacobians", v["p0"]), ("retract_with_jacobians", v["p1"])):
@@ -1098,6 +1237,14 @@ def check_ambient_tangent(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> N
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_ambient_tangent(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     _s, v = _run(manifold, "ambient", q, xi)
     A, A2, L, T, C = (point_arrays(v[k]) for k in ("A", "A2", "L", "T", "curves"))
@@ -1129,6 +1276,14 @@ def check_derivatives_finite(manifold: Manifold, q: PointBatch, xi: ArrayLike) -
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_derivatives_finite(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     if isinstance(manifold, ProductManifold):
         batch = _batch(manifold, q, xi)
@@ -1158,6 +1313,14 @@ def check_in_domain(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_in_domain(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     shape = _shapes(manifold, q, xi, np.zeros(np.shape(xi)))["in_domain"]
     if shape.shape != tuple(np.shape(xi)[:-1]) or shape.dtype != bool:
@@ -1189,6 +1352,14 @@ def check_batch_consistency(manifold: Manifold, q: PointBatch, xi: ArrayLike) ->
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_batch_consistency(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     M = manifold
     batch = _batch(M, q, xi)
@@ -1239,6 +1410,14 @@ def check_float64(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_float64(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     out = _shapes(manifold, q, xi, _direction(manifold.dim, _batch(manifold, q, xi), seed=3))
     for name, a in out.items():
@@ -1263,6 +1442,14 @@ def check_symmetry(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None:
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_symmetry(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     _s, v = _primal(manifold, q, xi)
     defect = np.linalg.norm(v["back"] + v["reverse"], axis=-1)
@@ -1304,6 +1491,14 @@ def check_hat_vee(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
     group, q, xi : MatrixLieGroup, point, array
         A sample (:func:`draw_sample`): the group, points ``[*B, N, N]`` and
         frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_hat_vee(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     s, v = _group_values(group, q, xi)
     assert_close(v["vee_hat"], v["xi"], 1e-15, 1e-300, f"{group!r}: vee(hat(x)) = x", len(s.batch))
@@ -1324,6 +1519,14 @@ def check_adjoint(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
     group, q, xi : MatrixLieGroup, point, array
         A sample (:func:`draw_sample`): the group, points ``[*B, N, N]`` and
         frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_adjoint(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     _s, v = _group_values(group, q, xi)
     g = v["q"]
@@ -1352,6 +1555,14 @@ def check_exp_log(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> None:
     group, q, xi : MatrixLieGroup, point, array
         A sample (:func:`draw_sample`): the group, points ``[*B, N, N]`` and
         frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_exp_log(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     _s, v = _group_values(group, q, xi)
     for name, got, g in (("g", v["exp_log_q"], v["q"]), ("R_q(xi)", v["exp_log_q1"], v["q1"])):
@@ -1367,6 +1578,14 @@ def check_group_inverse(group: MatrixLieGroup, q: PointBatch, xi: ArrayLike) -> 
     group, q, xi : MatrixLieGroup, point, array
         A sample (:func:`draw_sample`): the group, points ``[*B, N, N]`` and
         frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_group_inverse(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     _s, v = _group_values(group, q, xi)
     for name, g, gi in (("g", v["q"], v["inv_q"]), ("R_q(xi)", v["q1"], v["inv_q1"])):
@@ -1442,6 +1661,14 @@ def check_domain_edges(manifold: Manifold, q: PointBatch, xi: ArrayLike) -> None
     manifold, q, xi : Manifold, point, array
         A sample (:func:`draw_sample`): the manifold, points ``[*B, *point_shape]``
         and frame vectors ``[*B, dim]``, float64.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> M = md.SO3("cayley")
+    >>> q, xi = md.testing.draw_sample(M, seed=0, batch_shape=(2,), regime="generic")
+    >>> md.testing.check_domain_edges(M, q, xi) is None  # it raises AssertionError when the law fails
+    True
     """
     M = manifold
     batch = _batch(M, q, xi)
@@ -1660,7 +1887,23 @@ def check_manifold_laws(
 
 # -------------------------------------------------- hypothesis strategies
 def seeds() -> SearchStrategy[int]:
-    """hypothesis strategy of seeds for :func:`numpy.random.default_rng` (``0 ... 2**32 - 1``)."""
+    """hypothesis strategy of seeds for :func:`numpy.random.default_rng` (``0 ... 2**32 - 1``).
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Of ``int``.
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> import manifold_dirac as md
+    >>> @settings(max_examples=3, deadline=None)
+    ... @given(md.testing.seeds())
+    ... def test_shapes(seed):
+    ...     assert 0 <= seed < 2**32
+    >>> test_shapes()
+    """
     from hypothesis import strategies as st
 
     return st.integers(min_value=0, max_value=2**32 - 1)
@@ -1677,6 +1920,21 @@ def points(manifold: Manifold, batch_shape: tuple[int, ...] = ()) -> SearchStrat
         Where the points are drawn.
     batch_shape : tuple of int
         Leading batch axes of each drawn point.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Of points, float64.
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> import manifold_dirac as md
+    >>> @settings(max_examples=3, deadline=None)
+    ... @given(md.testing.points(md.SO3(), batch_shape=(2,)))
+    ... def test_shapes(q):
+    ...     assert q.shape == (2, 3, 3)
+    >>> test_shapes()
     """
     return seeds().map(lambda s: manifold.random_point(np.random.default_rng(s), tuple(batch_shape)))
 
@@ -1693,6 +1951,21 @@ def tangents(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str 
         Leading batch axes of each sample.
     regime : str
         One of :data:`REGIMES`.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Of ``jax.Array``, shape ``(*batch_shape, dim)``, float64.
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> import manifold_dirac as md
+    >>> @settings(max_examples=3, deadline=None)
+    ... @given(md.testing.tangents(md.SE2(), batch_shape=(4,), regime="near_zero"))
+    ... def test_shapes(xi):
+    ...     assert xi.shape == (4, 3)
+    >>> test_shapes()
     """
     if regime not in REGIMES:
         raise ValueError(f"tangents: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
@@ -1713,6 +1986,21 @@ def samples(manifold: Manifold, batch_shape: tuple[int, ...] = (), regime: str =
     batch_shape, regime : tuple of int, str
         As for :func:`tangents`: the leading axes of ``q`` and ``xi``, and the
         regime of ``xi``.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Of ``(q, xi)`` tuples, as :func:`draw_sample` returns them.
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> import manifold_dirac as md
+    >>> @settings(max_examples=3, deadline=None)
+    ... @given(md.testing.samples(md.SO3(), batch_shape=(2,)))
+    ... def test_shapes(sample):
+    ...     assert sample[0].shape == (2, 3, 3) and sample[1].shape == (2, 3)
+    >>> test_shapes()
     """
     if regime not in REGIMES:
         raise ValueError(f"samples: unknown regime {regime!r}; regimes: {', '.join(REGIMES)}")
@@ -1784,6 +2072,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 if every law passed, 1 on the first violated law (its message is
         printed: law, seed, batch shape, regime, batch index, size), 2 for a
         target that cannot be loaded.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> md.testing.main(["manifold_dirac:SO3", "--retraction", "cayley", "--seeds", "1",
+    ...                  "--law", "retract_at_zero"])
+    SO3(retraction='cayley'): 9 law checks passed (... s)
+    0
     """
     import argparse
     import sys

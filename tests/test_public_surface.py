@@ -374,6 +374,38 @@ DOCUMENTED_EXAMPLES = (
     "dirac.verify", "dirac.dirac_route", "study.point_at", "cli.build_parser", "cli.main", "dirac.LinearSubspace", "dirac.LinearDirac",
     "dirac.canonical_two_form", "dirac.block_diag_forms", "dirac.interconnect_structures", "dirac.interaction", "testing.check_manifold_laws", "testing.draw_sample", "testing.laws_for", "testing.point_arrays",
     "dirac.dirac_differential", "dirac.constraint_forms_of_intersection",
+    "systems.lc_from_elements", "systems.mass_spring_monolithic", "systems.mass_spring_torn",
+    "systems.rolling_ball", "systems.rolling_ball_exact", "systems.rolling_disk",
+    "systems.rolling_disk_exact", "systems.two_wheel_cart", "systems.two_wheel_cart_flat", "systems.four_bar",
+    "systems.four_bar_initial", "systems.rigid_double_pendulum", "systems.rigid_double_pendulum_initial",
+    "systems.rolling_disk_3d", "systems.rolling_disk_3d_initial", "systems.harmonic_oscillator",
+    "systems.harmonic_oscillator_exact", "systems.damped_oscillator", "systems.damped_oscillator_exact",
+    "systems.pendulum", "systems.double_pendulum", "systems.spherical_pendulum",
+    "systems.spherical_pendulum_vertical_momentum", "systems.cartesian_spherical_pendulum",
+    "systems.lc_circuit", "systems.lc_circuit_exact", "systems.lotka_volterra_invariant",
+    "systems.lotka_volterra", "systems.inclined_knife_edge", "systems.knife_edge",
+    "systems.inclined_knife_edge_exact", "systems.chaplygin_sled", "systems.chaplygin_sled_reference",
+    "systems.differential_drive", "systems.free_rigid_body", "systems.heavy_top",
+    "systems.spatial_angular_momentum", "systems.heavy_top_reference", "systems.tumbling_brick",
+    "systems.tumbling_brick_on_product", "systems.se3_spatial_momentum", "systems.tumbling_brick_reference",
+    "testing.assert_close", "testing.check_adjoint", "testing.check_ambient_tangent",
+    "testing.check_batch_consistency", "testing.check_derivatives_finite",
+    "testing.check_differential_at_zero", "testing.check_domain_edges", "testing.check_exp_log",
+    "testing.check_float64", "testing.check_fused_equals_composition", "testing.check_group_inverse",
+    "testing.check_hat_vee", "testing.check_in_domain", "testing.check_inverse_jacobians_autodiff",
+    "testing.check_inverse_jacobians_fd", "testing.check_inverse_jacobians_perturbation",
+    "testing.check_inverse_retract_round_trip", "testing.check_jacobians_autodiff",
+    "testing.check_jacobians_fd", "testing.check_jacobians_perturbation", "testing.check_points_on_manifold",
+    "testing.main", "testing.check_retract_at_zero", "testing.check_symmetry", "testing.law_values",
+    "testing.points", "testing.register_manifold", "testing.registered_manifolds", "testing.samples",
+    "testing.seeds", "testing.tangents", "testing.unregister_manifold",
+    "dirac.DiracRouteResult", "dirac.StepVerification", "dirac.constraint_along_retraction",
+    "dirac.discrete_structure_of", "dirac.DiscreteDiracDifferential", "dirac.DiscreteDiracStructure",
+    "dirac.DiscreteStepResidual", "dirac.IntersectionForms", "dirac.LagrangeDiracResidual",
+    "dirac.LinearRelation", "dirac.TwoFormOnDistribution", "dirac.discrete_dirac_differential",
+    "dirac.interconnect_discrete_structures", "dirac.in_discrete_structure", "dirac.induced",
+    "dirac.lagrange_dirac_residual",
+    "study.StudyRow", "study.study_cell",
 )
 
 
@@ -424,8 +456,8 @@ def test_the_rest_of_the_reference_does_not_get_worse():
 
 
 # the same count over the public submodules' names (md.systems, md.dirac, md.testing, md.study, md.cli, ...)
-MAX_SUBMODULE_UNDESCRIBED_PARAMETERS = 63
-MAX_SUBMODULE_WITHOUT_EXAMPLES = 92
+MAX_SUBMODULE_UNDESCRIBED_PARAMETERS = 0
+MAX_SUBMODULE_WITHOUT_EXAMPLES = 0
 
 
 def test_the_submodules_reference_does_not_get_worse():

@@ -98,6 +98,16 @@ class DiscreteDiracStructure:
     analogue of (26) through the same chart); combined by :meth:`direct_sum`
     (27) and :meth:`tensor` exactly as the continuous :class:`~.linear.LinearDirac`.
     A discrete induced structure has dimension ``3n``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> D = md.dirac.DiscreteDiracStructure.induced(np.array([[0.0, 0.0, 1.0]]), "+")
+    >>> D.n, D.sign, D.dim
+    (3, '+', 9)
+    >>> D.relation.primal_dim, D.relation.dual_dim
+    (9, 6)
     """
 
     relation: LinearRelation
@@ -344,6 +354,19 @@ def interconnect_discrete_structures(
     DiscreteDiracStructure
         For induced ``D_i`` it equals ``DiscreteDiracStructure.induced`` of the
         forms of (31) -- the discrete (32).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> free = md.dirac.DiscreteDiracStructure.induced(np.zeros((0, 1)), "+")
+    >>> D = md.dirac.interconnect_discrete_structures(free, free, np.array([[1.0, -1.0]]))
+    >>> D.n, D.dim
+    (2, 6)
+    >>> D.equals(md.dirac.DiscreteDiracStructure.induced(np.array([[1.0, -1.0]]), "+"))
+    True
+    >>> D.equals(md.dirac.DiscreteDiracStructure.induced(np.zeros((0, 2)), "+"))
+    False
     """
     if not isinstance(D1, DiscreteDiracStructure) or not isinstance(D2, DiscreteDiracStructure):
         raise ValueError("interconnect_discrete_structures needs two DiscreteDiracStructure objects.")
@@ -365,6 +388,14 @@ class DiscreteDiracDifferential:
         ``z~ = (p_k, q_{k+1})``) for (−).
     alpha_q, alpha_p : ndarray, shape=[n]
         The covector: (+) ``(-D1 L_d, xi^+)``; (−) ``(-D2 L_d, -eta^-)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> d = md.dirac.discrete_dirac_differential("-", np.array([-2.0]), np.array([2.0]), np.array([-0.2]))
+    >>> d.sign, d.basepoint_momentum, d.alpha_q, d.alpha_p
+    ('-', array([2.]), array([-2.]), array([0.2]))
     """
 
     sign: Sign
@@ -397,6 +428,14 @@ def discrete_dirac_differential(
     ``gamma^{d±}_Q = Omega^flat_{d±} ∘ (kappa^d_Q)^{-1}`` with (36)--(38):
     ``(kappa^d)^{-1}(q0, q1, D1, D2) = ((q0, -D1), (q1, D2))``, so
     ``𝔇+L_d = (q0, D2, -D1, q1)`` and ``𝔇-L_d = (-D1, q1, -q0, -D2)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> d = md.dirac.discrete_dirac_differential("+", np.array([-2.0]), np.array([2.0]), np.array([0.2]))
+    >>> d.basepoint_momentum, d.alpha_q, d.alpha_p
+    (array([2.]), array([2.]), array([0.2]))
     """
     s = _check_sign(sign)
     c = np.asarray(chi, dtype=float)
@@ -433,6 +472,14 @@ class DiscreteStepResidual:
         ``max(1, |inputs|)``; :attr:`ok` compares :attr:`max` with ``tol * scale``.
     tol : float
         The largest distance from the structure accepted as membership.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> r = md.dirac.in_discrete_structure("+", np.zeros((0, 1)), [2.0], [0.2], [2.0], [-2.0], [2.0])
+    >>> r.sign, r.constraint, bool(r.membership < 1e-12), r.ok
+    ('+', 0.0, True, True)
     """
 
     sign: Sign
@@ -497,6 +544,18 @@ def in_discrete_structure(
     (−): ``X_d^k = (p_k, eta, p_{k+1})`` and ``𝔇-L_d(q_{k+1}^-, q_{k+1})``
     with ``q_{k+1}^- = q_k`` is ``alpha = (-D2 L_d, -eta)`` at basepoint
     ``(-D1 L_d, q_{k+1})``; (51) is (53).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> free = np.zeros((0, 1))
+    >>> r = md.dirac.in_discrete_structure("+", free, [2.0], [0.2], [2.0], [-2.0], [2.0])
+    >>> r.ok, bool(r.max < 1e-12)
+    (True, True)
+    >>> bad = md.dirac.in_discrete_structure("+", free, [2.0], [0.2], [2.5], [-2.0], [2.0])
+    >>> bad.ok, bad.basepoint
+    (False, 0.5)
     """
     s = _check_sign(sign)
     a = _as_matrix(A_k, "A_k")

@@ -128,6 +128,17 @@ class IntersectionForms:
         of the interconnected system are unique.
     message : str
         A sentence describing any rank drop (empty when regular).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> A = np.array([[1.0, 0.0, 0.0]])
+    >>> forms = md.dirac.constraint_forms_of_intersection(A, np.array([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
+    >>> forms.selected, forms.rank, forms.expected_dim, forms.regular
+    ((0, 2), 2, 0, False)
+    >>> forms.distribution.dim
+    1
     """
 
     forms: FloatArray
@@ -335,6 +346,15 @@ class LagrangeDiracResidual:
         Distance of ``((qdot, pdot), 𝔇L - F~)`` from ``D_{Delta_Q}`` (9).
     multiplier : ndarray, shape=[m]
         Least-squares ``mu`` with ``pdot - dL/dq - F = A^T mu``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> A = np.array([[0.0, 1.0]])
+    >>> r = md.dirac.lagrange_dirac_residual(A, [1.0, 0.0], [0.0, 3.0], [1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [1.0, 0.0])
+    >>> bool(r.max < 1e-12), r.multiplier.round(6)
+    (True, array([3.]))
     """
 
     constraint: float
@@ -380,6 +400,19 @@ def lagrange_dirac_residual(
     -----
     (19)/(23): ``qdot = v in Delta_Q``, ``pdot - dL/dq - F in Delta_Q°``,
     ``p = dL/dv``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> free = np.zeros((0, 1))
+    >>> q, v = 1.0, 0.5
+    >>> r = md.dirac.lagrange_dirac_residual(free, qdot=[v], pdot=[-q], p=[v], v=[v], dL_dq=[-q], dL_dv=[v])
+    >>> bool(r.max < 1e-12)
+    True
+    >>> wrong = md.dirac.lagrange_dirac_residual(free, qdot=[v], pdot=[0.0], p=[v], v=[v], dL_dq=[-q], dL_dv=[v])
+    >>> bool(wrong.membership > 0.1)  # pdot != dL/dq: off the structure
+    True
     """
     a = _as_matrix(A, "A")
     n = a.shape[1]

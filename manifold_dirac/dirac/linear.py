@@ -415,6 +415,15 @@ class LinearRelation:
         The subspace, of ambient dimension ``P + K``.
     primal_dim, dual_dim : int
         ``P`` and ``K``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> graph = md.dirac.LinearSubspace.from_equations(np.array([[2.0, -1.0]]))
+    >>> R = md.dirac.LinearRelation(graph, primal_dim=1, dual_dim=1)
+    >>> R.dim, R.contains([1.0], [2.0]), R.contains([1.0], [3.0])
+    (1, True, False)
     """
 
     __slots__ = ("_dual_dim", "_primal_dim", "_space")
@@ -669,6 +678,16 @@ class TwoFormOnDistribution:
     Notes
     -----
     The two-form (3) of a Dirac structure on its distribution (2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> omega = md.dirac.LinearDirac.induced(np.zeros((0, 1))).two_form()
+    >>> omega.matrix.shape, omega.is_skew()
+    ((2, 2), True)
+    >>> round(abs(omega([1.0, 0.0], [0.0, 1.0])), 6)
+    1.0
     """
 
     basis: FloatArray
@@ -921,6 +940,19 @@ class LinearDirac(LinearRelation):
         Equal to :meth:`from_two_form` with :func:`canonical_two_form` and
         ``Delta_{T*Q} = ker [A, 0]`` (5)--(8).  The Lagrange--Dirac equations
         (16) are membership of ``((qdot, pdot), (-dL/dq, v))`` (18).
+
+        Examples
+        --------
+        The knife edge's ``v_y = 0`` (columns ``(omega, v_x, v_y)``):
+
+        >>> import numpy as np
+        >>> import manifold_dirac as md
+        >>> D = md.dirac.induced(np.array([[0.0, 0.0, 1.0]]))
+        >>> D.is_dirac(), D.primal_dim
+        (True, 6)
+        >>> v = np.array([0.5, 1.0, 0.0, 0.0, 0.0, 0.0])      # (v_q, v_p): v_q in ker A
+        >>> D.contains(v, np.concatenate([-v[3:], v[:3]])), D.contains(v, np.zeros(6))
+        (True, False)
         """
         a = _as_matrix(A, "A")
         n = a.shape[1]

@@ -246,6 +246,18 @@ def constraint_along_retraction(system: LagrangeDiracSystem, q: Point, xi: Array
     So the criterion is not whether ``A`` varies in frame coordinates: on
     SO(3) with ``exp`` the Veselova form ``A(R) = (R^T e3)^T`` varies with ``R``,
     yet ``A(R exp(s xi)) xi = e3^T R exp(s xi) xi = e3^T R xi`` is constant.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> knife = md.systems.knife_edge()
+    >>> xi = np.array([0.4, 1.0, 0.1])  # with a sideways component: a(s) = v_y, constant along the exp curve
+    >>> a = md.dirac.constraint_along_retraction(knife, np.eye(3), xi, np.array([0.0, 0.5, 1.0]))
+    >>> a.shape
+    (3, 1)
+    >>> a[:, 0].round(6)
+    array([0.1, 0.1, 0.1])
     """
     ss = jnp.atleast_1d(jnp.asarray(s, dtype=float))
     x = jnp.asarray(xi, dtype=float)
@@ -312,6 +324,14 @@ def discrete_structure_of(system: LagrangeDiracSystem, sign: str, q: Point, *, m
     The discrete (32): for induced structures the result equals the induced
     structure of ``[blockdiag(A_i); S]``, but it is computed here by the direct
     sum (27) and the tensor product of the subspaces, never from the stacked forms.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> D = md.dirac.discrete_structure_of(md.systems.knife_edge(), "+", np.eye(3))
+    >>> D.n, D.sign, D.dim
+    (3, '+', 9)
     """
     fns = _compiled(system, ((0.5, 1.0),))
     forms = fns["forms"](q)
@@ -345,6 +365,17 @@ class DiracRouteResult:
         Newton iterations of each step's membership solve.
     meta : dict
         ``h``, ``scheme``, ``discrete_lagrangian``, ``stride`` (1), ``t0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> knife = md.systems.knife_edge()
+    >>> route = md.dirac.dirac_route(knife, np.eye(3), np.array([0.5, 1.0, 0.0]), h=0.05, n_steps=5, scheme="plus")
+    >>> len(route.q), route.p.shape, route.iterations.shape
+    (6, (6, 3), (5,))
+    >>> bool(route.residual.max() < 1e-10)
+    True
     """
 
     q: list
@@ -578,6 +609,18 @@ class StepVerification:
         else the default of :class:`~manifold_dirac._mechanics.newton.SolverOptions`):
         each step's equations hold to it relative to their scale, so every
         residual here is below it for a run as computed; :attr:`ok` compares.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> knife = md.systems.knife_edge()
+    >>> tr = md.integrate(knife, np.eye(3), v0=np.array([0.5, 1.0, 0.0]), h=0.05, n_steps=5)
+    >>> report = md.dirac.verify(knife, tr)
+    >>> report.checked, report.membership.shape, report.ok
+    ('dirac(+, midpoint)', (5,), True)
+    >>> bool(report.max <= report.tolerance)
+    True
     """
 
     scheme: str

@@ -36,6 +36,13 @@ def lc_circuit(inductance: float = 1.0, capacitance: float = 0.25) -> LagrangeDi
     LagrangeDiracSystem
         On ``Euclidean(2)`` with the constraint :data:`KIRCHHOFF_LC` and
         analytic partials; ``params = {"inductance", "capacitance"}``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> lc = md.systems.lc_circuit(inductance=2.0)
+    >>> lc.Q, lc.n_constraints
+    (Euclidean(2), 1)
     """
     P = {"inductance": np.float64(inductance), "capacitance": np.float64(capacitance)}
 
@@ -66,6 +73,13 @@ def lc_circuit_exact(t, q0: float, i0: float, inductance: float = 1.0, capacitan
     -------
     numpy.ndarray
         Of the shape of ``t``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> md.systems.lc_circuit_exact(np.array([0.0, np.pi / 4]), 1.0, 0.0).round(6)
+    array([1., 0.])
     """
     w = 1.0 / np.sqrt(inductance * capacitance)
     t = np.asarray(t, dtype=float)

@@ -32,6 +32,13 @@ def lotka_volterra_invariant(q):
     Returns
     -------
     numpy.ndarray, shape=[...]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> float(md.systems.lotka_volterra_invariant(np.array([1.0, 1.0])))
+    2.0
     """
     q = np.asarray(q)
     return q[..., 0] - np.log(q[..., 0]) + q[..., 1] - np.log(q[..., 1])
@@ -45,6 +52,13 @@ def lotka_volterra() -> LagrangeDiracSystem:
     LagrangeDiracSystem
         On ``Euclidean(2)``, degenerate (linear in ``v``): start it from
         :data:`LOTKA_VOLTERRA_INITIAL` with the midpoint rule.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> lv = md.systems.lotka_volterra()
+    >>> lv.Q
+    Euclidean(2)
     """
 
     def L(q, v):

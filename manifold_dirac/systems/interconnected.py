@@ -53,6 +53,28 @@ def mass_spring_monolithic(m1=1.0, m2=2.0, k1=3.0, k12=1.5, k2=2.0) -> LagrangeD
 
     ``L = m1/2 x1'^2 + m2/2 x2'^2 - k1/2 x1^2 - k12/2 (x2 - x1)^2 - k2/2 x2^2``;
     ``params = {"m1", "m2", "k1", "k12", "k2"}``.
+
+    Parameters
+    ----------
+    m1, m2 : float
+        The two masses (kg).
+    k1, k12, k2 : float
+        The stiffnesses of the left wall spring, the coupling spring and the
+        right wall spring (N/m).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``Euclidean(2)``, coordinates ``(x1, x2)`` (m).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> chain = md.systems.mass_spring_monolithic(k12=2.0)
+    >>> chain.Q
+    Euclidean(2)
+    >>> float(chain.params["k12"])
+    2.0
     """
     P = {"m1": np.float64(m1), "m2": np.float64(m2), "k1": np.float64(k1), "k12": np.float64(k12),
          "k2": np.float64(k2)}
@@ -77,6 +99,29 @@ def mass_spring_torn(m1=1.0, m2=2.0, k1=3.0, k12=1.5, k2=2.0) -> InterconnectedS
     ``left`` on ``(x1, y)`` holds m1 and both springs k1, k12, ending at a
     massless port ``y`` (degenerate in ``y'``); ``right`` on ``x2`` holds m2
     and k2. ``Sigma``: ``y' = x2'`` (so ``y = x2`` along motions that start so).
+
+    Parameters
+    ----------
+    m1, m2 : float
+        The two masses (kg).
+    k1, k12, k2 : float
+        The stiffnesses of the left wall spring, the coupling spring and the
+        right wall spring (N/m).
+
+    Returns
+    -------
+    InterconnectedSystem
+        On ``Euclidean(2) x Euclidean(1)``, coordinates ``(x1, y, x2)`` (m),
+        with one interaction constraint.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> torn = md.systems.mass_spring_torn()
+    >>> torn.Q
+    ProductManifold(Euclidean(2), Euclidean(1))
+    >>> torn.n_constraints
+    1
     """
 
     def L_left(q, v):
@@ -103,7 +148,29 @@ def mass_spring_torn(m1=1.0, m2=2.0, k1=3.0, k12=1.5, k2=2.0) -> InterconnectedS
 # 2 ------------------------------------------------------------------ circuit
 def lc_from_elements(inductance=1.0, capacitance=0.25) -> InterconnectedSystem:
     """An inductor (``L = l/2 i^2``) and a capacitor (``L = -q^2/(2C)``, degenerate)
-    joined by Kirchhoff's current law ``q_C' = q_L'``; oscillates at ``1/sqrt(l C)``."""
+    joined by Kirchhoff's current law ``q_C' = q_L'``; oscillates at ``1/sqrt(l C)``.
+
+    Parameters
+    ----------
+    inductance : float
+        The inductance ``l`` (H).
+    capacitance : float
+        The capacitance ``C`` (F).
+
+    Returns
+    -------
+    InterconnectedSystem
+        On ``Euclidean(1) x Euclidean(1)``: the charges ``(q_C, q_L)`` (C).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> lc = md.systems.lc_from_elements(inductance=2.0, capacitance=0.5)
+    >>> lc.Q
+    ProductManifold(Euclidean(1), Euclidean(1))
+    >>> lc.names
+    ('capacitor', 'inductor')
+    """
     ind, C = float(inductance), float(capacitance)
     inductor = LagrangeDiracSystem(
         Euclidean(1, names=("q_L",)), lambda q, v: 0.5 * ind * v[0] ** 2,
@@ -143,6 +210,36 @@ def rolling_disk(radius=0.5, mass=1.0, yaw_inertia=0.0625, roll_inertia=0.125, n
 
     The heading rate and the rolling rate are constant; the contact point runs
     on a circle of radius ``R phi'/theta'`` (:func:`rolling_disk_exact`).
+
+    Parameters
+    ----------
+    radius : float
+        The disk's radius ``R`` (m).
+    mass : float
+        The disk's mass (kg).
+    yaw_inertia : float
+        The moment of inertia about the vertical axis (kg m^2).
+    roll_inertia : float
+        The moment of inertia about the rolling axis (kg m^2).
+    name : str
+        The interconnected system's name (the prefix of its parts' names when
+        it is itself a part, as in :func:`two_wheel_cart`).
+    retraction : str
+        The retraction on SE(2), ``"exp"`` or ``"cayley"``.
+
+    Returns
+    -------
+    InterconnectedSystem
+        On ``SE2 x Euclidean(1)``: ``(theta, x, y)`` and the rolling angle ``phi``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> disk = md.systems.rolling_disk(radius=0.5)
+    >>> disk.Q
+    ProductManifold(SE2(retraction='exp'), Euclidean(1))
+    >>> disk.names
+    ('body', 'wheel')
     """
     body = _planar_body(mass, yaw_inertia, retraction=retraction)
     wheel = _wheel(roll_inertia)
@@ -150,7 +247,36 @@ def rolling_disk(radius=0.5, mass=1.0, yaw_inertia=0.0625, roll_inertia=0.125, n
 
 
 def rolling_disk_exact(t, radius, theta_rate, phi_rate, x0=0.0, y0=0.0, theta0=0.0):
-    """``(x, y, theta, phi - phi0)`` of the rolling disk at times ``t`` ``(T,)`` -> ``(T, 4)``."""
+    """``(x, y, theta, phi - phi0)`` of the rolling disk at times ``t`` ``(T,)`` -> ``(T, 4)``.
+
+    Parameters
+    ----------
+    t : array_like, shape (T,), float64
+        The times (s).
+    radius : float
+        The disk's radius ``R`` (m).
+    theta_rate : float
+        The constant heading rate ``theta'`` (rad/s); 0 gives a straight line.
+    phi_rate : float
+        The constant rolling rate ``phi'`` (rad/s).
+    x0, y0 : float
+        The contact point at ``t = 0`` (m).
+    theta0 : float
+        The heading at ``t = 0`` (rad).
+
+    Returns
+    -------
+    numpy.ndarray, shape (T, 4), float64
+        ``(x, y, theta, phi - phi0)`` at each time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> md.systems.rolling_disk_exact(np.array([0.0, 1.0]), 0.5, 1.0, 2.0).round(3)
+    array([[0.   , 0.   , 0.   , 0.   ],
+           [0.841, 0.46 , 1.   , 2.   ]])
+    """
     t = np.asarray(t, dtype=float)
     th = theta0 + theta_rate * t
     speed = radius * phi_rate
@@ -167,7 +293,29 @@ def rolling_disk_exact(t, radius, theta_rate, phi_rate, x0=0.0, y0=0.0, theta0=0
 # 4 --------------------------------------------------------------- the ball
 def rolling_ball(radius=0.5, mass=1.0, retraction="exp") -> InterconnectedSystem:
     """A homogeneous ball (``I = 2/5 m r^2``) rolling on a plane: ``ball`` on
-    SO(3) joined to ``centre`` on R^2 by ``x' = r (R w) x e3``."""
+    SO(3) joined to ``centre`` on R^2 by ``x' = r (R w) x e3``.
+
+    Parameters
+    ----------
+    radius : float
+        The ball's radius ``r`` (m).
+    mass : float
+        The ball's mass ``m`` (kg).
+    retraction : str
+        The retraction on SO(3), ``"exp"`` or ``"cayley"``.
+
+    Returns
+    -------
+    InterconnectedSystem
+        On ``SO3 x Euclidean(2)``: the attitude and the centre ``(x, y)`` (m).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> ball = md.systems.rolling_ball(radius=0.5, retraction="cayley")
+    >>> ball.Q
+    ProductManifold(SO3(retraction='cayley'), Euclidean(2))
+    """
     inertia = 0.4 * mass * radius**2
     ball = LagrangeDiracSystem(
         SO3(retraction), lambda q, v: 0.5 * inertia * jnp.sum(v * v),
@@ -180,7 +328,32 @@ def rolling_ball(radius=0.5, mass=1.0, retraction="exp") -> InterconnectedSystem
 
 
 def rolling_ball_exact(t, radius, spatial_omega, x0=(0.0, 0.0)):
-    """Centre ``x(t)`` (``(T, 2)``): constant spatial angular velocity ``W``, ``x' = r (W_y, -W_x)``."""
+    """Centre ``x(t)`` (``(T, 2)``): constant spatial angular velocity ``W``, ``x' = r (W_y, -W_x)``.
+
+    Parameters
+    ----------
+    t : array_like, shape (T,), float64
+        The times (s).
+    radius : float
+        The ball's radius ``r`` (m).
+    spatial_omega : array_like, shape (3,), float64
+        The constant spatial angular velocity ``W`` (rad/s).
+    x0 : array_like, shape (2,), float64
+        The centre at ``t = 0`` (m).
+
+    Returns
+    -------
+    numpy.ndarray, shape (T, 2), float64
+        The centre at each time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> md.systems.rolling_ball_exact(np.array([0.0, 1.0]), 0.5, [1.0, 2.0, 0.0])
+    array([[ 0. ,  0. ],
+           [ 1. , -0.5]])
+    """
     W = np.asarray(spatial_omega, dtype=float)
     vel = radius * np.array([W[1], -W[0]])
     return np.asarray(x0) + np.asarray(t, dtype=float)[..., None] * vel
@@ -198,7 +371,32 @@ def _axle(track, prefix_left="left.body", prefix_right="right.body"):
 def two_wheel_cart(track=1.0, radius=0.5, **disk) -> InterconnectedSystem:
     """Two rolling disks (``left``, ``right``; each an interconnected system)
     joined by an axle of length ``track``: equal headings and the right wheel's
-    contact point rigidly at body offset ``(0, -track)`` from the left's."""
+    contact point rigidly at body offset ``(0, -track)`` from the left's.
+
+    Parameters
+    ----------
+    track : float
+        The axle's length, between the two contact points (m).
+    radius : float
+        The wheels' radius (m).
+    **disk
+        Further keyword arguments of :func:`rolling_disk` (``mass``,
+        ``yaw_inertia``, ``roll_inertia``, ``retraction``), the same for both wheels.
+
+    Returns
+    -------
+    InterconnectedSystem
+        Two interconnected :func:`rolling_disk` parts, ``left`` and ``right``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> cart = md.systems.two_wheel_cart(track=1.0)
+    >>> cart.names
+    ('left', 'right')
+    >>> cart.Q.dim
+    8
+    """
     left = rolling_disk(radius, name="left", **disk)
     right = rolling_disk(radius, name="right", **disk)
     return interconnect(left, right, interaction=_axle(track), name="two_wheel_cart")
@@ -206,7 +404,35 @@ def two_wheel_cart(track=1.0, radius=0.5, **disk) -> InterconnectedSystem:
 
 def two_wheel_cart_flat(track=1.0, radius=0.5, mass=1.0, yaw_inertia=0.0625,
                         roll_inertia=0.125) -> InterconnectedSystem:
-    """The same cart as one flat interconnection of its four elementary parts."""
+    """The same cart as one flat interconnection of its four elementary parts.
+
+    Parameters
+    ----------
+    track : float
+        The axle's length, between the two contact points (m).
+    radius : float
+        The wheels' radius (m).
+    mass : float
+        Each body's mass (kg).
+    yaw_inertia : float
+        Each body's moment of inertia about the vertical axis (kg m^2).
+    roll_inertia : float
+        Each wheel's moment of inertia about its rolling axis (kg m^2).
+
+    Returns
+    -------
+    InterconnectedSystem
+        The parts ``left_body``, ``left_wheel``, ``right_body``, ``right_wheel``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> cart = md.systems.two_wheel_cart_flat(track=1.0)
+    >>> cart.names
+    ('left_body', 'left_wheel', 'right_body', 'right_wheel')
+    >>> cart.Q.dim
+    8
+    """
     parts = [_planar_body(mass, yaw_inertia, "left_body"), _wheel(roll_inertia, "left_wheel"),
              _planar_body(mass, yaw_inertia, "right_body"), _wheel(roll_inertia, "right_wheel")]
     inter = (rolling_without_slipping("left_body", "left_wheel", radius)

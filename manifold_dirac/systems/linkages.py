@@ -53,16 +53,25 @@ def four_bar(crank: float = FOUR_BAR["crank"], coupler: float = FOUR_BAR["couple
     Parameters
     ----------
     crank, coupler, rocker, ground : float
-        ``l1, l2, l3, d``.
+        ``l1, l2, l3, d``: the links' lengths and the distance between the
+        two ground pivots (m).
     masses : tuple of 3 float
-        ``m1, m2, m3``.
+        ``m1, m2, m3``: the masses of crank, coupler and rocker (kg).
     gravity : float
+        The gravitational acceleration ``g`` (m/s^2), along ``-e_y``.
 
     Returns
     -------
     LagrangeDiracSystem
         On ``Euclidean(3)`` (names ``theta1, theta2, theta3``) with
         ``holonomic=g``; ``params`` holds the lengths, masses and ``g``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> linkage = md.systems.four_bar()
+    >>> linkage.Q, linkage.n_holonomic
+    (Euclidean(3), 2)
     """
     m1, m2, m3 = (float(m) for m in masses)
     P = {"l": np.array([crank, coupler, rocker], dtype=float), "d": np.float64(ground),
@@ -94,10 +103,33 @@ def four_bar_initial(theta1: float = 0.5, rate: float = 2.0, crank: float = FOUR
     ``A = l1 e(theta1)`` and ``l3`` about ``D``, on the upper side of ``AD``;
     the rates solve ``dg(q0) v0 = 0`` with ``theta1' = rate``.
 
+    Parameters
+    ----------
+    theta1 : float
+        The crank's angle from the ``x`` axis (rad).
+    rate : float
+        The crank's angular rate ``theta1'`` (rad/s).
+    crank, coupler, rocker, ground : float
+        ``l1, l2, l3, d`` (m), as in :func:`four_bar`.
+
+    Returns
+    -------
+    q0 : numpy.ndarray, shape (3,), float64
+        ``(theta1, theta2, theta3)`` (rad), on the loop closure ``g(q0) = 0``.
+    v0 : numpy.ndarray, shape (3,), float64
+        The angular rates (rad/s), with ``dg(q0) v0 = 0``.
+
     Raises
     ------
     ValueError
         When the linkage cannot close at ``theta1``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> q0, v0 = md.systems.four_bar_initial(theta1=0.5, rate=2.0)
+    >>> q0.round(3), v0.round(3)
+    (array([0.5  , 0.738, 1.532]), array([ 2.   , -0.802, -0.265]))
     """
     l1, l2, l3, d = crank, coupler, rocker, ground
     A = l1 * np.array([np.cos(theta1), np.sin(theta1)])
@@ -144,10 +176,26 @@ def rigid_double_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float
     upper rod's bottom end ``(0, 0, -l/2)``: six holonomic constraints
     ``g(q) = 0`` of the interaction, six degrees of freedom left.
 
+    Parameters
+    ----------
+    length : float
+        Each rod's length ``l`` (m).
+    mass : float
+        Each rod's mass ``m`` (kg).
+    gravity : float
+        The gravitational acceleration (m/s^2), along ``-e_z``.
+
     Returns
     -------
     InterconnectedSystem
         Subsystems ``"upper"`` and ``"lower"``; energy is conserved.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> pendulum = md.systems.rigid_double_pendulum(length=1.0)
+    >>> pendulum.names, pendulum.n_holonomic
+    (('upper', 'lower'), 6)
     """
     from .._interconnection import interconnect, pin_joint
 
@@ -173,6 +221,29 @@ def rigid_double_pendulum_initial(angle1: float = 0.8, angle2: float = -0.4, spi
     The upper rod turns about the vertical through the pivot at rate ``spin``
     (its joint at the origin at rest), the lower one rigidly with it, so
     every joint velocity matches.
+
+    Parameters
+    ----------
+    angle1, angle2 : float
+        The upper and the lower rod's tilt about ``e_x`` from hanging down (rad).
+    spin : float
+        The upper rod's turning rate about the vertical (rad/s).
+    length : float
+        Each rod's length (m), as in :func:`rigid_double_pendulum`.
+
+    Returns
+    -------
+    q0 : tuple of two (R (3, 3), x (3,)) tuples of numpy.ndarray, float64
+        The upper and the lower rod's attitude and centre of mass (m).
+    v0 : numpy.ndarray, shape (12,), float64
+        Each rod's body angular velocity (rad/s) and centre velocity (m/s).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> (upper, lower), v0 = md.systems.rigid_double_pendulum_initial()
+    >>> upper[1].round(3), v0.shape
+    (array([ 0.   , -0.359,  0.348]), (12,))
     """
     def rot_x(a):
         return np.array([[1.0, 0.0, 0.0], [0.0, np.cos(a), -np.sin(a)], [0.0, np.sin(a), np.cos(a)]])

@@ -56,6 +56,15 @@ def harmonic_oscillator(n: int = 1, mass: float = 1.0, stiffness: float = 1.0) -
     -------
     LagrangeDiracSystem
         On ``Euclidean(n)`` with analytic partials; ``params = {"mass", "stiffness"}``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> osc = md.systems.harmonic_oscillator(n=2, stiffness=4.0)
+    >>> osc.Q
+    Euclidean(2)
+    >>> sorted(osc.params)
+    ['mass', 'stiffness']
     """
     P = {"mass": np.float64(mass), "stiffness": np.float64(stiffness)}
     L, partials = _oscillator()
@@ -77,6 +86,16 @@ def harmonic_oscillator_exact(t, q0, v0, mass: float = 1.0, stiffness: float = 1
     Returns
     -------
     q, v : numpy.ndarray, shape=[T, n]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> q, v = md.systems.harmonic_oscillator_exact(np.array([0.0, np.pi / 2]), np.array([1.0]), np.array([0.0]))
+    >>> q.round(6), v.round(6)
+    (array([[1.],
+           [0.]]), array([[ 0.],
+           [-1.]]))
     """
     w = np.sqrt(stiffness / mass)
     t = np.asarray(t, dtype=float)[..., None]
@@ -100,6 +119,13 @@ def damped_oscillator(mass: float = 1.0, stiffness: float = 1.0, damping: float 
     LagrangeDiracSystem
         On ``Euclidean(1)`` with analytic partials;
         ``params = {"mass", "stiffness", "damping"}``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> osc = md.systems.damped_oscillator(damping=0.5)
+    >>> osc.Q, osc.has_force
+    (Euclidean(1), True)
     """
     P = {"mass": np.float64(mass), "stiffness": np.float64(stiffness), "damping": np.float64(damping)}
     L, partials = _oscillator()
@@ -127,6 +153,13 @@ def damped_oscillator_exact(t, q0: float, v0: float, mass: float = 1.0, stiffnes
     Returns
     -------
     numpy.ndarray, shape=[T]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> md.systems.damped_oscillator_exact(np.array([0.0, 1.0]), 1.0, 0.0).round(6)
+    array([1.      , 0.568972])
     """
     t = np.asarray(t, dtype=float)
     g = damping / (2 * mass)
@@ -147,6 +180,18 @@ def pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81) -> L
     LagrangeDiracSystem
         On ``Euclidean(1)`` (coordinate ``theta``) with analytic partials;
         ``params = {"ml2", "mgl"}`` (``m l^2`` and ``m g l``).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> pend = md.systems.pendulum(length=2.0)
+    >>> pend.Q
+    Euclidean(1)
+    >>> float(pend.params["mgl"])
+    19.62
+    >>> tr = md.integrate(pend, [0.3], v0=[0.0], h=0.05, n_steps=10)
+    >>> tr.q.shape, tr.ok
+    ((11, 1), True)
     """
     P = {"ml2": np.float64(mass * length**2), "mgl": np.float64(mass * gravity * length)}
 
@@ -179,6 +224,15 @@ def double_pendulum(
     LagrangeDiracSystem
         On ``Euclidean(2)`` (coordinates ``theta1, theta2``) with analytic
         partials; ``params = {"l1", "l2", "m1", "m2", "gravity"}``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> dp = md.systems.double_pendulum(l2=0.5)
+    >>> dp.Q
+    Euclidean(2)
+    >>> float(dp.params["l2"])
+    0.5
     """
     P = {"l1": np.float64(l1), "l2": np.float64(l2), "m1": np.float64(m1), "m2": np.float64(m2),
          "gravity": np.float64(gravity)}
@@ -235,6 +289,13 @@ def spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 
     -----
     ``dL/dq`` along ``q -> R_q(e eta)`` with ``v`` fixed is ``-m g l E(q)^T e3``
     (the frame is orthonormal, so ``|v|`` does not depend on ``q``).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> sp = md.systems.spherical_pendulum()
+    >>> sp.Q
+    Sphere2()
     """
     from .._manifolds.sphere import Sphere2
 
@@ -266,6 +327,15 @@ def spherical_pendulum_vertical_momentum(Q, q, p):
     Returns
     -------
     numpy.ndarray, shape=[...]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> sp = md.systems.spherical_pendulum()
+    >>> q = np.array([1.0, 0.0, 0.0])
+    >>> md.systems.spherical_pendulum_vertical_momentum(sp.Q, q, np.array([[1.0, 0.0], [0.0, 1.0]]))
+    array([1., 0.])
     """
     q = np.asarray(q)
     Ep = np.einsum("...ij,...j->...i", np.asarray(Q.frame(q)), np.asarray(p))
@@ -300,6 +370,13 @@ def cartesian_spherical_pendulum(length: float = 1.0, mass: float = 1.0, gravity
     ``dg(x_k)^T lam = lam x_k / l`` (the rod's tension times ``h``): SHAKE in
     positions, RATTLE's projection on the reported momenta
     (``docs/schemes.md``, "Holonomic constraints").
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> cp = md.systems.cartesian_spherical_pendulum(length=2.0)
+    >>> cp.Q, cp.n_holonomic
+    (Euclidean(3), 1)
     """
     P = {"length": np.float64(length), "mass": np.float64(mass), "gravity": np.float64(gravity)}
 

@@ -68,6 +68,15 @@ def free_rigid_body(inertia=DEFAULT_INERTIA, retraction: str = "exp") -> Lagrang
     ------
     ValueError
         If ``inertia`` is not 3 positive numbers.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> body = md.systems.free_rigid_body(inertia=(1.0, 2.0, 3.0))
+    >>> body.Q
+    SO3(retraction='exp')
+    >>> body.params["inertia"]
+    array([1., 2., 3.])
     """
     P = {"inertia": _principal_moments(inertia, "free_rigid_body")}
 
@@ -113,6 +122,15 @@ def heavy_top(
     Notes
     -----
     ``dL/dq`` along ``R -> R exp(e eta)`` is ``-mgl chi x (R^T e3)``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> top = md.systems.heavy_top(mgl=2.0, retraction="cayley")
+    >>> top.Q
+    SO3(retraction='cayley')
+    >>> float(top.params["mgl"])
+    2.0
     """
     c = np.asarray(chi, dtype=float)
     if c.shape != (3,):
@@ -142,6 +160,13 @@ def spatial_angular_momentum(q, p):
     Returns
     -------
     numpy.ndarray, shape=[..., 3]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> md.systems.spatial_angular_momentum(np.eye(3), np.array([1.0, 2.0, 3.0]))
+    array([1., 2., 3.])
     """
     return np.einsum("...ij,...j->...i", np.asarray(q), np.asarray(p))
 
@@ -168,6 +193,14 @@ def heavy_top_reference(T: float, R0, w0, inertia=DEFAULT_INERTIA, mgl: float = 
     -------
     numpy.ndarray, shape=[3, 3]
         The rotation at ``T``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> R = md.systems.heavy_top_reference(0.5, np.eye(3), np.array([0.0, 0.0, 1.0]))
+    >>> R.shape, bool(np.allclose(R.T @ R, np.eye(3)))
+    ((3, 3), True)
     """
     from scipy.integrate import solve_ivp
 
@@ -254,6 +287,15 @@ def tumbling_brick(
     ``dL/dq = (0, -m g R^T e3)`` and ``dL/dv = (I w, m v)``. The schemes
     discretize the Lagrange-d'Alembert-Pontryagin principle (Parks & Leok
     2017, eqs. (3.4)-(3.6)) in the retraction chart.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> brick = md.systems.tumbling_brick(mass=2.0)
+    >>> brick.Q
+    SE3(retraction='exp')
+    >>> float(brick.params["mass"])
+    2.0
     """
     P = {
         "inertia": brick_inertia(mass, sides),
@@ -295,6 +337,13 @@ def tumbling_brick_on_product(
     LagrangeDiracSystem
         On ``ProductManifold(SO3(retraction), Euclidean(3))`` with analytic
         partials ``dL/dq = (0, -m g e3)``, ``dL/dv = (I w, m u)``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> brick = md.systems.tumbling_brick_on_product()
+    >>> brick.Q
+    ProductManifold(SO3(retraction='exp'), Euclidean(3))
     """
     P = {
         "inertia": brick_inertia(mass, sides),
@@ -324,12 +373,22 @@ def se3_spatial_momentum(q, p):
 
     Parameters
     ----------
-    q : array-like, shape=[..., 4, 4]
-    p : array-like, shape=[..., 6]
+    q : array-like, shape=[..., 4, 4], float64
+        Poses ``(R, x)`` as homogeneous matrices (``x`` in m).
+    p : array-like, shape=[..., 6], float64
+        Body momenta ``(pi, P)``: angular (kg m^2/s) then linear (kg m/s).
 
     Returns
     -------
     numpy.ndarray, shape=[..., 6]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> q = np.eye(4); q[:3, 3] = [1.0, 0.0, 0.0]
+    >>> md.systems.se3_spatial_momentum(q, np.array([0.0, 0.0, 0.0, 0.0, 1.0, 0.0]))
+    array([0., 0., 1., 0., 1., 0.])
     """
     q, p = np.asarray(q), np.asarray(p)
     R, x = q[..., :3, :3], q[..., :3, 3]
@@ -359,6 +418,14 @@ def tumbling_brick_reference(t, q0, v0, mass: float = 1.0, sides=BRICK_SIDES, gr
     Returns
     -------
     numpy.ndarray, shape=[4, 4] or [T, 4, 4]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> poses = md.systems.tumbling_brick_reference(np.array([0.0, 1.0]), np.eye(4), np.zeros(6))
+    >>> poses.shape, poses[1, :3, 3].round(3)
+    ((2, 4, 4), array([ 0.   ,  0.   , -4.905]))
     """
     from scipy.integrate import solve_ivp
 

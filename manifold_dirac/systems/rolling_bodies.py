@@ -58,15 +58,29 @@ def rolling_disk_3d(radius: float = 0.5, mass: float = 1.0, gravity: float = 9.8
 
     Parameters
     ----------
-    radius, mass, gravity : float
+    radius : float
+        The disk's radius ``r`` (m).
+    mass : float
+        The disk's mass ``m`` (kg).
+    gravity : float
+        The gravitational acceleration ``g`` (m/s^2), along ``-e_z``.
     retraction : str
-        Of ``SO3``.
+        Of ``SO3``: ``"exp"`` or ``"cayley"``.
 
     Returns
     -------
     LagrangeDiracSystem
         With ``holonomic=g`` (1) and the one-forms (2): three degrees of
         freedom. ``params = {"radius", "mass", "gravity"}``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> disk = md.systems.rolling_disk_3d(radius=0.5)
+    >>> disk.Q
+    ProductManifold(SO3(retraction='exp'), Euclidean(3))
+    >>> disk.n_holonomic, disk.n_one_forms
+    (1, 2)
     """
     P = {"radius": np.float64(radius), "mass": np.float64(mass), "gravity": np.float64(gravity)}
     Q = ProductManifold(SO3(retraction=retraction), Euclidean(3))
@@ -99,10 +113,30 @@ def rolling_disk_3d_initial(tilt: float = 0.3, spin: float = 5.0, turn: float = 
     the normal, a turning rate about the body ``e2``), the centre at the
     contact height and ``xdot = -(R0 Omega) x rho`` (the contact point at rest).
 
+    Parameters
+    ----------
+    tilt : float
+        The normal's lean from the horizontal (rad); 0 is upright.
+    spin : float
+        The body angular velocity about the normal (rad/s).
+    turn : float
+        The body angular velocity about the body ``e2`` (rad/s).
+    radius : float
+        The disk's radius (m), as in :func:`rolling_disk_3d`.
+
     Returns
     -------
-    q0 : tuple (R0 (3, 3), x0 (3,))
-    v0 : ndarray, shape=[6]
+    q0 : tuple (R0 (3, 3), x0 (3,)) of numpy.ndarray, float64
+        The attitude and the centre (m), at the contact height.
+    v0 : numpy.ndarray, shape (6,), float64
+        ``(Omega, xdot)``: body angular velocity (rad/s), centre velocity (m/s).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> (R0, x0), v0 = md.systems.rolling_disk_3d_initial(tilt=0.3, spin=5.0, turn=0.5)
+    >>> x0.round(3), v0[:3].round(3)
+    (array([0.   , 0.   , 0.478]), array([0. , 0.5, 5. ]))
     """
     a = np.pi / 2 + tilt
     R0 = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(a), -np.sin(a)], [0.0, np.sin(a), np.cos(a)]])

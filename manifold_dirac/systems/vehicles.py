@@ -76,6 +76,15 @@ def inclined_knife_edge(
         On ``SE2(retraction)`` with the constraint :data:`KNIFE_EDGE_CONSTRAINT`
         and analytic partials; ``params = {"mass", "inertia", "pull"}`` with
         ``pull = m g sin(alpha)``. Named ``"knife_edge"`` when ``incline = 0``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> edge = md.systems.inclined_knife_edge(incline=0.3)
+    >>> edge.Q, edge.n_constraints
+    (SE2(retraction='exp'), 1)
+    >>> round(float(edge.params["pull"]), 4)
+    2.8991
     """
     # the downhill pull m g sin(alpha) is one parameter: the free knife edge is the same program with 0
     P = {"mass": np.float64(mass), "inertia": np.float64(inertia),
@@ -109,6 +118,13 @@ def knife_edge(mass: float = 1.0, inertia: float = 0.5, retraction: str = "exp")
     LagrangeDiracSystem
         :func:`inclined_knife_edge` with ``incline = 0`` (the same compiled
         program: only a parameter differs).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> skate = md.systems.knife_edge(retraction="cayley")
+    >>> skate.Q, skate.name
+    (SE2(retraction='cayley'), 'knife_edge')
     """
     return inclined_knife_edge(mass, inertia, 0.0, 0.0, retraction)
 
@@ -131,6 +147,14 @@ def inclined_knife_edge_exact(t, omega: float = 1.0, gravity: float = 9.81, incl
     Returns
     -------
     numpy.ndarray, shape=[T, 3]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> md.systems.inclined_knife_edge_exact(np.array([0.0, np.pi]), omega=1.0).round(4)
+    array([[0.    , 0.    , 0.    ],
+           [0.    , 4.5538, 3.1416]])
     """
     t = np.asarray(t, dtype=float)
     c = gravity * np.sin(incline) / (2 * omega**2)
@@ -164,6 +188,13 @@ def chaplygin_sled(
     LagrangeDiracSystem
         On ``SE2(retraction)`` with :data:`KNIFE_EDGE_CONSTRAINT` and analytic
         partials; ``params = {"mass", "inertia", "offset"}``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> sled = md.systems.chaplygin_sled(offset=0.5)
+    >>> sled.Q, sorted(sled.params)
+    (SE2(retraction='exp'), ['inertia', 'mass', 'offset'])
     """
     P = {"mass": np.float64(mass), "inertia": np.float64(inertia), "offset": np.float64(offset)}
 
@@ -225,6 +256,13 @@ def differential_drive(
     LagrangeDiracSystem
         On ``SE2(retraction)`` with :data:`KNIFE_EDGE_CONSTRAINT`, the force
         above and analytic partials; ``params = {"mass", "inertia", "damping"}``.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> robot = md.systems.differential_drive(damping=0.2)
+    >>> robot.Q, robot.has_force
+    (SE2(retraction='exp'), True)
     """
     f = drive if drive is not None else _default_drive
     tq = steer if steer is not None else _default_steer
@@ -267,6 +305,14 @@ def chaplygin_sled_reference(t, pose0=(0.0, 0.0, 0.0), omega0: float = 1.0, vx0:
     Returns
     -------
     numpy.ndarray, shape=[T, 3]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> md.systems.chaplygin_sled_reference(np.array([0.0, 1.0])).round(4)
+    array([[0.    , 0.    , 0.    ],
+           [1.0451, 0.3891, 0.5789]])
     """
     from scipy.integrate import solve_ivp
 
