@@ -62,6 +62,7 @@ of a composition of ``retract`` and ``inverse_retract`` along
 
 from __future__ import annotations
 
+import inspect
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
@@ -2041,10 +2042,10 @@ def _manifolds_of(obj: object, retractions: Sequence[str] | None) -> list[Manifo
         return [obj]
     if isinstance(obj, type) and issubclass(obj, Manifold):
         names = list(retractions) if retractions else list(obj.retraction_names())
-        try:
-            return [obj(r) for r in names] if names else [obj()]
-        except TypeError:  # a constructor without a retraction argument
-            return [obj()]
+        # by keyword: a constructor's first argument need not be the retraction (Sphere2(values, retraction))
+        if names and "retraction" in inspect.signature(obj).parameters:
+            return [obj(retraction=r) for r in names]
+        return [obj()]  # a constructor without a retraction argument: its one retraction
     if callable(obj):
         M = obj()
         if not isinstance(M, Manifold):

@@ -131,6 +131,18 @@ def test_the_laws_command_runs_a_user_file_and_reports_a_failure(tmp_path, capsy
     assert main(["no_such_module_xyz:Thing"]) == 2
 
 
+def test_the_laws_command_runs_a_class_whose_constructor_has_no_retraction_argument(capsys):
+    """Sphere2's first argument is ``values``, not the retraction: the command builds it with its one
+    retraction instead of passing the retraction's name as ``values``."""
+    from manifold_dirac.testing import main
+
+    assert main(["manifold_dirac:Sphere2", "--seeds", "1", "--law", "retract_at_zero"]) == 0
+    assert "Sphere2()" in capsys.readouterr().out
+    assert main(["manifold_dirac:SO3", "--seeds", "1", "--law", "retract_at_zero"]) == 0
+    out = capsys.readouterr().out
+    assert "SO3(retraction='exp')" in out and "SO3(retraction='cayley')" in out
+
+
 def test_a_retired_symmetry_attribute_is_refused_not_ignored():
     from manifold_dirac import SE2
 
