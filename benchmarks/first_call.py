@@ -96,10 +96,10 @@ def main(argv=None) -> int:
     if a.child:
         child(a.child)
         return 0
-    import platform
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.kernel import finish, machine
 
-    table = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-             "load_before": os.getloadavg(), "rows": []}
+    table = {**machine(), "rows": []}
     imports = []
     with tempfile.TemporaryDirectory(prefix="md-first-call-") as top:
         for name in a.names:
@@ -124,12 +124,8 @@ def main(argv=None) -> int:
                       f"lower {x['lower']:.2f}, compile {x['backend_compile']:.2f}, cache load "
                       f"{x['cache_retrieval']:.2f}; {x['n_compiled']} programs)", flush=True)
     table["import"] = _min(imports)
-    table["load_after"] = os.getloadavg()
     print(f"import: wall {table['import']['wall']:.2f} s, cpu {table['import']['cpu']:.2f} s")
-    print(f"load before {table['load_before']}, after {table['load_after']}")
-    if a.out:
-        a.out.write_text(json.dumps(table, indent=1))
-    return 0
+    return finish(table, a.out)
 
 
 if __name__ == "__main__":
