@@ -44,7 +44,7 @@ KEYS = ("wall", "cpu", *EVENTS.values(), "n_compiled")
 def child(name: str) -> None:
     """In a fresh process: import, then time the first ``integrate`` of case ``name``; print one JSON line."""
     w0, c0 = time.perf_counter(), time.process_time()
-    import manifold_dirac as md  # noqa: F401  (the import is what is timed)
+    import manifold_dirac as md  # the import is what is timed
 
     imp = {"wall": time.perf_counter() - w0, "cpu": time.process_time() - c0}
     import jax
@@ -75,7 +75,7 @@ def child(name: str) -> None:
 
 def _run(name: str, cache: Path) -> dict:
     env = {**os.environ, "MANIFOLD_DIRAC_JAX_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True, env=env,
+    res = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True, env=env, check=False,
                          timeout=1800)
     if res.returncode:
         raise RuntimeError(res.stderr[-3000:])
