@@ -142,3 +142,28 @@ def test_a_copied_persistent_cache_directory_hits(tmp_path):
     # jax_persistent_cache_min_compile_time_secs are not cached
     assert hits["none"] >= 1, hits
     assert hits["all"] == 0, hits
+
+
+def test_a_first_call_compiles_only_the_start_and_the_loop_and_traces_the_step_once():
+    """The first ``integrate`` of a fresh process, no warm-up: the start and the chunk, no small eager programs
+    (the checks of ``q0`` and the probe of the user's functions are host work), and the step map traced once
+    inside the chunk (its shape queries reuse that trace); a batch, the same."""
+    out = _run("""
+        from manifold_dirac._mechanics.step import StepMap
+        traces = {"n": 0}
+        plain = StepMap.step
+        def counted(self, *a, **kw):
+            traces["n"] += 1
+            return plain(self, *a, **kw)
+        StepMap.step = counted
+        R0 = np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0])))
+        w0 = np.array([0.5, -0.2, 2.0])
+        count("first", lambda: integrate(S.heavy_top(), R0, v0=w0, h=0.01, n_steps=30))
+        out["traces"] = traces["n"]
+        count("batch", lambda: integrate(S.heavy_top(), np.stack([R0, R0]), v0=np.stack([w0, w0]), h=0.01, n_steps=30))
+        out["batch traces"] = traces["n"] - out["traces"]
+    """)
+    assert out["first"]["compiles"] == 2, out
+    assert out["traces"] == 1, out
+    assert out["batch"]["compiles"] == 2, out
+    assert out["batch traces"] == 1, out

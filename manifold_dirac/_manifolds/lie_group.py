@@ -249,7 +249,8 @@ class MatrixLieGroup(Manifold):
     # ---------------------------------------------------------- group layer
     def identity(self, batch_shape: tuple[int, ...] = ()) -> jax.Array:
         """The identity element, ``(*batch_shape, N, N)``."""
-        return jnp.broadcast_to(jnp.eye(self.matrix_size), (*batch_shape, *self.point_shape))
+        # built on the host and put on the device: eager jnp.eye/broadcast_to compile small programs at first use
+        return jax.device_put(np.broadcast_to(np.eye(self.matrix_size), (*batch_shape, *self.point_shape)))
 
     def default_point(self) -> jax.Array:
         return self.identity()
@@ -321,7 +322,7 @@ class MatrixLieGroup(Manifold):
             if np.any(det < 0):
                 idx = np.argwhere(det < 0)[0].tolist() if np.ndim(det) else []
                 raise ValueError(f"{name}: not {self._noun} ({group}) at batch index {idx}: {self._reflection}")
-        return jnp.asarray(a)
+        return jax.device_put(a)  # a float64 numpy array: jnp.asarray would compile a program at first use
 
     def _check_values(self, where: str, name: str, q: object) -> None:
         a = concrete_array(q)

@@ -704,7 +704,7 @@ class LagrangeDiracSystem:
         """
         Q, n = self.Q, self.dim
         q = Q.default_point()
-        v = jnp.zeros(n)
+        v = np.zeros(n)  # host values: eager jnp.zeros compiles small programs at first use
         args = self._args(self.params)
         at_q = f": q the default point of {Q!r}"
         at = at_q + f", v of shape ({n},)"

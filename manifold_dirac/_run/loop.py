@@ -78,7 +78,9 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
     again with them as ``fail_k``, ``fail_v``, which freeze the member at
     ``q_k`` (its steps from there discarded), as the step's own failures are.
     """
-    step = member_step(sm, batched)
+    # jitted: its trace is cached and reused by the shape queries and the loop body below (one trace of the step
+    # per program instead of four); XLA inlines the call, the compiled program is the same
+    step = jax.jit(member_step(sm, batched))
     point = recording.point
     if batched:
         point = jax.vmap(point, in_axes=(None, 0, 0, None, None, 0, None, None))

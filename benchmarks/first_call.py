@@ -1,0 +1,132 @@
+"""The first call of a system in a fresh process: import, then the first ``integrate``, cold and from the cache.
+
+``python benchmarks/first_call.py [--rounds 3] [--out FILE] [CASE ...]``
+(default cases: ``heavy_top``, ``knife_edge``, ``heavy_top_gauss4``).
+
+For each case, an empty persistent-cache directory
+(``MANIFOLD_DIRAC_JAX_CACHE``); ``--rounds`` fresh processes with an emptied
+directory each (cold: trace, lower, XLA compile) and ``--rounds`` fresh
+processes on a filled one (from the cache: trace, lower, cache load). Each
+process imports the library and times, with no warm-up, the import and the
+first ``integrate(..., n_steps=10)`` call: wall clock and CPU
+(``time.process_time``), split by JAX's own monitoring events (tracing,
+lowering to MLIR, backend compile, cache retrieval) and the number of
+programs compiled or loaded. The minimum over the rounds is reported (wall
+and CPU minimised separately); the machine's load before and after is
+printed, and written with ``--out`` as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+CASES = ("heavy_top", "knife_edge", "heavy_top_gauss4")
+EVENTS = {
+    "/jax/core/compile/jaxpr_trace_duration": "trace",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+    "/jax/core/compile/backend_compile_duration": "backend_compile",
+    "/jax/compilation_cache/cache_retrieval_time_sec": "cache_retrieval",
+}
+KEYS = ("wall", "cpu", *EVENTS.values(), "n_compiled")
+
+
+def child(name: str) -> None:
+    """In a fresh process: import, then time the first ``integrate`` of case ``name``; print one JSON line."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    import manifold_dirac as md  # the import is what is timed
+
+    imp = {"wall": time.perf_counter() - w0, "cpu": time.process_time() - c0}
+    import jax
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.cases import CASES as C
+
+    acc = dict.fromkeys(EVENTS.values(), 0.0)
+    n = [0]
+
+    def listener(event: str, duration_secs: float, **_kw) -> None:
+        if event in EVENTS:
+            acc[EVENTS[event]] += duration_secs
+        if event == "/jax/core/compile/backend_compile_duration":  # per program, compiled or loaded from the cache
+            n[0] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    base, kw = (name[: -len("_gauss4")], {"discrete_lagrangian": "gauss4"}) if name.endswith("_gauss4") else (name, {})
+    c = C[base]
+    sysm = c.make()
+    w, cp = time.perf_counter(), time.process_time()
+    tr = md.integrate(sysm, c.q0, v0=c.v0, h=c.h, n_steps=10, **kw)
+    np.asarray(tr.q if not isinstance(tr.q, tuple) else tr.q[0])
+    first = {"wall": time.perf_counter() - w, "cpu": time.process_time() - cp, **acc, "n_compiled": n[0]}
+    print(json.dumps({"import": imp, "first": first}))
+
+
+def _run(name: str, cache: Path) -> dict:
+    env = {**os.environ, "MANIFOLD_DIRAC_JAX_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
+    res = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True, env=env, check=False,
+                         timeout=1800)
+    if res.returncode:
+        raise RuntimeError(res.stderr[-3000:])
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _min(rows: list[dict]) -> dict:
+    return {k: min(r[k] for r in rows) for k in rows[0]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", default=list(CASES))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--child")
+    a = ap.parse_args(argv)
+    if a.child:
+        child(a.child)
+        return 0
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.kernel import finish, machine
+
+    table = {**machine(), "rows": []}
+    imports = []
+    with tempfile.TemporaryDirectory(prefix="md-first-call-") as top:
+        for name in a.names:
+            d = Path(top) / name
+            cold = []
+            for _ in range(a.rounds):
+                shutil.rmtree(d, ignore_errors=True)
+                d.mkdir()
+                r = _run(name, d)
+                cold.append(r["first"])
+                imports.append(r["import"])
+            warm = []
+            for _ in range(a.rounds):
+                r = _run(name, d)
+                warm.append(r["first"])
+                imports.append(r["import"])
+            row = {"name": name, "cold": _min(cold), "cached": _min(warm)}
+            table["rows"].append(row)
+            for label in ("cold", "cached"):
+                x = row[label]
+                print(f"{name:17s} {label:6s} wall {x['wall']:.2f} s  cpu {x['cpu']:.2f} s  (trace {x['trace']:.2f}, "
+                      f"lower {x['lower']:.2f}, compile {x['backend_compile']:.2f}, cache load "
+                      f"{x['cache_retrieval']:.2f}; {x['n_compiled']} programs)", flush=True)
+    table["import"] = _min(imports)
+    print(f"import: wall {table['import']['wall']:.2f} s, cpu {table['import']['cpu']:.2f} s")
+    return finish(table, a.out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
