@@ -100,15 +100,17 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
             n_sub = jnp.maximum(k_end - k, 1)  # the steps of this slot; one (not kept) at the end of the run
 
             def sub(i, c):
-                st, qp, kk, rec0 = c
+                st, qp, kk, rec0, its = c
                 new, rec = step(st, kk, t0 + kk * h, h, params, control(kk))
                 rec0 = jax.tree.map(lambda a, b: jnp.where(i == 0, a, b), rec, rec0)  # i unbatched: one select
                 advance = kk < k_end
-                return tree_where(advance, new, st), tree_where(advance, st.q, qp), kk + advance, rec0
+                its = its + jnp.where(advance, rec.iterations, 0)  # every step's, stored or not
+                return tree_where(advance, new, st), tree_where(advance, st.q, qp), kk + advance, rec0, its
 
             rec_init = jax.eval_shape(lambda: step(st0, k, t0, h, params, control(k))[1])
             rec_init = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), rec_init)
-            st, qp, k2, rec = jax.lax.fori_loop(0, n_sub, sub, (st0, qp0, k, rec_init))
+            its0 = jnp.zeros_like(rec_init.iterations)
+            st, qp, k2, rec, its = jax.lax.fori_loop(0, n_sub, sub, (st0, qp0, k, rec_init, its0))
             status = jnp.where(k >= n_total, st0.status, rec.status)
             # a non-finite energy at a stored point of a healthy member (found after the loop, on a first run of
             # the chunk) is a failure at that point: the member is frozen at q_k, never ok with a NaN energy
@@ -118,7 +120,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
             slot_info = jnp.stack([t0 + k * h, (k < n_total).astype(jnp.float64), 1.0, k.astype(jnp.float64),
                                    jnp.asarray(hp, jnp.float64)])
             raw = Raw(st0.q, qp0, status, frozen)
-            return (st, qp, hp | (k2 > k), k2), (slot_info, _pack((raw, rec), spec_in, lead))
+            return (st, qp, hp | (k2 > k), k2), (slot_info, _pack((raw, rec, its), spec_in, lead))
 
         carry0 = (members, q_prev, have_prev, k0)
         # the live slots only (a loop with a traced trip count): a short run does not pay for a whole chunk
@@ -133,7 +135,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
         n_live = jnp.clip(n_slots - slot0, 0, CHUNK)
         carry, (info, packed) = jax.lax.fori_loop(0, n_live, slot, (carry0, bufs0))
         # the stored points, all rows at once
-        raw, rec = _unpack(packed, spec_in[0], jnp)
+        raw, rec, its = _unpack(packed, spec_in[0], jnp)
         k_rows = info[:, 3].astype(jnp.int32)
         pts = rows(sm, raw, rec, info[:, 4] > 0, k_rows == 0, v_init, h, params)
         live = jnp.arange(CHUNK) < n_live
@@ -142,7 +144,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
         j = jnp.argmax(bad, axis=0)
         failed_k = jnp.where(jnp.any(bad, axis=0), k_rows[j], -1).astype(jnp.int32)
         failed_v = pts.v[j, jnp.arange(bad.shape[1])] if batched else pts.v[j]
-        return carry, (info[:, :3], _pack((pts, rec), spec, lead + 1)), (failed_k, failed_v)
+        return carry, (info[:, :3], _pack((pts, rec, its), spec, lead + 1)), (failed_k, failed_v)
 
     compiled = jax.jit(chunk)
     compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
@@ -227,7 +229,8 @@ def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, mo
             st = np.asarray(members.status)
             if np.all(st != Status.OK) or (np.any(st != Status.OK) and stop_on_failure):
                 break
-            if slot0 < n_slots and monitor.stop(RunState(k, state.t0, members, B, q_prev, None)):
+            # the callback sees every chunk's end, the last one's too (a run of one chunk included)
+            if monitor.stop(RunState(k, state.t0, members, B, q_prev, None)) and slot0 < n_slots:
                 # one more (closing) slot records the state the callback saw, then the run ends
                 n_total, n_slots = k, slot0 + 1
     except KeyboardInterrupt:

@@ -252,12 +252,12 @@ class _Store:
         m = min(len(info), self.n_slots - self.filled)
         if m <= 0:
             return
-        pts, recs = _unpack(np.asarray(packed[:m]), self.spec[0])
+        pts, recs, its = _unpack(np.asarray(packed[:m]), self.spec[0])
         parts = {"t": info[:m, 0], "is_step": info[:m, 1] > 0, "q": pts.q, "p": pts.p, "v": pts.v,
                  "energy": pts.energy, "slip": pts.slip, "holonomic_violation": pts.holonomic_violation,
                  "xi": recs.xi, "mu": recs.mu,
                  "constraint_residual": recs.constraint_residual, "error": recs.error,
-                 "iterations": recs.iterations}
+                 "iterations": recs.iterations, "slot_iterations": its}
         if self.arrays is None:
             self.arrays = jax.tree.map(lambda a: np.empty((self.n_slots, *a.shape[1:]), a.dtype), parts)
         lo, hi = self.filled, self.filled + m
@@ -286,7 +286,8 @@ def assemble(store: _Store, n_slots: int, final: RunState, h: float, meta: dict,
         The step (the stored times are ``t0 + k h``).
     meta : dict
         The run's metadata; its ``total_iterations`` entry is set here (the
-        Newton iterations of the stored steps).
+        Newton iterations of every step taken up to the last kept point,
+        stored or not: the same for every ``stride``).
     status : ndarray of int32, shape=B
         Each member's final status (as diagnosed at the boundary).
     messages : tuple of str
@@ -318,7 +319,7 @@ def assemble(store: _Store, n_slots: int, final: RunState, h: float, meta: dict,
     if not np.all(is_step[:n_step_slots]):  # an internal invariant, never a user error
         raise RuntimeError("manifold_dirac: the stored steps are not a prefix of the stored points (a bug)")
     steps = slice(0, n_step_slots)
-    meta["total_iterations"] = int(np.sum(a["iterations"][steps]))
+    meta["total_iterations"] = int(np.sum(a["slot_iterations"][steps]))  # every step's, stored or not
     return Trajectory(
         slip=unflat(a["slip"][keep]), holonomic_violation=unflat(a["holonomic_violation"][keep]),
         t=t[keep], q=q, p=unflat(a["p"][keep]), v=unflat(a["v"][keep]), energy=unflat(a["energy"][keep]),
