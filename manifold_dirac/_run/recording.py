@@ -246,10 +246,20 @@ class _Store:
     def __init__(self, n_slots: int, spec: list):
         self.n_slots, self.spec, self.filled, self.arrays = n_slots, spec, 0, None
 
-    def add(self, out: tuple[np.ndarray, np.ndarray]) -> None:
-        """Copy one chunk's output ``(info, packed)`` (host arrays) into the store."""
+    def reserve(self, n_slots: int) -> None:
+        """Room for ``n_slots`` points (a replay of a failed chunk's tail at stride 1 may need more)."""
+        if n_slots <= self.n_slots:
+            return
+        grow = n_slots - self.n_slots
+        self.n_slots = n_slots
+        if self.arrays is not None:
+            self.arrays = jax.tree.map(lambda a: np.concatenate([a, np.empty((grow, *a.shape[1:]), a.dtype)]),
+                                       self.arrays)
+
+    def add(self, out: tuple[np.ndarray, np.ndarray], n_live: int | None = None) -> None:
+        """Copy one chunk's output ``(info, packed)`` (host arrays; its first ``n_live`` rows) into the store."""
         info, packed = out
-        m = min(len(info), self.n_slots - self.filled)
+        m = min(len(info), self.n_slots - self.filled, len(info) if n_live is None else n_live)
         if m <= 0:
             return
         pts, recs, its = _unpack(np.asarray(packed[:m]), self.spec[0])
