@@ -11,28 +11,19 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from manifold_dirac import integrate
 from manifold_dirac._errors import StepError
-from manifold_dirac._manifolds import Euclidean
 from manifold_dirac._mechanics.status import Status
-from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac._run.integrator import Integrator
 from manifold_dirac._run.loop import CHUNK
 from manifold_dirac.systems import pendulum
 
-
-@functools.lru_cache(maxsize=None)
-def vanishing_mass() -> LagrangeDiracSystem:
-    """The kinetic term of x0 vanishes for x0 >= 1: the step that reaches it is singular."""
-    return LagrangeDiracSystem(Euclidean(2), lambda q, v: 0.5 * jnp.maximum(1.0 - q[0], 0.0) * v[0] ** 2
-                               + 0.5 * v[1] ** 2, name="vanishing_mass")
+from .test_faults import vanishing_mass  # the kinetic term of x0 vanishes for x0 >= 1
 
 
 # ------------------------------------------------------------------ total_iterations
