@@ -147,3 +147,21 @@ def test_the_callback_parameter_is_documented_as_a_callable():
     doc = inspect.getdoc(integrate)
     assert "callback : callable" in doc and "progress : bool" in doc
     assert "progress, callback" not in doc
+
+
+def test_a_raised_batch_energy_failure_at_a_stored_point_keeps_the_stride_one_values():
+    """A non-finite energy at the stored point ``q_5`` (stride 5) of one member: the replay finds it again."""
+    from tests.mechanics.test_guarantees import FAR, PROBE, _with_params
+
+    sysm = _with_params(PROBE, {**FAR, "band": np.float64(0.5)})
+    v0 = np.array([[1.0, 1.0], [0.7, 0.7]])  # member 0 lands in the band at q_5, member 1 never does
+    runs = {}
+    for stride in (1, 5):
+        with pytest.raises(StepError) as ei:
+            integrate(sysm, np.zeros((2, 2)), v0=v0, h=0.1, n_steps=20, stride=stride, on_failure="raise")
+        runs[stride] = ei.value
+    e, ref = runs[5], runs[1]
+    assert e.step == ref.step == 5 and list(e.trajectory.t) == pytest.approx([0.0, 0.5])
+    assert list(e.trajectory.status) == [Status.NONFINITE, Status.OK]
+    np.testing.assert_array_equal(e.trajectory.q[-1], ref.trajectory.q[-1])
+    np.testing.assert_array_equal(e.trajectory.energy[-1], ref.trajectory.energy[-1])
