@@ -87,8 +87,13 @@ def integrate(
         Store every ``stride``-th point (and the last).
     controls : array-like of float, shape=[n_steps, *B, n], optional
         Control covectors added to the force, one per step.
-    progress, callback
-        See :meth:`Integrator.run`.
+    progress : bool
+        Show a progress bar (tqdm) if the run takes more than a second.
+    callback : callable ``(state) -> bool | None``, optional
+        Called on the host with the current :class:`RunState` after every
+        compiled chunk, the last one included (a run shorter than one chunk
+        calls it once, at its end); returning ``False`` stops the run there
+        (see :meth:`Integrator.run`).
     on_failure : {"raise", "mark"}, optional
         What a failed step does: ``raise`` (the default for one trajectory)
         raises a :class:`~manifold_dirac._errors.StepError` with the partial

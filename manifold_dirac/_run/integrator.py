@@ -242,9 +242,13 @@ class Integrator:
             Show a progress bar (tqdm) if the run takes more than a second.
         callback : callable ``(state) -> bool | None``, optional
             Called on the host after every compiled chunk (``CHUNK * stride``
-            steps) with the current :class:`RunState`; returning ``False``
-            stops the run there. (A per-step Python callback would defeat the
-            compiled loop: step by step, use :meth:`step`.)
+            steps), the last one included (a run shorter than one chunk calls
+            it once, at its end), with the current :class:`RunState`;
+            returning ``False`` stops the run there: one closing point
+            records that state, so the trajectory ends at ``state.k``. It is
+            not called once a failure ends the run. (A per-step Python
+            callback would defeat the compiled loop: step by step, use
+            :meth:`step`.)
         params : pytree, optional
             The system's parameters for this run, overriding
             ``system.params`` (which stays unchanged). They are an argument

@@ -100,15 +100,17 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
             n_sub = jnp.maximum(k_end - k, 1)  # the steps of this slot; one (not kept) at the end of the run
 
             def sub(i, c):
-                st, qp, kk, rec0 = c
+                st, qp, kk, rec0, its = c
                 new, rec = step(st, kk, t0 + kk * h, h, params, control(kk))
                 rec0 = jax.tree.map(lambda a, b: jnp.where(i == 0, a, b), rec, rec0)  # i unbatched: one select
                 advance = kk < k_end
-                return tree_where(advance, new, st), tree_where(advance, st.q, qp), kk + advance, rec0
+                its = its + jnp.where(advance, rec.iterations, 0)  # every step's, stored or not
+                return tree_where(advance, new, st), tree_where(advance, st.q, qp), kk + advance, rec0, its
 
             rec_init = jax.eval_shape(lambda: step(st0, k, t0, h, params, control(k))[1])
             rec_init = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), rec_init)
-            st, qp, k2, rec = jax.lax.fori_loop(0, n_sub, sub, (st0, qp0, k, rec_init))
+            its0 = jnp.zeros_like(rec_init.iterations)
+            st, qp, k2, rec, its = jax.lax.fori_loop(0, n_sub, sub, (st0, qp0, k, rec_init, its0))
             status = jnp.where(k >= n_total, st0.status, rec.status)
             # a non-finite energy at a stored point of a healthy member (found after the loop, on a first run of
             # the chunk) is a failure at that point: the member is frozen at q_k, never ok with a NaN energy
@@ -118,7 +120,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
             slot_info = jnp.stack([t0 + k * h, (k < n_total).astype(jnp.float64), 1.0, k.astype(jnp.float64),
                                    jnp.asarray(hp, jnp.float64)])
             raw = Raw(st0.q, qp0, status, frozen)
-            return (st, qp, hp | (k2 > k), k2), (slot_info, _pack((raw, rec), spec_in, lead))
+            return (st, qp, hp | (k2 > k), k2), (slot_info, _pack((raw, rec, its), spec_in, lead))
 
         carry0 = (members, q_prev, have_prev, k0)
         # the live slots only (a loop with a traced trip count): a short run does not pay for a whole chunk
@@ -133,7 +135,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
         n_live = jnp.clip(n_slots - slot0, 0, CHUNK)
         carry, (info, packed) = jax.lax.fori_loop(0, n_live, slot, (carry0, bufs0))
         # the stored points, all rows at once
-        raw, rec = _unpack(packed, spec_in[0], jnp)
+        raw, rec, its = _unpack(packed, spec_in[0], jnp)
         k_rows = info[:, 3].astype(jnp.int32)
         pts = rows(sm, raw, rec, info[:, 4] > 0, k_rows == 0, v_init, h, params)
         live = jnp.arange(CHUNK) < n_live
@@ -142,11 +144,46 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
         j = jnp.argmax(bad, axis=0)
         failed_k = jnp.where(jnp.any(bad, axis=0), k_rows[j], -1).astype(jnp.int32)
         failed_v = pts.v[j, jnp.arange(bad.shape[1])] if batched else pts.v[j]
-        return carry, (info[:, :3], _pack((pts, rec), spec, lead + 1)), (failed_k, failed_v)
+        return carry, (info[:, :3], _pack((pts, rec, its), spec, lead + 1)), (failed_k, failed_v)
 
     compiled = jax.jit(chunk)
     compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
     return compiled
+
+
+def _replay_to_failure(run_chunk: Callable, store: _Store, filled0: int, chunk_start: tuple, fs: int,
+                       stride: int) -> None:
+    """Replace the stored points of a chunk by its points up to the failed step ``fs``, the last stride at stride 1.
+
+    The chunk started at ``chunk_start = (members, q_prev, have_prev, k0)``
+    and its points were stored from row ``filled0``. It is run again (the
+    same compiled program, the same steps from the same state: the same
+    values) with the run's stride up to the last stored point
+    ``k_s <= fs``, then with stride 1 from ``k_s`` to ``fs + 1``: the
+    points ``k_s, ..., fs`` of every member (the failed step's record at
+    ``fs``; the point at ``fs + 1`` is cut with the failure). A batch's
+    partial trajectory then ends at the start of the failed step with every
+    member's state there, as a single trajectory's does.
+    """
+    members, q_prev, have_prev, k0 = chunk_start
+    k_s = k0 + (fs - k0) // stride * stride
+    store.filled = filled0
+    if k_s > k0:  # the stored points k0, k0 + stride, ..., k_s (a closing point at k_s, dropped: stored again below)
+        n_a = (k_s - k0) // stride + 1
+        store.reserve(filled0 + n_a + fs + 2 - k_s)
+        carry, out = run_chunk(members, q_prev, have_prev, k0, 0, n_a, k_s, stride)
+        store.add(jax.device_get(out), n_a)
+        store.filled -= 1
+        members, q_prev, hp, _ = carry
+        have_prev = bool(hp)
+    n_b = fs + 2 - k_s  # the points k_s, ..., fs + 1, at stride 1
+    store.reserve(store.filled + n_b)
+    k, slot0 = k_s, 0
+    while slot0 < n_b:
+        carry, out = run_chunk(members, q_prev, have_prev, k, slot0, n_b, fs + 1, 1)
+        store.add(jax.device_get(out), n_b - slot0)
+        members, q_prev, hp, kk = carry
+        have_prev, k, slot0 = bool(hp), int(kk), slot0 + CHUNK
 
 
 @dataclass
@@ -202,22 +239,28 @@ def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, mo
     interrupted = False
     error: Exception | None = None
     slot0 = 0
+    stopped = False
+
+    def run_chunk(members, q_prev, have_prev, k, slot0, n_slots, n_total, stride):
+        # host scalars as numpy values: eager jnp scalars cost ~70 us each to dispatch
+        args = (members, q_prev, np.bool_(have_prev), v_init if use_v_init else v_nan,
+                np.int32(k), np.int32(slot0), np.int32(n_slots), np.int32(n_total), np.int32(stride),
+                np.float64(state.t0), np.float64(h), params, controls)
+        fail_k, fail_v = no_fail_k, no_fail_v
+        while True:
+            carry, out, (found_k, found_v) = fn(*args, fail_k, fail_v)
+            found_k = np.asarray(found_k)
+            new = (found_k >= 0) & (fail_k < 0)
+            if not np.any(new):
+                return carry, out
+            # a member whose energy is not finite at a stored point: the chunk again, frozen there
+            fail_k = np.where(new, found_k, fail_k).astype(np.int32)
+            fail_v = np.where(new[..., None], np.asarray(found_v), fail_v)
+
     try:
         while slot0 < n_slots:
-            # host scalars as numpy values: eager jnp scalars cost ~70 us each to dispatch
-            args = (members, q_prev, np.bool_(have_prev), v_init if use_v_init else v_nan,
-                    np.int32(k), np.int32(slot0), np.int32(n_slots), np.int32(n_total), np.int32(stride),
-                    np.float64(state.t0), np.float64(h), params, controls)
-            fail_k, fail_v = no_fail_k, no_fail_v
-            while True:
-                carry, out, (found_k, found_v) = fn(*args, fail_k, fail_v)
-                found_k = np.asarray(found_k)
-                new = (found_k >= 0) & (fail_k < 0)
-                if not np.any(new):
-                    break
-                # a member whose energy is not finite at a stored point: the chunk again, frozen there
-                fail_k = np.where(new, found_k, fail_k).astype(np.int32)
-                fail_v = np.where(new[..., None], np.asarray(found_v), fail_v)
+            chunk_start, filled0 = (members, q_prev, have_prev, k), store.filled
+            carry, out = run_chunk(members, q_prev, have_prev, k, slot0, n_slots, n_total, stride)
             store.add(jax.device_get(out))
             # the state advances only once its points are stored: an interruption keeps the two consistent
             (members, q_prev, hp, kk), slot0 = carry, slot0 + CHUNK
@@ -225,11 +268,20 @@ def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, mo
             k = int(kk)
             monitor.update(k - state.k)
             st = np.asarray(members.status)
+            if np.any(st != Status.OK) and stop_on_failure and stride > 1 and B:
+                # a raised failure of a batch: the chunk's points again up to the failed step, the last
+                # stride at stride 1, so that every member's good states up to that step are kept
+                fs = int(np.min(np.asarray(members.fail_step)[st != Status.OK]))
+                _replay_to_failure(run_chunk, store, filled0, chunk_start, fs, stride)
+                n_slots = store.filled
+                break
             if np.all(st != Status.OK) or (np.any(st != Status.OK) and stop_on_failure):
                 break
-            if slot0 < n_slots and monitor.stop(RunState(k, state.t0, members, B, q_prev, None)):
+            # the callback sees every chunk's end, the last one's too (a run of one chunk included)
+            # (not after the closing slot of a stop: the callback saw that state already)
+            if not stopped and monitor.stop(RunState(k, state.t0, members, B, q_prev, None)) and slot0 < n_slots:
                 # one more (closing) slot records the state the callback saw, then the run ends
-                n_total, n_slots = k, slot0 + 1
+                n_total, n_slots, stopped = k, slot0 + 1, True
     except KeyboardInterrupt:
         interrupted = True
     except Exception as exc:  # noqa: BLE001  (the callback's, or the host's between chunks: re-raised by the caller)

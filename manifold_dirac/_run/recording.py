@@ -246,18 +246,28 @@ class _Store:
     def __init__(self, n_slots: int, spec: list):
         self.n_slots, self.spec, self.filled, self.arrays = n_slots, spec, 0, None
 
-    def add(self, out: tuple[np.ndarray, np.ndarray]) -> None:
-        """Copy one chunk's output ``(info, packed)`` (host arrays) into the store."""
+    def reserve(self, n_slots: int) -> None:
+        """Room for ``n_slots`` points (a replay of a failed chunk's tail at stride 1 may need more)."""
+        if n_slots <= self.n_slots:
+            return
+        grow = n_slots - self.n_slots
+        self.n_slots = n_slots
+        if self.arrays is not None:
+            self.arrays = jax.tree.map(lambda a: np.concatenate([a, np.empty((grow, *a.shape[1:]), a.dtype)]),
+                                       self.arrays)
+
+    def add(self, out: tuple[np.ndarray, np.ndarray], n_live: int | None = None) -> None:
+        """Copy one chunk's output ``(info, packed)`` (host arrays; its first ``n_live`` rows) into the store."""
         info, packed = out
-        m = min(len(info), self.n_slots - self.filled)
+        m = min(len(info), self.n_slots - self.filled, len(info) if n_live is None else n_live)
         if m <= 0:
             return
-        pts, recs = _unpack(np.asarray(packed[:m]), self.spec[0])
+        pts, recs, its = _unpack(np.asarray(packed[:m]), self.spec[0])
         parts = {"t": info[:m, 0], "is_step": info[:m, 1] > 0, "q": pts.q, "p": pts.p, "v": pts.v,
                  "energy": pts.energy, "slip": pts.slip, "holonomic_violation": pts.holonomic_violation,
                  "xi": recs.xi, "mu": recs.mu,
                  "constraint_residual": recs.constraint_residual, "error": recs.error,
-                 "iterations": recs.iterations}
+                 "iterations": recs.iterations, "slot_iterations": its}
         if self.arrays is None:
             self.arrays = jax.tree.map(lambda a: np.empty((self.n_slots, *a.shape[1:]), a.dtype), parts)
         lo, hi = self.filled, self.filled + m
@@ -286,7 +296,8 @@ def assemble(store: _Store, n_slots: int, final: RunState, h: float, meta: dict,
         The step (the stored times are ``t0 + k h``).
     meta : dict
         The run's metadata; its ``total_iterations`` entry is set here (the
-        Newton iterations of the stored steps).
+        Newton iterations of every step taken up to the last kept point,
+        stored or not: the same for every ``stride``).
     status : ndarray of int32, shape=B
         Each member's final status (as diagnosed at the boundary).
     messages : tuple of str
@@ -318,7 +329,7 @@ def assemble(store: _Store, n_slots: int, final: RunState, h: float, meta: dict,
     if not np.all(is_step[:n_step_slots]):  # an internal invariant, never a user error
         raise RuntimeError("manifold_dirac: the stored steps are not a prefix of the stored points (a bug)")
     steps = slice(0, n_step_slots)
-    meta["total_iterations"] = int(np.sum(a["iterations"][steps]))
+    meta["total_iterations"] = int(np.sum(a["slot_iterations"][steps]))  # every step's, stored or not
     return Trajectory(
         slip=unflat(a["slip"][keep]), holonomic_violation=unflat(a["holonomic_violation"][keep]),
         t=t[keep], q=q, p=unflat(a["p"][keep]), v=unflat(a["v"][keep]), energy=unflat(a["energy"][keep]),

@@ -42,8 +42,9 @@ class Monitor:
     progress : bool
         Show a progress bar (tqdm) if the run takes more than a second.
     callback : callable ``(state) -> bool | None``, optional
-        Called with the current :class:`RunState` after each chunk but the
-        last; returning ``False`` stops the run.
+        Called with the current :class:`RunState` after each chunk, the last
+        one included; returning ``False`` stops the run (after the last
+        chunk there is nothing left to stop).
     """
 
     def __init__(self, n_steps: int, progress: bool = False,

@@ -101,8 +101,9 @@ class Trajectory:
         Failure messages, one per failed member.
     meta : dict
         ``h``, ``scheme``, ``discrete_lagrangian``, ``system``, ``manifold``,
-        ``stride``, ``n_steps`` (steps taken), ``total_iterations``,
-        ``wall_time``, ``names`` (subsystem names and slices, if any).
+        ``stride``, ``n_steps`` (steps taken), ``total_iterations`` (the
+        Newton iterations of every step up to the last point, stored or
+        not: the same for every ``stride``), ``wall_time``, ``names`` (subsystem names and slices, if any).
 
     Examples
     --------
