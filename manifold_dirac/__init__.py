@@ -35,9 +35,12 @@ import importlib
 from importlib.metadata import PackageNotFoundError, version as _dist_version
 from typing import Any
 
-from . import _config
+from . import _interrupts
 
-_config.configure()
+with _interrupts.kept_during_import():  # a Ctrl-C while JAX imports is not swallowed by a gc callback
+    from . import _config
+
+    _config.configure()
 
 from ._config import cache_directory  # noqa: E402
 from ._errors import (  # noqa: E402
