@@ -25,6 +25,7 @@ def _cell(x: int, *, kill_file: str) -> dict:
     return {"y": 10.0 * x}
 
 
+@pytest.mark.slow  # about 35 s: two worker processes start, one is killed and replaced
 def test_a_cell_that_kills_its_worker_is_recorded_and_only_it_is_recomputed(tmp_path):
     kill = tmp_path / "kill"
     kill.touch()
