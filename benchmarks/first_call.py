@@ -62,11 +62,15 @@ def child(name: str) -> None:
     acc = dict.fromkeys(EVENTS.values(), 0.0)
     n = [0]
 
-    def listener(event: str, duration_secs: float, **_kw) -> None:
+    per_program: dict[str, float] = {}
+
+    def listener(event: str, duration_secs: float, **kw) -> None:
         if event in EVENTS:
             acc[EVENTS[event]] += duration_secs
         if event == "/jax/core/compile/backend_compile_duration":  # per program, compiled or loaded from the cache
             n[0] += 1
+            name = str(kw.get("fun_name", "?"))
+            per_program[name] = per_program.get(name, 0.0) + duration_secs
 
     jax.monitoring.register_event_duration_secs_listener(listener)
     base, kw = (name[: -len("_gauss4")], {"discrete_lagrangian": "gauss4"}) if name.endswith("_gauss4") else (name, {})
@@ -79,7 +83,7 @@ def child(name: str) -> None:
 
     first = {"wall": time.perf_counter() - w, "cpu": time.process_time() - cp, **acc, "n_compiled": n[0],
              "loaded": exported.stats["loaded"], "exported": exported.stats["exported"]}
-    print(json.dumps({"import": imp, "first": first}))
+    print(json.dumps({"import": imp, "first": first, "compile_per_program": per_program}))
 
 
 def _run(name: str, cache: Path, export: bool) -> dict:
@@ -115,7 +119,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="md-first-call-") as top:
         layers = {"both": (False, True), "on": (True,), "off": (False,)}[a.export]
         for name in a.names:
-            runs: dict = {e: {"cold": [], "cached": []} for e in layers}
+            runs: dict = {e: {"cold": [], "cached": [], "per_program": []} for e in layers}
             dirs = {e: Path(top) / f"{name}-{'export' if e else 'trace'}" for e in layers}
             for _ in range(a.rounds):  # the layers alternate: both see the same load
                 for e in layers:
@@ -123,6 +127,7 @@ def main(argv=None) -> int:
                     dirs[e].mkdir()
                     r = _run(name, dirs[e], e)
                     runs[e]["cold"].append(r["first"])
+                    runs[e]["per_program"].append(r["compile_per_program"])
                     imports.append(r["import"])
             for _ in range(a.rounds):
                 for e in layers:
@@ -130,7 +135,8 @@ def main(argv=None) -> int:
                     runs[e]["cached"].append(r["first"])
                     imports.append(r["import"])
             for e in layers:
-                row = {"name": name, "export": e, "cold": _min(runs[e]["cold"]), "cached": _min(runs[e]["cached"])}
+                row = {"name": name, "export": e, "cold": _min(runs[e]["cold"]), "cached": _min(runs[e]["cached"]),
+                       "cold_compile_per_program": _min(runs[e]["per_program"])}
                 table["rows"].append(row)
                 for label in ("cold", "cached"):
                     x = row[label]
@@ -138,6 +144,8 @@ def main(argv=None) -> int:
                           f"{x['cpu']:.2f} s  (trace {x['trace']:.2f}, lower {x['lower']:.2f}, compile "
                           f"{x['backend_compile']:.2f}, cache load {x['cache_retrieval']:.2f}; {x['n_compiled']} "
                           f"programs, {x['loaded']} loaded from disk, {x['exported']} exported)", flush=True)
+                per = ", ".join(f"{k} {v:.2f} s" for k, v in row["cold_compile_per_program"].items())
+                print(f"{'':17s} {'':6s} cold XLA compile per program: {per}", flush=True)
     table["import"] = _min(imports)
     print(f"import: wall {table['import']['wall']:.2f} s, cpu {table['import']['cpu']:.2f} s")
     return finish(table, a.out)

@@ -159,7 +159,7 @@ def _options() -> bytes:
 
 # ----------------------------------------------------------------------------- the key
 def _pinned(module: str | None) -> bool:
-    return bool(module) and module.split(".")[0] in _PINNED_MODULES
+    return module is not None and module.split(".")[0] in _PINNED_MODULES
 
 
 def _write_type(t: type, out: list[str]) -> None:
