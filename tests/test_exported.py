@@ -66,6 +66,21 @@ def test_the_key_holds_no_path():
     assert str(exported._PACKAGE) not in text and os.getcwd() not in text
 
 
+def test_a_class_patched_at_run_time_changes_the_key(monkeypatch):
+    """A class attribute or method patched after the programs were written is seen (a test may patch one)."""
+    from manifold_dirac._manifolds.base import Manifold
+    from manifold_dirac._manifolds.lie_group import Cayley
+
+    parts = _parts(S.free_rigid_body(retraction="cayley"))
+    a = exported.static_key(parts)
+    monkeypatch.setattr(Cayley, "max_rotation", Cayley.max_rotation / 2)
+    assert exported.static_key(parts) not in (a, None)
+    monkeypatch.undo()
+    assert exported.static_key(parts) == a
+    monkeypatch.setattr(Manifold, "_validate", lambda self, *a: None)
+    assert exported.static_key(parts) is None  # a function of elsewhere
+
+
 def test_code_outside_the_package_is_not_keyed():
     assert exported.static_key(_parts(LagrangeDiracSystem(Euclidean(1), _spring))) is None
     with pytest.raises(exported._Unkeyable, match="code of"):

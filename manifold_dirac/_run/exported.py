@@ -27,7 +27,15 @@ tracing it is in the key:
   piece of it is pinned by the rest of the key: code of this package,
   classes of this package (not local classes) or built-in ones, and the
   modules ``jax*``, ``numpy*``, ``math``, ``operator``, ``functools``, this
-  package's. A system with a function defined elsewhere (a user's system,
+  package's. The classes of this package that the fingerprint names are
+  written with their bodies as they are at run time (their methods by
+  code, their number and string attributes by value), so a class attribute
+  or method patched after the files were written changes the key (a
+  patched-in function of elsewhere makes the program unkeyed). Module-level
+  constants are covered where a fingerprinted function names them, and
+  otherwise by the source hash: a module constant of the package patched at
+  run time is not seen (switch the layer off to experiment with them).
+  A system with a function defined elsewhere (a user's system,
   or a bundled system given a user's function) is **not** keyed: its
   function could call code the fingerprint cannot see (another module's
   function, a method of a user's class), and a stale program would be
@@ -71,6 +79,7 @@ the persistent compilation cache is (``MANIFOLD_DIRAC_JAX_CACHE=0``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -109,6 +118,8 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 _ROOTS = tuple({str(_PACKAGE) + os.sep, os.path.realpath(_PACKAGE) + os.sep})
 _PINNED_MODULES = ("jax", "jaxlib", "numpy", "math", "operator", "functools", "builtins", "manifold_dirac")
 """Modules whose content the key pins (package hash, versions): their functions and classes may be keyed by name."""
+_GENERATED = ("<", dataclasses.__file__)
+"""Where the methods that ``dataclass`` and ``namedtuple`` generate from a class's fields have their code."""
 _TRACE_OPTIONS = ("jax_enable_x64", "jax_default_matmul_precision", "jax_numpy_rank_promotion",
                   "jax_numpy_dtype_promotion")
 
@@ -147,7 +158,7 @@ def source_hash() -> str:
 def _environment() -> bytes:
     import jaxlib
 
-    parts = [f"format {FORMAT}", f"package {source_hash()}", f"python {sys.implementation.cache_tag}",
+    parts = [f"format {FORMAT}", f"package {source_hash()}", f"python {sys.version}",
              f"jax {jax.__version__}", f"jaxlib {jaxlib.__version__}", f"numpy {np.__version__}",
              f"platform {jax.export.default_export_platform()}"]
     return "\n".join(parts).encode()
@@ -162,10 +173,39 @@ def _pinned(module: str | None) -> bool:
     return module is not None and module.split(".")[0] in _PINNED_MODULES
 
 
+class _Text(list):
+    """The text of a key being written, and the package classes whose bodies it holds already."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[type] = set()
+
+
 def _write_type(t: type, out: list[str]) -> None:
     if not _pinned(t.__module__) or "<locals>" in t.__qualname__:
         raise _Unkeyable(f"class {t.__module__}.{t.__qualname__}")
     out.append(f"T{t.__module__}:{t.__qualname__};")
+    seen = getattr(out, "seen", None)
+    if seen is None or t in seen or t.__module__.split(".")[0] != "manifold_dirac":
+        return
+    seen.add(t)
+    # the class body as it is now: a class attribute or method patched at run time changes the key
+    for cls in t.__mro__:
+        if cls.__module__.split(".")[0] != "manifold_dirac":
+            continue
+        for name, v in sorted(vars(cls).items()):
+            if isinstance(v, (staticmethod, classmethod)):
+                v = v.__func__
+            elif isinstance(v, property):
+                v = (v.fget, v.fset)
+            for f in v if isinstance(v, tuple) else (v,):
+                if isinstance(f, types.FunctionType):  # by its code (a patched-in function of elsewhere: refused)
+                    if not f.__code__.co_filename.startswith(_GENERATED):  # by dataclass or namedtuple
+                        out.append(f"A{name}=")
+                        _write_code(f.__code__, out)
+                elif isinstance(f, (bool, int, float, str)):
+                    out.append(f"A{name}=")
+                    _write(compile_cache._fp(f, {}, 0), out)
 
 
 def _package_file(filename: str) -> str:
@@ -241,7 +281,7 @@ def key_text(parts: Sequence[object]) -> str:
     :func:`~manifold_dirac._mechanics.compile_cache.structure_key`, the
     others (scheme, rule, options, composition, kind) the same way.
     """
-    out: list[str] = []
+    out = _Text()
     system, *rest = parts
     _write(compile_cache.structure_key(system), out)
     for p in rest:
