@@ -219,6 +219,15 @@ def test_an_unwritable_directory_runs_without_the_files(disk, traced, monkeypatc
     np.testing.assert_array_equal(out, traced)
 
 
+def test_the_directory_keeps_the_most_recently_used_files(disk, monkeypatch):
+    a, b = _files(disk)
+    os.utime(a, (1, 1))  # a: the least recently used
+    entry = exported._load(b, b.stem)  # marks b used
+    monkeypatch.setattr(exported, "MAX_FILES", 2)
+    exported._dump(disk / f"0{exported._SUFFIX}", "0", entry)
+    assert _files(disk) == sorted([b, disk / f"0{exported._SUFFIX}"])
+
+
 def test_user_systems_are_traced_as_before(disk):
     before = dict(exported.stats)
     tr = md.integrate(LagrangeDiracSystem(Euclidean(1), _spring), Q0, v0=V0, h=0.1, n_steps=5)

@@ -99,8 +99,8 @@ import numpy as np
 from .._config import cache_directory
 from .._mechanics import compile_cache
 
-__all__ = ["FORMAT", "KINDS", "SUBDIRECTORY", "DiskProgram", "directory", "key_text", "program", "source_hash",
-           "static_key", "stats"]
+__all__ = ["FORMAT", "KINDS", "MAX_FILES", "SUBDIRECTORY", "DiskProgram", "directory", "key_text", "program",
+           "source_hash", "static_key", "stats"]
 
 FORMAT = 1
 """Version of the file layout and of the key; a new one makes every older file a miss."""
@@ -111,6 +111,9 @@ SUBDIRECTORY = "exported"
 KINDS = frozenset({"start", "chunk"})
 """The programs kept on disk: a run's start and its loop (the one-step program of ``Integrator.step`` is not:
 its per-call cost matters more than its first call)."""
+
+MAX_FILES = 2048
+"""Files kept in the directory (tens of kB each); beyond it the least recently used are deleted."""
 
 _MAGIC = b"manifold_dirac exported program\n"
 _SUFFIX = ".jaxexport"
@@ -387,12 +390,23 @@ def _dump(path: Path, key: str, entry: _Entry) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _evict(path.parent)
+
+
+def _evict(where: Path) -> None:
+    """Delete the least recently used files beyond :data:`MAX_FILES` (a load marks a file used)."""
+    files = [(e.stat().st_mtime, e.path) for e in os.scandir(where) if e.name.endswith(_SUFFIX)]
+    if len(files) <= MAX_FILES:
+        return
+    for _, p in sorted(files)[: len(files) - MAX_FILES]:
+        Path(p).unlink(missing_ok=True)
 
 
 def _load(path: Path, key: str) -> _Entry | None:
     """The entry in ``path`` if it is whole and of ``key``, else None (never raises)."""
     try:
         data = path.read_bytes()
+        os.utime(path)  # used: the last to be evicted
     except OSError:
         return None
     try:
