@@ -68,7 +68,8 @@ program is lowered, before anything runs) is traced as it would be without
 the layer, and the file rewritten. The checks run when the program is
 loaded and compiled, before any value of the run is computed. Files are
 written to a temporary name and renamed, so a concurrent reader sees a
-whole file or none. The pieces of a file other than the serialized
+whole file or none; the directory keeps the :data:`MAX_FILES` most recently
+used. The pieces of a file other than the serialized
 program (the output tree structure, the recording's field layout) are read
 back with an unpickler that only accepts this package's classes, NumPy
 dtypes and JAX tree structures.
