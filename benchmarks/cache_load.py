@@ -5,9 +5,11 @@ For each system: an empty cache directory; a fresh process compiles
 (cold), then ``--rounds`` fresh processes on the same directory load from it
 (warm, the minimum is reported). Each process is ``benchmarks/compile_child.py``
 (first ``integrate`` call, split into JAX's trace, lowering, backend compile and
-cache retrieval). What a serialized executable could save is what a warm call
-spends outside the cache retrieval: tracing and lowering. Prints the machine's
-load before and after; ``--out`` writes JSON.
+cache retrieval). The bundled systems' serialized programs (on unless
+``MANIFOLD_DIRAC_EXPORT=0`` is set) skip a warm call's tracing and lowering:
+run with it set to see what they save (``benchmarks/first_call.py`` compares
+the two side by side). Prints the machine's load before and after; ``--out``
+writes JSON.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The first call of a system in a fresh process: import, then the first ``integrate``, cold and from the cache.
 
-``python benchmarks/first_call.py [--rounds 3] [--out FILE] [CASE ...]``
+``python benchmarks/first_call.py [--rounds 3] [--export both|on|off] [--out FILE] [CASE ...]``
 (default cases: ``heavy_top``, ``knife_edge``, ``heavy_top_gauss4``).
 
 For each case, an empty persistent-cache directory
@@ -11,9 +11,15 @@ process imports the library and times, with no warm-up, the import and the
 first ``integrate(..., n_steps=10)`` call: wall clock and CPU
 (``time.process_time``), split by JAX's own monitoring events (tracing,
 lowering to MLIR, backend compile, cache retrieval) and the number of
-programs compiled or loaded. The minimum over the rounds is reported (wall
-and CPU minimised separately); the machine's load before and after is
-printed, and written with ``--out`` as JSON.
+programs compiled or loaded, and of the start and loop programs loaded
+from or exported to disk as serialized programs (``manifold_dirac/_run/exported.py``).
+``--export off`` runs with that layer switched off
+(``MANIFOLD_DIRAC_EXPORT=0``: every process traces and lowers its programs;
+the executables still come from JAX's persistent cache), ``on`` with it,
+``both`` (the default) runs both, alternating per case, in their own cache
+directories, so that the two are compared under the same load. The minimum
+over the rounds is reported (wall and CPU minimised separately); the
+machine's load before and after is printed, and written with ``--out`` as JSON.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ EVENTS = {
     "/jax/core/compile/backend_compile_duration": "backend_compile",
     "/jax/compilation_cache/cache_retrieval_time_sec": "cache_retrieval",
 }
-KEYS = ("wall", "cpu", *EVENTS.values(), "n_compiled")
+KEYS = ("wall", "cpu", *EVENTS.values(), "n_compiled", "loaded", "exported")
 
 
 def child(name: str) -> None:
@@ -56,11 +62,15 @@ def child(name: str) -> None:
     acc = dict.fromkeys(EVENTS.values(), 0.0)
     n = [0]
 
-    def listener(event: str, duration_secs: float, **_kw) -> None:
+    per_program: dict[str, float] = {}
+
+    def listener(event: str, duration_secs: float, **kw) -> None:
         if event in EVENTS:
             acc[EVENTS[event]] += duration_secs
         if event == "/jax/core/compile/backend_compile_duration":  # per program, compiled or loaded from the cache
             n[0] += 1
+            name = str(kw.get("fun_name", "?"))
+            per_program[name] = per_program.get(name, 0.0) + duration_secs
 
     jax.monitoring.register_event_duration_secs_listener(listener)
     base, kw = (name[: -len("_gauss4")], {"discrete_lagrangian": "gauss4"}) if name.endswith("_gauss4") else (name, {})
@@ -69,12 +79,16 @@ def child(name: str) -> None:
     w, cp = time.perf_counter(), time.process_time()
     tr = md.integrate(sysm, c.q0, v0=c.v0, h=c.h, n_steps=10, **kw)
     np.asarray(tr.q if not isinstance(tr.q, tuple) else tr.q[0])
-    first = {"wall": time.perf_counter() - w, "cpu": time.process_time() - cp, **acc, "n_compiled": n[0]}
-    print(json.dumps({"import": imp, "first": first}))
+    from manifold_dirac._run import exported
+
+    first = {"wall": time.perf_counter() - w, "cpu": time.process_time() - cp, **acc, "n_compiled": n[0],
+             "loaded": exported.stats["loaded"], "exported": exported.stats["exported"]}
+    print(json.dumps({"import": imp, "first": first, "compile_per_program": per_program}))
 
 
-def _run(name: str, cache: Path) -> dict:
-    env = {**os.environ, "MANIFOLD_DIRAC_JAX_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
+def _run(name: str, cache: Path, export: bool) -> dict:
+    env = {**os.environ, "MANIFOLD_DIRAC_JAX_CACHE": str(cache), "PYTHONPATH": str(ROOT),
+           "MANIFOLD_DIRAC_EXPORT": "1" if export else "0"}
     res = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True, env=env, check=False,
                          timeout=1800)
     if res.returncode:
@@ -91,6 +105,7 @@ def main(argv=None) -> int:
     ap.add_argument("names", nargs="*", default=list(CASES))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--export", choices=("both", "on", "off"), default="both")
     ap.add_argument("--child")
     a = ap.parse_args(argv)
     if a.child:
@@ -102,27 +117,35 @@ def main(argv=None) -> int:
     table = {**machine(), "rows": []}
     imports = []
     with tempfile.TemporaryDirectory(prefix="md-first-call-") as top:
+        layers = {"both": (False, True), "on": (True,), "off": (False,)}[a.export]
         for name in a.names:
-            d = Path(top) / name
-            cold = []
+            runs: dict = {e: {"cold": [], "cached": [], "per_program": []} for e in layers}
+            dirs = {e: Path(top) / f"{name}-{'export' if e else 'trace'}" for e in layers}
+            for _ in range(a.rounds):  # the layers alternate: both see the same load
+                for e in layers:
+                    shutil.rmtree(dirs[e], ignore_errors=True)
+                    dirs[e].mkdir()
+                    r = _run(name, dirs[e], e)
+                    runs[e]["cold"].append(r["first"])
+                    runs[e]["per_program"].append(r["compile_per_program"])
+                    imports.append(r["import"])
             for _ in range(a.rounds):
-                shutil.rmtree(d, ignore_errors=True)
-                d.mkdir()
-                r = _run(name, d)
-                cold.append(r["first"])
-                imports.append(r["import"])
-            warm = []
-            for _ in range(a.rounds):
-                r = _run(name, d)
-                warm.append(r["first"])
-                imports.append(r["import"])
-            row = {"name": name, "cold": _min(cold), "cached": _min(warm)}
-            table["rows"].append(row)
-            for label in ("cold", "cached"):
-                x = row[label]
-                print(f"{name:17s} {label:6s} wall {x['wall']:.2f} s  cpu {x['cpu']:.2f} s  (trace {x['trace']:.2f}, "
-                      f"lower {x['lower']:.2f}, compile {x['backend_compile']:.2f}, cache load "
-                      f"{x['cache_retrieval']:.2f}; {x['n_compiled']} programs)", flush=True)
+                for e in layers:
+                    r = _run(name, dirs[e], e)
+                    runs[e]["cached"].append(r["first"])
+                    imports.append(r["import"])
+            for e in layers:
+                row = {"name": name, "export": e, "cold": _min(runs[e]["cold"]), "cached": _min(runs[e]["cached"]),
+                       "cold_compile_per_program": _min(runs[e]["per_program"])}
+                table["rows"].append(row)
+                for label in ("cold", "cached"):
+                    x = row[label]
+                    print(f"{name:17s} {'export' if e else 'trace':6s} {label:6s} wall {x['wall']:.2f} s  cpu "
+                          f"{x['cpu']:.2f} s  (trace {x['trace']:.2f}, lower {x['lower']:.2f}, compile "
+                          f"{x['backend_compile']:.2f}, cache load {x['cache_retrieval']:.2f}; {x['n_compiled']} "
+                          f"programs, {x['loaded']} loaded from disk, {x['exported']} exported)", flush=True)
+                per = ", ".join(f"{k} {v:.2f} s" for k, v in row["cold_compile_per_program"].items())
+                print(f"{'':17s} {'':6s} cold XLA compile per program: {per}", flush=True)
     table["import"] = _min(imports)
     print(f"import: wall {table['import']['wall']:.2f} s, cpu {table['import']['cpu']:.2f} s")
     return finish(table, a.out)

@@ -15,6 +15,7 @@ import jax
 from .._mechanics import compile_cache
 from .._mechanics.step import StepMap
 from .._mechanics.system import LagrangeDiracSystem
+from . import exported
 
 MEMBERS = "members"
 """Name of the batch axis of a batched run (``vmap``), used by Newton to branch on the whole batch."""
@@ -33,9 +34,10 @@ def compiled_functions(system: LagrangeDiracSystem) -> dict:
 
 def _compiled(sm: StepMap, kind: Hashable, build: Callable[[], Callable]) -> Callable:
     """One compiled program per (system structure, scheme, rule, options, composition, kind)."""
-    key = (compile_cache.structure_key(sm.system), sm.scheme, sm.rule, sm.options,
-           getattr(sm, "composition", None), kind)
-    return compile_cache.cached(key, build)
+    parts = (sm.system, sm.scheme, sm.rule, sm.options, getattr(sm, "composition", None))
+    key = (compile_cache.structure_key(sm.system), *parts[1:], kind)
+    # the bundled systems' start and loop programs also go to disk, serialized (_run/exported.py)
+    return compile_cache.cached(key, lambda: exported.program(parts, kind, build))
 
 
 def member_step(sm: StepMap, batched: bool) -> Callable:
