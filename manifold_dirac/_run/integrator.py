@@ -177,7 +177,8 @@ class Integrator:
         members, values = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, np.float64(self.h),
                              np.float64(t0), params)
         # the values checked on the host, in one transfer
-        v_legendre = check_start(self.stepmap, unpack_values(np.asarray(values), fn.spec), q0, vv, pp, B)
+        spec = fn.spec  # type: ignore[attr-defined]  # set by build_start
+        v_legendre = check_start(self.stepmap, unpack_values(np.asarray(values), spec), q0, vv, pp, B)
         return RunState(k=0, t0=t0, members=members, batch_shape=B, q_prev=None,
                         v_init=None if vv is None else _flatten_batch(vv, nb), v_legendre=v_legendre)
 

@@ -77,8 +77,10 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
     def one(q, v, p, h, t0, params):
         out = {}
         A = sysm.constraint_matrix(q, params) if m else None
-        N = jnp.linalg.svd(A)[2][m:].T if m else jnp.eye(n)  # a basis of Delta(q0) = ker A(q0)
+        N = jnp.eye(n)  # a basis of Delta(q0) = ker A(q0)
         if m:
+            _, out["A_singular_values"], Vt = jnp.linalg.svd(A)  # the rank of A(q0) is checked on the host
+            N = Vt[m:].T
             out["A"] = A
         if sysm.n_holonomic:  # g(q0) = 0 is checked on the host (its differential is in A)
             out["g"] = sysm.holonomic(q, params)
@@ -97,7 +99,6 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
             # the smallest singular value of d2L/dv2 on ker A(q0), relative to the largest
             H = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
             if m:
-                N = jnp.linalg.svd(A)[2][m:].T
                 H = N.T @ H @ N
             if H.shape[-1]:
                 sv = jnp.linalg.svd(H, compute_uv=False)
@@ -171,14 +172,14 @@ def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np
     :class:`~manifold_dirac._errors.DegenerateLagrangianWarning` for a rule
     not known to be stable for a degenerate Lagrangian.
     """
-    sysm, n, nb = sm.system, sm.system.dim, len(B)
+    sysm, nb = sm.system, len(B)
     m = sysm.n_constraints
     if "g" in out:  # g(q0) = 0 (holonomic constraints), dg(q0) the last rows of [A; dg](q0)
         sysm._refuse_off_position(out["g"], out["A"][..., sysm.n_one_forms:, :], B)
     if m:
         A = out["A"]
         _check_finite_constraint(sysm, A, B)
-        _check_constraint_rank(sysm, A.reshape(-1, m, n))
+        _check_constraint_rank(sysm, A, out["A_singular_values"])
     if vv is not None:
         if m:
             viol = np.max(np.abs(np.einsum("...ij,...j->...i", A, vv)), axis=-1)
@@ -498,13 +499,15 @@ def _check_finite_constraint(sysm: LagrangeDiracSystem, A: np.ndarray, B: tuple[
         )
 
 
-def _check_constraint_rank(sysm: LagrangeDiracSystem, A: np.ndarray) -> None:
-    """Refuse linearly dependent constraint one-forms at q0 (a non-regular distribution)."""
+def _check_constraint_rank(sysm: LagrangeDiracSystem, A: np.ndarray, s: np.ndarray) -> None:
+    """Refuse linearly dependent constraint one-forms at q0 (a non-regular distribution).
+
+    ``A`` is ``A(q0)`` ``(*B, m, n)``, ``s`` its singular values ``(*B, min(m, n))`` (from the compiled start).
+    """
     m, n = A.shape[-2:]
     if m > n:
         raise ValueError(f"the {m} constraint one-forms of {sysm.name or 'this system'} on a {n}-dimensional "
                          "manifold cannot be independent: the distribution is not regular")
-    s = np.linalg.svd(A, compute_uv=False)
     rank = np.sum(s > 1e-10 * np.maximum(s[..., :1], 1e-300), axis=-1)
     if np.any(rank < m):
         raise ValueError(
