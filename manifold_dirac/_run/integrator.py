@@ -162,7 +162,7 @@ class Integrator:
         Q, n = self.system.Q, self.system.dim
         t0 = _finite_float(t0, "t0")
         _refuse_complex(q0, "q0")
-        q0 = Q.check_point(q0, name="q0")
+        q0 = Q._check_point_host(q0, name="q0")  # numpy: the start program takes it as it is
         B = Q.batch_shape(q0)
         if v0 is None and p0 is None:
             raise ValueError("initial_state: give the initial velocity v0 or the initial momentum p0")
