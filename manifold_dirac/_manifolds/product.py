@@ -212,15 +212,15 @@ class ProductManifold(Manifold):
         q = self._check_tuple(q, name)
         return tuple(f._check_point_host(qi, atol, f"{name}[{i}]") for i, (f, qi) in enumerate(self._zip(q)))
 
-    def _check_tuple(self, q: object, name: str) -> tuple | list:
-        """``q`` if it is a tuple (or list) of one point per factor, else the error saying so."""
+    def _check_tuple(self, q: object, name: str) -> tuple[Point, ...]:
+        """``q`` as a tuple if it is a tuple (or list) of one point per factor, else the error saying so."""
         n = len(self.factors)
         what = f"{name}: a point of a product of {n} manifolds is a tuple of {n} factor points, got "
         if not isinstance(q, (tuple, list)):
             raise TypeError(what + type(q).__name__)
         if len(q) != n:
             raise ValueError(what + f"{type(q).__name__} of length {len(q)}")
-        return q
+        return tuple(q)
 
     def batch_shape(self, q: Point) -> tuple[int, ...]:
         return tuple(jnp.broadcast_shapes(*(f.batch_shape(qi) for f, qi in zip(self.factors, q))))
