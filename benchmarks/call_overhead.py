@@ -293,6 +293,16 @@ def compare_table(res: dict) -> str:
     return "\n".join(lines)
 
 
+def _describe(tree: Path) -> str:
+    """The commit a checkout is at (and whether its files differ from it), for the record."""
+    try:
+        rev = subprocess.run(["git", "-C", str(tree), "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        rev = "not a git checkout"
+    return f"the library at {rev}"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=30)
@@ -310,7 +320,7 @@ def main(argv=None):
            "load_before": [round(x, 2) for x in os.getloadavg()], "repeats": args.repeats}
     if args.compare is not None:
         res.update(compare(args.compare.resolve(), args.repeats))
-        res["before_library"], res["after_library"] = str(args.compare), "this checkout"
+        res["before_library"], res["after_library"] = _describe(args.compare), _describe(ROOT)
         res["load_after"] = [round(x, 2) for x in os.getloadavg()]
         (HERE / "results" / "call_overhead_compare.json").write_text(json.dumps(res, indent=1))
         txt = compare_table(res)
