@@ -499,6 +499,11 @@ class Manifold(abc.ABC):
             the argument, the batch index and by how much.
         """
 
+    def _check_point_host(self, q: object, atol: float = 1e-9, name: str = "q") -> Point:
+        """:meth:`check_point`, returning numpy arrays where the manifold can (no transfer to the device:
+        for a caller that passes the point straight to a compiled program, which takes numpy)."""
+        return self.check_point(q, atol, name)
+
     @abc.abstractmethod
     def random_point(self, rng: np.random.Generator, batch_shape: tuple[int, ...] = ()) -> Point:
         """A random point (seeded through ``rng``), shape ``(*batch_shape, *point_shape)``."""

@@ -88,6 +88,9 @@ class Euclidean(Manifold):
         return jnp.asarray(rng.standard_normal((*batch_shape, self.dim)))
 
     def check_point(self, q: object, atol: float = 1e-9, name: str = "q"):
+        return jnp.asarray(self._check_point_host(q, atol, name))
+
+    def _check_point_host(self, q: object, atol: float = 1e-9, name: str = "q"):
         try:
             a = np.asarray(q, dtype=float)
         except (TypeError, ValueError):
@@ -100,7 +103,7 @@ class Euclidean(Manifold):
                 f"{name}: non-finite entries in a point of Euclidean({self.dim}) at indices "
                 f"{np.argwhere(~np.isfinite(a)).tolist()[:5]}"
             )
-        return jnp.asarray(a)
+        return a
 
     def to_coordinates(self, q):
         return jnp.asarray(q)

@@ -307,6 +307,10 @@ class MatrixLieGroup(Manifold):
     def check_point(self, q: object, atol: float = 1e-9, name: str = "q") -> jax.Array:
         """Validate a point: shape ``(..., N, N)``, finite, each :meth:`_point_defects` below ``atol``,
         and a rotation block of determinant +1; returns it as a float64 array."""
+        # a float64 numpy array: jnp.asarray would compile a program at first use
+        return jax.device_put(self._check_point_host(q, atol, name))
+
+    def _check_point_host(self, q: object, atol: float = 1e-9, name: str = "q") -> np.ndarray:
         group = type(self).__name__
         a = self._as_matrix_array(q, self.matrix_size, name, group)
         for what, err in self._point_defects(a):
@@ -322,7 +326,7 @@ class MatrixLieGroup(Manifold):
             if np.any(det < 0):
                 idx = np.argwhere(det < 0)[0].tolist() if np.ndim(det) else []
                 raise ValueError(f"{name}: not {self._noun} ({group}) at batch index {idx}: {self._reflection}")
-        return jax.device_put(a)  # a float64 numpy array: jnp.asarray would compile a program at first use
+        return a
 
     def _check_values(self, where: str, name: str, q: object) -> None:
         a = concrete_array(q)

@@ -205,13 +205,22 @@ class ProductManifold(Manifold):
         return tuple(f.default_point() for f in self.factors)
 
     def check_point(self, q: object, atol: float = 1e-9, name: str = "q") -> Point:
+        q = self._check_tuple(q, name)
+        return tuple(f.check_point(qi, atol, f"{name}[{i}]") for i, (f, qi) in enumerate(self._zip(q)))
+
+    def _check_point_host(self, q: object, atol: float = 1e-9, name: str = "q") -> Point:
+        q = self._check_tuple(q, name)
+        return tuple(f._check_point_host(qi, atol, f"{name}[{i}]") for i, (f, qi) in enumerate(self._zip(q)))
+
+    def _check_tuple(self, q: object, name: str) -> tuple[Point, ...]:
+        """``q`` as a tuple if it is a tuple (or list) of one point per factor, else the error saying so."""
         n = len(self.factors)
         what = f"{name}: a point of a product of {n} manifolds is a tuple of {n} factor points, got "
         if not isinstance(q, (tuple, list)):
             raise TypeError(what + type(q).__name__)
         if len(q) != n:
             raise ValueError(what + f"{type(q).__name__} of length {len(q)}")
-        return tuple(f.check_point(qi, atol, f"{name}[{i}]") for i, (f, qi) in enumerate(self._zip(q)))
+        return tuple(q)
 
     def batch_shape(self, q: Point) -> tuple[int, ...]:
         return tuple(jnp.broadcast_shapes(*(f.batch_shape(qi) for f, qi in zip(self.factors, q))))

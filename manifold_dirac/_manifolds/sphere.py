@@ -255,6 +255,9 @@ class Sphere2(GeomstatsManifold):
             )
 
     def check_point(self, q: object, atol: float = 1e-9, name: str = "q") -> jax.Array:
+        return jnp.asarray(self._check_point_host(q, atol, name))
+
+    def _check_point_host(self, q: object, atol: float = 1e-9, name: str = "q") -> np.ndarray:
         a = np.asarray(q, dtype=float)
         if a.ndim < 1 or a.shape[-1] != 3:
             raise ValueError(f"{name}: a point of Sphere2 is a unit 3-vector, shape (..., 3), got {a.shape}")
@@ -269,7 +272,7 @@ class Sphere2(GeomstatsManifold):
                 f"{name}: not on the unit sphere (Sphere2) at batch index {first_index(err > atol)}: "
                 f"| |q| - 1 | = {float(np.max(err)):.3e} > atol = {atol:.1e}"
             )
-        return jnp.asarray(a)
+        return a
 
     def to_coordinates(self, q):
         """``(polar, azimuth)``, ``(*batch, 2)``: polar in ``[0, pi]``, azimuth in ``(-pi, pi]``."""

@@ -540,6 +540,11 @@ class LagrangeDiracSystem:
         B = self.Q.batch_shape(q)
         g = np.asarray(over_batch(lambda qq: self.holonomic(qq, self.params), len(B))(q))
         G = np.asarray(over_batch(lambda qq: self.holonomic_differential(qq, self.params), len(B))(q))
+        self._refuse_off_position(g, G, B, name)
+
+    def _refuse_off_position(self, g: np.ndarray, G: np.ndarray, B: tuple[int, ...], name: str = "q0") -> None:
+        """The checks of :meth:`check_position` on the values ``g(q)`` ``(*B, r)`` and ``dg(q)`` ``(*B, r, dim)``
+        (evaluated by the caller: the start of a run computes them in its compiled program)."""
         if not (np.all(np.isfinite(g)) and np.all(np.isfinite(G))):
             raise ValueError(f"the holonomic constraint g(q) of {self.name or 'this system'} or its differential is "
                              f"not finite at {name}: g must be defined and smooth at the initial configuration")

@@ -29,7 +29,7 @@ from .loop import Outcome, _build_chunk, drive
 from .programs import _compiled, member_step
 from .recording import Recording, _Store, assemble
 from .reports import Monitor, raise_if_failed, raise_interrupted, raises, refined
-from .start import build_start, check_start
+from .start import build_start, check_start, unpack_values
 from .state import RunState, _flatten_batch
 from .trajectory import Trajectory
 from .validate import _controls, _count, _finite_float, _positive_step, _refuse_complex, _vector, run_params
@@ -162,7 +162,7 @@ class Integrator:
         Q, n = self.system.Q, self.system.dim
         t0 = _finite_float(t0, "t0")
         _refuse_complex(q0, "q0")
-        q0 = Q.check_point(q0, name="q0")
+        q0 = Q._check_point_host(q0, name="q0")  # numpy: the start program takes it as it is
         B = Q.batch_shape(q0)
         if v0 is None and p0 is None:
             raise ValueError("initial_state: give the initial velocity v0 or the initial momentum p0")
@@ -174,10 +174,11 @@ class Integrator:
                        lambda: build_start(self.stepmap, nb, vv is not None, check_degenerate))
         zeros = np.zeros((*B, n))
         params = self._use_params(params, "initial_state")
-        out = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, np.float64(self.h), np.float64(t0),
-                 params)
-        members = out.pop("members")
-        v_legendre = check_start(self.stepmap, jax.device_get(out), q0, vv, pp, B)  # the values checked on the host
+        members, values = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, np.float64(self.h),
+                             np.float64(t0), params)
+        # the values checked on the host, in one transfer
+        spec = fn.spec  # type: ignore[attr-defined]  # set by build_start
+        v_legendre = check_start(self.stepmap, unpack_values(np.asarray(values), spec), q0, vv, pp, B)
         return RunState(k=0, t0=t0, members=members, batch_shape=B, q_prev=None,
                         v_init=None if vv is None else _flatten_batch(vv, nb), v_legendre=v_legendre)
 

@@ -4,9 +4,12 @@ One compiled program (:func:`build_start`) evaluates at the initial data
 what the checks need -- ``A(q0)``, ``p0 = dL/dv(q0, v0)`` or the Legendre
 inverse of ``p0``, the regularity of ``d2L/dv2`` on the constraint
 distribution, the algebraic equations of motion, the condition of the
-first step's Newton matrix -- and :func:`check_start` checks them on the
-host, refusing a start with an error that says what is wrong and where
-(the batch member), before any step is taken.
+first step's Newton matrix, ``g(q0)`` of holonomic constraints -- and
+:func:`check_start` checks them on the host, refusing a start with an
+error that says what is wrong and where (the batch member), before any step
+is taken. The program returns the values the checks need packed into one
+float64 array (:func:`_pack_values`), so that the host fetches them in one
+transfer (each array fetched on its own costs a few microseconds).
 """
 
 from __future__ import annotations
@@ -56,9 +59,12 @@ _SECONDARY_RTOL = 1e-8
 def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Callable:
     """The compiled start of a run: ``A(q0)``, ``p0 = dL/dv(q0, v0)``, the degeneracy test, the state.
 
-    Returns a function ``(q0, v0, p0, h, params) -> dict`` over ``nb``
-    batch axes (``v0`` or ``p0`` is ignored when not given); the checks
-    on its outputs run on the host, in :func:`check_start`.
+    Returns a function ``(q0, v0, p0, h, t0, params) -> (members, values)``
+    over ``nb`` batch axes (``v0`` or ``p0`` is ignored when not given):
+    the state at step 0 (batch axes flattened) and the values the checks
+    need, packed into one float64 array ``(*B, F)``; its attribute ``spec``
+    (filled at the first trace) unpacks them on the host
+    (:func:`unpack_values`) into the dict that :func:`check_start` checks.
     """
     sysm, m = sm.system, sm.system.n_constraints
 
@@ -71,9 +77,13 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
     def one(q, v, p, h, t0, params):
         out = {}
         A = sysm.constraint_matrix(q, params) if m else None
-        N = jnp.linalg.svd(A)[2][m:].T if m else jnp.eye(n)  # a basis of Delta(q0) = ker A(q0)
+        N = jnp.eye(n)  # a basis of Delta(q0) = ker A(q0)
         if m:
+            _, out["A_singular_values"], Vt = jnp.linalg.svd(A)  # the rank of A(q0) is checked on the host
+            N = Vt[m:].T
             out["A"] = A
+        if sysm.n_holonomic:  # g(q0) = 0 is checked on the host (its differential is in A)
+            out["g"] = sysm.holonomic(q, params)
         # dL/dv on Delta(q0) at v0 (or 0) and at the probe velocities in Delta(q0)
         W = jnp.concatenate([v[None], probes @ N @ N.T])
         if n > m:
@@ -89,7 +99,6 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
             # the smallest singular value of d2L/dv2 on ker A(q0), relative to the largest
             H = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
             if m:
-                N = jnp.linalg.svd(A)[2][m:].T
                 H = N.T @ H @ N
             if H.shape[-1]:
                 sv = jnp.linalg.svd(H, compute_uv=False)
@@ -114,12 +123,40 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
             sm, q, p, sm.warm_start(out["members"]), t0, h, params)
         return out
 
+    spec: list = []
+
     def start(q, v, p, h, t0, params):
         res = over_batch(lambda qq, vv, pp: one(qq, vv, pp, h, t0, params), nb)(q, v, p)
-        res["members"] = _flatten_batch(res["members"], nb)
-        return res
+        members = _flatten_batch(res.pop("members"), nb)
+        return members, _pack_values(res, nb, spec)
 
-    return jax.jit(start)
+    compiled = jax.jit(start)
+    compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
+    return compiled
+
+
+def _pack_values(tree: dict, nb: int, spec: list) -> jax.Array:
+    """The leaves of ``tree`` (leading batch axes ``nb``) raveled into one float64 array ``(*B, F)`` (traced).
+
+    ``spec`` receives ``(treedef, [(shape, dtype), ...])`` (the shapes past
+    the batch axes) at the first trace.
+    """
+    leaves, treedef = jax.tree.flatten(tree)
+    if not spec:
+        spec.append((treedef, [(tuple(x.shape[nb:]), x.dtype) for x in leaves]))
+    B = leaves[0].shape[:nb]
+    return jnp.concatenate([jnp.reshape(x, (*B, -1)).astype(jnp.float64) for x in leaves], axis=-1)
+
+
+def unpack_values(flat: np.ndarray, spec: list) -> dict:
+    """Inverse of :func:`_pack_values` on the host: numpy views of ``flat`` ``(*B, F)``, in the traced dtypes."""
+    treedef, shapes = spec[0]
+    B, out, i = flat.shape[:-1], [], 0
+    for shape, dtype in shapes:
+        size = int(np.prod(shape, dtype=int))
+        out.append(flat[..., i:i + size].reshape((*B, *shape)).astype(dtype, copy=False))
+        i += size
+    return jax.tree.unflatten(treedef, out)
 
 
 def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np.ndarray | None,
@@ -135,13 +172,14 @@ def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np
     :class:`~manifold_dirac._errors.DegenerateLagrangianWarning` for a rule
     not known to be stable for a degenerate Lagrangian.
     """
-    sysm, n, nb = sm.system, sm.system.dim, len(B)
+    sysm, nb = sm.system, len(B)
     m = sysm.n_constraints
-    sysm.check_position(q0)  # g(q0) = 0 (holonomic constraints; nothing without)
+    if "g" in out:  # g(q0) = 0 (holonomic constraints), dg(q0) the last rows of [A; dg](q0)
+        sysm._refuse_off_position(out["g"], out["A"][..., sysm.n_one_forms:, :], B)
     if m:
         A = out["A"]
         _check_finite_constraint(sysm, A, B)
-        _check_constraint_rank(sysm, A.reshape(-1, m, n))
+        _check_constraint_rank(sysm, A, out["A_singular_values"])
     if vv is not None:
         if m:
             viol = np.max(np.abs(np.einsum("...ij,...j->...i", A, vv)), axis=-1)
@@ -461,13 +499,15 @@ def _check_finite_constraint(sysm: LagrangeDiracSystem, A: np.ndarray, B: tuple[
         )
 
 
-def _check_constraint_rank(sysm: LagrangeDiracSystem, A: np.ndarray) -> None:
-    """Refuse linearly dependent constraint one-forms at q0 (a non-regular distribution)."""
+def _check_constraint_rank(sysm: LagrangeDiracSystem, A: np.ndarray, s: np.ndarray) -> None:
+    """Refuse linearly dependent constraint one-forms at q0 (a non-regular distribution).
+
+    ``A`` is ``A(q0)`` ``(*B, m, n)``, ``s`` its singular values ``(*B, min(m, n))`` (from the compiled start).
+    """
     m, n = A.shape[-2:]
     if m > n:
         raise ValueError(f"the {m} constraint one-forms of {sysm.name or 'this system'} on a {n}-dimensional "
                          "manifold cannot be independent: the distribution is not regular")
-    s = np.linalg.svd(A, compute_uv=False)
     rank = np.sum(s > 1e-10 * np.maximum(s[..., :1], 1e-300), axis=-1)
     if np.any(rank < m):
         raise ValueError(

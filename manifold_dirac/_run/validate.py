@@ -129,11 +129,14 @@ def _vector(x: Any, B: tuple[int, ...], n: int, name: str) -> np.ndarray:
         raise TypeError(f"{name}: expected real frame coordinates of shape (*batch, {n}), got {type(x).__name__}") from None
     if a.shape[-1:] != (n,):
         raise ValueError(f"{name}: expected frame coordinates of shape (*batch, {n}), got shape {a.shape}")
-    try:
-        a = np.broadcast_to(a, (*B, n)).copy()
-    except ValueError:
-        raise ValueError(f"{name}: shape {a.shape} does not match the batch shape {B} of q0") from None
-    if not np.all(np.isfinite(a)):
+    if a.shape == (*B, n):
+        a = a.copy()  # the caller's array is not kept (it may change after the call)
+    else:
+        try:
+            a = np.broadcast_to(a, (*B, n)).copy()
+        except ValueError:
+            raise ValueError(f"{name}: shape {a.shape} does not match the batch shape {B} of q0") from None
+    if not np.isfinite(a).all():
         raise ValueError(f"{name}: contains non-finite values")
     return a
 

@@ -181,6 +181,44 @@ def test_a_batch_is_its_members_run_alone(cart, start_s2):
     assert np.max(np.abs(np.asarray(batch.q)[:, 1] - np.asarray(batch.q)[:, 2])) > 1e-2
 
 
+def test_the_start_checks_every_call_and_names_the_batch_member_off_the_constraint(cart, start_s2):
+    """g(q0) = 0 is checked in the compiled start program, at every call: after a good start, a start of the
+    same integrator (the same compiled program) off |x| = 1, or with v0 off the tangent plane, is refused,
+    and a batch names its member off the constraint (the others on it: the check can pass)."""
+    q0, _, v0 = start_s2
+    integ = Integrator(cart, 0.01)
+    integ.initial_state(q0, v0=v0)
+    with pytest.raises(ValueError, match=r"q0 violates the holonomic constraint g\(q\) = 0 .*\|g\(q0\)\| = 5\.00\de-04"):
+        integ.initial_state(1.0005 * q0, v0=v0)
+    with pytest.raises(ValueError, match="not in the constraint distribution"):
+        integ.initial_state(q0, v0=v0 + 0.1 * q0)
+    qs = np.stack([q0, q0, q0])
+    vs = np.stack([v0, v0, v0])
+    integ.initial_state(qs, v0=vs)  # every member on the constraint: accepted
+    qs[1] *= 1.0005
+    with pytest.raises(ValueError, match=r"violates the holonomic constraint.*\(batch index \[1\]\)"):
+        integ.initial_state(qs, v0=vs)
+
+
+def test_the_start_checks_the_holonomic_constraint_with_the_parameters_of_the_call():
+    """A constraint g(q) = |x|^2 - l^2 with the length a parameter: a start on the sphere of the length
+    given to the call is accepted (the start evaluates g with the call's parameters, as the run does),
+    a start on the sphere of the system's default length is then refused."""
+    def L(q, v, params):
+        return 0.5 * jnp.dot(v, v) - 9.81 * q[2]
+
+    s = LagrangeDiracSystem(Euclidean(3), L, holonomic=lambda q, params: jnp.array([jnp.dot(q, q) - params["l"] ** 2]),
+                            params={"l": 1.0}, name="pendulum of length l")
+    integ = Integrator(s, 0.01)
+    q1, v0 = np.array([0.0, 0.6, -0.8]), np.array([0.3, 0.0, 0.0])
+    integ.initial_state(q1, v0=v0)  # on |x| = 1 with the default l = 1
+    integ.initial_state(2.0 * q1, v0=v0, params={"l": 2.0})  # on |x| = 2 with l = 2
+    with pytest.raises(ValueError, match=r"violates the holonomic constraint.*\|g\(q0\)\| = 3\.0"):
+        integ.initial_state(q1, v0=v0, params={"l": 2.0})
+    with pytest.raises(ValueError, match=r"violates the holonomic constraint.*\|g\(q0\)\| = 3\.0"):
+        integ.initial_state(2.0 * q1, v0=v0)
+
+
 def test_trapezoid_plus_scheme_is_rattle(cart, start_s2):
     """With the trapezoid L_d (Stormer--Verlet) the constrained step is RATTLE: the same positions and,
     after the reported-momentum projection, the same momenta as the textbook method, to round-off."""

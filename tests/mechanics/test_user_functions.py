@@ -149,3 +149,20 @@ def test_a_constraint_that_is_nan_at_q0_is_refused_at_the_initial_state_naming_i
     sysm = LagrangeDiracSystem(E2, L2, constraint=lambda q: jnp.stack([jnp.log(q[0]), 1.0])[None, :])
     with pytest.raises(ValueError, match=r"the constraint A\(q\) .* not finite at q0 \(batch index \[\]\)"):
         integrate(sysm, np.array([-1.0, 0.5]), v0=np.zeros(2), h=0.1, n_steps=2)
+
+
+def test_constraint_one_forms_dependent_at_q0_are_refused_at_every_start():
+    """The rank of A(q0) is checked at each start (its singular values come from the compiled start): the
+    rows (1, 0), (0, q_0) are independent at q_0 = 1 (accepted) and dependent at q_0 = 0 (refused), by
+    the same integrator after a good start, for one point and in a batch."""
+    from manifold_dirac._run.integrator import Integrator
+
+    sysm = LagrangeDiracSystem(E2, L2, constraint=lambda q: jnp.array([[1.0, 0.0], [0.0, q[0]]]))
+    integ = Integrator(sysm, 0.1)
+    integ.initial_state(np.array([1.0, 0.5]), v0=np.zeros(2))
+    with pytest.raises(ValueError, match=r"linearly dependent at q0 \(rank 1 < 2 rows; smallest singular value "
+                                         r"0\.00e\+00\)"):
+        integ.initial_state(np.array([0.0, 0.5]), v0=np.zeros(2))
+    integ.initial_state(np.array([[1.0, 0.5], [2.0, 0.5]]), v0=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match=r"linearly dependent at q0 \(rank 1 < 2"):
+        integ.initial_state(np.array([[1.0, 0.5], [0.0, 0.5]]), v0=np.zeros((2, 2)))
