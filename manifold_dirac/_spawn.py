@@ -13,15 +13,57 @@ cluster runs, :func:`hide_main_script` hides the script's file name from
 anyway while it runs the script (another process pool, a cluster started by
 the script itself) gets from :func:`refuse_in_bootstrapping_worker` an error
 saying what to add.
+
+A worker process runs XLA on one thread (:func:`worker_env`): its programs
+(one trajectory each) gain nothing from XLA's intra-op thread pool, and two
+workers on two cores would contend for it.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 from typing import Any
 
-__all__ = ["GUARD_ADVICE", "hide_main_script", "refuse_in_bootstrapping_worker"]
+__all__ = ["GUARD_ADVICE", "WORKER_THREAD_FLAGS", "hide_main_script", "refuse_in_bootstrapping_worker", "worker_env",
+           "worker_xla_flags"]
+
+WORKER_THREAD_FLAGS = "--xla_cpu_multi_thread_eigen=false"
+"""XLA flag of a worker process: Eigen's matrix kernels on the calling thread (see :func:`worker_env`)."""
+WORKER_THREADS_ENV = {"PJRT_NPROC": "1"}
+"""Environment of a worker process that sizes XLA:CPU's intra-op thread pool ("tf_XLAEigen" threads) to one
+thread: ``PJRT_NPROC`` is what jaxlib's CPU client reads for the pool's size (default: the CPUs the process
+may use). No ``XLA_FLAGS`` flag does this (``intra_op_parallelism_threads=1`` there is a TensorFlow session
+option; XLA ignores it)."""
+
+
+def worker_xla_flags() -> str:
+    """``XLA_FLAGS`` of a worker process: this process's (the user's or the library's) + one thread.
+
+    Returns
+    -------
+    str
+        ``XLA_FLAGS`` as set here (the user's), else the library's flag
+        (:data:`manifold_dirac._config.XLA_FLAGS`, unless
+        ``MANIFOLD_DIRAC_XLA_FLAGS=0``), followed by :data:`WORKER_THREAD_FLAGS`.
+    """
+    from . import _config as config
+
+    own = os.environ.get("XLA_FLAGS", config.XLA_FLAGS if os.environ.get("MANIFOLD_DIRAC_XLA_FLAGS") != "0" else "")
+    return f"{own} {WORKER_THREAD_FLAGS}".strip()
+
+
+def worker_env() -> dict[str, str]:
+    """Environment variables of a worker process (a sweep's Dask worker, a tour's worker): XLA on one thread.
+
+    Returns
+    -------
+    dict of str to str
+        ``XLA_FLAGS`` (:func:`worker_xla_flags`) and ``PJRT_NPROC=1``
+        (:data:`WORKER_THREADS_ENV`; a value the user set is kept).
+    """
+    return {"XLA_FLAGS": worker_xla_flags(), "PJRT_NPROC": os.environ.get("PJRT_NPROC", WORKER_THREADS_ENV["PJRT_NPROC"])}
 
 GUARD_ADVICE = (
     'put the lines that start the work under the guard `if __name__ == "__main__":` at the end of the '

@@ -3,29 +3,63 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
+from manifold_dirac import _spawn as SP
 from manifold_dirac import _sweep as SW
 
+# run in a fresh process: one small program, then the names of the process's threads
+COUNT_XLA_THREADS = """
+import os, sys
+import jax, jax.numpy as jnp
+jax.jit(lambda x: jnp.sum(jnp.exp(x)))(jnp.linspace(0.0, 1.0, 100_000)).block_until_ready()
+names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+print(sum(n.startswith("tf_XLAEigen") for n in names))
+"""
 
-def _flags() -> str:
-    return os.environ.get("XLA_FLAGS", "")
+
+def _flags() -> dict[str, str]:
+    return {k: os.environ.get(k, "") for k in ("XLA_FLAGS", "PJRT_NPROC")}
 
 
 def test_workers_started_by_a_sweep_run_xla_single_threaded():
     pytest.importorskip("distributed")
     client, to_close = SW._client(None, 1, True)
     try:
-        flags = list(client.run(_flags).values())
+        env = list(client.run(_flags).values())
     finally:
         for c in to_close:
             c.close()
-    assert flags == [SW.worker_xla_flags()]
-    assert SW.WORKER_THREAD_FLAGS in flags[0]
-    assert "xla_cpu_small_while_loop_byte_threshold" in flags[0] or os.environ.get("MANIFOLD_DIRAC_XLA_FLAGS") == "0"
+    assert env == [SP.worker_env()] and env[0]["PJRT_NPROC"] == "1"
+    assert env[0]["XLA_FLAGS"] == SP.worker_xla_flags() and SP.WORKER_THREAD_FLAGS in env[0]["XLA_FLAGS"]
+    assert ("xla_cpu_small_while_loop_byte_threshold" in env[0]["XLA_FLAGS"]
+            or os.environ.get("MANIFOLD_DIRAC_XLA_FLAGS") == "0")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or len(os.sched_getaffinity(0)) < 2,
+                    reason="counts the threads of a process through /proc, on a machine of two CPUs or more")
+def test_the_worker_environment_gives_xla_one_thread():
+    """XLA:CPU's intra-op pool ("tf_XLAEigen" threads) has one thread in a process with the workers'
+    environment, and one per CPU without it (the check can fail: ``XLA_FLAGS`` alone, even with
+    ``intra_op_parallelism_threads=1``, leaves the pool at the CPU count)."""
+
+    def threads(extra: dict[str, str]) -> int:
+        env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PJRT_NPROC", "NPROC")}
+        out = subprocess.run([sys.executable, "-c", COUNT_XLA_THREADS], env={**env, **extra}, capture_output=True,
+                             text=True, check=True, timeout=300).stdout
+        return int(out.split()[-1])
+
+    assert threads(SP.worker_env()) == 1
+    n_cpus = len(os.sched_getaffinity(0))
+    assert threads({"XLA_FLAGS": SP.worker_xla_flags() + " intra_op_parallelism_threads=1"}) == n_cpus
 
 
 def test_worker_flags_keep_the_users_xla_flags(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
-    assert SW.worker_xla_flags() == "--xla_cpu_enable_fast_math=false " + SW.WORKER_THREAD_FLAGS
+    assert SP.worker_xla_flags() == "--xla_cpu_enable_fast_math=false " + SP.WORKER_THREAD_FLAGS
+    assert SP.worker_env()["XLA_FLAGS"] == SP.worker_xla_flags()
+    monkeypatch.setenv("PJRT_NPROC", "3")  # a pool size the user chose is kept
+    assert SP.worker_env()["PJRT_NPROC"] == "3"
