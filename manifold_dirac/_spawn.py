@@ -17,17 +17,25 @@ saying what to add.
 A worker process runs XLA on one thread (:func:`worker_env`): its programs
 (one trajectory each) gain nothing from XLA's intra-op thread pool, and two
 workers on two cores would contend for it.
+
+:func:`worker_pool` is a pool of such processes for work that does not need
+Dask (the command line's tour): the script hidden, one XLA thread per worker,
+Ctrl-C handled by the parent alone (which stops the workers).
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import multiprocessing.pool
 import os
+import signal
 import sys
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["GUARD_ADVICE", "WORKER_THREAD_FLAGS", "hide_main_script", "refuse_in_bootstrapping_worker", "worker_env",
-           "worker_xla_flags"]
+__all__ = ["GUARD_ADVICE", "WORKER_THREAD_FLAGS", "cpu_count", "hide_main_script", "refuse_in_bootstrapping_worker",
+           "worker_env", "worker_pool", "worker_xla_flags"]
 
 WORKER_THREAD_FLAGS = "--xla_cpu_multi_thread_eigen=false"
 """XLA flag of a worker process: Eigen's matrix kernels on the calling thread (see :func:`worker_env`)."""
@@ -139,3 +147,76 @@ def refuse_in_bootstrapping_worker(what: str) -> None:
         "that started it (multiprocessing's spawn method runs the main script again in each new process, "
         f"so a script whose top level starts workers would start them again and again): {GUARD_ADVICE}"
     )
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one).
+
+    Returns
+    -------
+    int
+    """
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _ignore_sigint() -> None:
+    """A pool worker's initializer: a Ctrl-C at the terminal reaches the whole process group; the parent
+    handles it (and stops the workers), so a worker neither stops half-way nor prints a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def worker_pool(processes: int, what: str) -> Iterator[multiprocessing.pool.Pool]:
+    """A ``multiprocessing`` pool of fresh worker processes (spawn), each running XLA on one thread.
+
+    Parameters
+    ----------
+    processes : int
+        Worker processes (at least 1).
+    what : str
+        The command that starts them (for the message of
+        :func:`refuse_in_bootstrapping_worker`).
+
+    Yields
+    ------
+    multiprocessing.pool.Pool
+        Its workers have :func:`worker_env` (this process's environment is
+        left as it was), ignore SIGINT and do not run the main script again
+        (:func:`hide_main_script`). On leaving the block normally the pool
+        is closed and joined; on an exception (a Ctrl-C, a SIGTERM turned
+        into one, a task's error) its workers are terminated at once.
+
+    Raises
+    ------
+    RuntimeError
+        Called in a spawned process while it runs its parent's script
+        (see :func:`refuse_in_bootstrapping_worker`).
+    """
+    refuse_in_bootstrapping_worker(what)
+    env = worker_env()
+    saved = {k: os.environ.get(k) for k in env}
+    shown = hide_main_script()
+    try:
+        os.environ.update(env)  # spawn copies this process's environment when it starts each worker
+        try:
+            pool = multiprocessing.get_context("spawn").Pool(max(1, int(processes)), initializer=_ignore_sigint)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        try:
+            yield pool
+        except BaseException:
+            pool.terminate()
+            raise
+        else:
+            pool.close()
+        finally:
+            pool.join()
+    finally:
+        shown.close()

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
-from ._spawn import hide_main_script, refuse_in_bootstrapping_worker, worker_env
+from ._spawn import cpu_count, hide_main_script, refuse_in_bootstrapping_worker, worker_env
 from ._types import ArrayLike
 
 if TYPE_CHECKING:
@@ -299,13 +299,6 @@ def _open_store(store: Path, spec: dict, resume: bool, retry_failed: bool) -> di
 
 
 # ------------------------------------------------------------------ Dask
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def _client(client: Client | str | None, workers: int | None, processes: bool) -> tuple[Client, list]:
     """The Dask client to use and what to close afterwards."""
     distributed = _require("distributed")
@@ -317,7 +310,7 @@ def _client(client: Client | str | None, workers: int | None, processes: bool) -
             raise TypeError(f"sweep: client must be a distributed.Client or a scheduler address, "
                             f"got {type(client).__name__}")
         return client, []
-    n = _cpu_count() if workers is None else workers
+    n = cpu_count() if workers is None else workers
     refuse_in_bootstrapping_worker("sweep")
     # the workers do not run the script again (no __main__ guard needed)
     shown = hide_main_script() if processes else None

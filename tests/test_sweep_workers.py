@@ -63,3 +63,36 @@ def test_worker_flags_keep_the_users_xla_flags(monkeypatch):
     assert SP.worker_env()["XLA_FLAGS"] == SP.worker_xla_flags()
     monkeypatch.setenv("PJRT_NPROC", "3")  # a pool size the user chose is kept
     assert SP.worker_env()["PJRT_NPROC"] == "3"
+
+
+def _worker_facts(i: int) -> tuple[int, str, str, bool]:
+    import signal
+
+    return (i, os.environ.get("PJRT_NPROC", ""), os.environ.get("XLA_FLAGS", ""),
+            signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
+
+
+def test_worker_pool_workers_run_xla_on_one_thread_and_leave_ctrl_c_to_the_parent(monkeypatch):
+    """The pool the tour uses: its workers get the worker environment (this process's is left as it
+    was), ignore SIGINT (the parent stops them), and return results in order through ``imap``."""
+    monkeypatch.delenv("PJRT_NPROC", raising=False)
+    before = dict(os.environ)
+    with SP.worker_pool(2, "a test") as pool:
+        facts = list(pool.imap(_worker_facts, range(4)))
+    assert dict(os.environ) == before
+    assert [f[0] for f in facts] == [0, 1, 2, 3]
+    assert all(f[1] == "1" and f[2] == SP.worker_xla_flags() and f[3] for f in facts), facts
+    # and in this process a Ctrl-C is still raised (the parent's handler is not the workers')
+    import signal
+
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+
+
+def test_worker_pool_terminates_its_workers_on_an_exception():
+    """A Ctrl-C (here any exception) in the block: the workers are terminated at once, not awaited."""
+    with pytest.raises(KeyboardInterrupt):
+        with SP.worker_pool(1, "a test") as pool:
+            procs = list(pool._pool)
+            pool.apply_async(_worker_facts, (0,)).get(timeout=120)
+            raise KeyboardInterrupt
+    assert procs and all(not p.is_alive() for p in procs)
