@@ -15,6 +15,12 @@ Each system's step is compiled on its first run (a few seconds; the
 persistent compilation cache makes later invocations faster), so the times
 printed by ``run`` and ``tour`` include compilation, while the study's
 wall times per step do not.
+
+``tour`` runs its examples and its study in ``--jobs`` worker processes
+(default: 2 on a machine of two CPUs or more, else 1, in the command's own
+process), each running XLA on one thread: compilation is single-threaded,
+so two processes on two cores halve the first tour's wall time. The table
+and the figures are the same for any ``--jobs``.
 """
 
 from __future__ import annotations
