@@ -31,11 +31,11 @@ import multiprocessing.pool
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 __all__ = ["GUARD_ADVICE", "WORKER_THREAD_FLAGS", "cpu_count", "hide_main_script", "refuse_in_bootstrapping_worker",
-           "worker_env", "worker_pool", "worker_xla_flags"]
+           "unordered_results", "worker_env", "worker_pool", "worker_xla_flags"]
 
 WORKER_THREAD_FLAGS = "--xla_cpu_multi_thread_eigen=false"
 """XLA flag of a worker process: Eigen's matrix kernels on the calling thread (see :func:`worker_env`)."""
@@ -202,7 +202,9 @@ def worker_pool(processes: int, what: str) -> Iterator[multiprocessing.pool.Pool
     try:
         os.environ.update(env)  # spawn copies this process's environment when it starts each worker
         try:
+            before = set(multiprocessing.active_children())
             pool = multiprocessing.get_context("spawn").Pool(max(1, int(processes)), initializer=_ignore_sigint)
+            _WORKERS[id(pool)] = [p for p in multiprocessing.active_children() if p not in before]
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -218,5 +220,60 @@ def worker_pool(processes: int, what: str) -> Iterator[multiprocessing.pool.Pool
             pool.close()
         finally:
             pool.join()
+            _WORKERS.pop(id(pool), None)
     finally:
         shown.close()
+
+
+_WORKERS: dict[int, list] = {}
+"""The worker processes each open :func:`worker_pool` started (by the pool's id)."""
+
+
+def unordered_results(pool: multiprocessing.pool.Pool, fn: Callable[[Any], Any], items: Iterable[Any], what: str,
+                      poll: float = 1.0) -> Iterator[Any]:
+    """``pool.imap_unordered(fn, items)`` (one item per task) that raises if a worker process dies.
+
+    A ``multiprocessing`` pool replaces a worker that died (killed, out of
+    memory, a crash in compiled code) but loses the task it ran, and
+    ``imap`` would then wait for ever. Here the pool's workers are checked
+    every ``poll`` seconds while a result is awaited.
+
+    Parameters
+    ----------
+    pool : multiprocessing.pool.Pool
+        From :func:`worker_pool`.
+    fn : callable
+        A picklable function of one item (a module-level function).
+    items : iterable
+        The tasks.
+    what : str
+        The command (for the message).
+    poll : float
+        Seconds between checks.
+
+    Yields
+    ------
+    object
+        ``fn(item)`` for every item, in the order they finish.
+
+    Raises
+    ------
+    RuntimeError
+        When a worker process has ended while results were awaited: which
+        process, its exit code, and that its task is lost.
+    """
+    workers = _WORKERS.get(id(pool), [])
+    results = pool.imap_unordered(fn, items, chunksize=1)
+    while True:
+        try:
+            yield results.next(timeout=poll)
+        except StopIteration:
+            return
+        except multiprocessing.TimeoutError:
+            dead = [p for p in workers if p.exitcode is not None]
+            if dead:
+                code = dead[0].exitcode
+                how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+                raise RuntimeError(
+                    f"{what}: worker process {dead[0].pid} ended ({how}) while the work was not finished; the "
+                    "task it ran is lost (out of memory? see the messages above)") from None

@@ -407,11 +407,16 @@ def _run_tour_tasks(tasks: list[tuple[str, str]], out: Path, quick: bool, jobs: 
                 results[i] = _tour_task(task, out, quick)
                 bar.update()
             return results
-        from ._spawn import worker_pool
+        import importlib
 
+        from ._spawn import unordered_results, worker_pool
+
+        # the task by its module's import name: under 'python -m manifold_dirac.cli' this module is __main__,
+        # which the workers do not run (they would not find __main__._indexed_tour_task)
+        task_fn = importlib.import_module("manifold_dirac.cli")._indexed_tour_task
         with worker_pool(min(jobs, len(tasks)), "manifold-dirac tour") as pool:
             work = [(i, task, out, quick) for i, task in enumerate(tasks)]
-            for i, result in pool.imap_unordered(_indexed_tour_task, work, chunksize=1):
+            for i, result in unordered_results(pool, task_fn, work, "manifold-dirac tour"):
                 results[i] = result
                 bar.update()
     return results

@@ -88,11 +88,31 @@ def test_worker_pool_workers_run_xla_on_one_thread_and_leave_ctrl_c_to_the_paren
     assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
 
 
-def test_worker_pool_terminates_its_workers_on_an_exception():
-    """A Ctrl-C (here any exception) in the block: the workers are terminated at once, not awaited."""
-    with pytest.raises(KeyboardInterrupt):
+def _sleep_then_pid(seconds: float) -> int:
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_a_worker_that_dies_is_an_error_not_a_hang():
+    """A worker killed while it runs a task (as by the out-of-memory killer): the pool would replace it
+    and wait for ever for the lost task; the results raise, naming the process and the signal. On
+    that exception (as on a Ctrl-C) the pool's workers are terminated at once, not awaited: the
+    replacement worker, asleep in the lost task or waiting for one, is gone too."""
+    import multiprocessing
+    import signal
+    import time
+
+    before = set(multiprocessing.active_children())
+    with pytest.raises(RuntimeError, match=r"a test: worker process (\d+) ended \(killed by signal 9\)"):
         with SP.worker_pool(1, "a test") as pool:
-            procs = list(pool._pool)
-            pool.apply_async(_worker_facts, (0,)).get(timeout=120)
-            raise KeyboardInterrupt
-    assert procs and all(not p.is_alive() for p in procs)
+            (victim,) = SP._WORKERS[id(pool)]
+            results = SP.unordered_results(pool, _sleep_then_pid, [0.0, 60.0], "a test", poll=0.2)
+            assert next(results) == victim.pid
+            time.sleep(0.5)  # the second task has started: it sleeps in the worker
+            os.kill(victim.pid, signal.SIGKILL)
+            t0 = time.perf_counter()
+            next(results)
+    assert time.perf_counter() - t0 < 30  # neither the lost task nor a replacement's 60 s were awaited
+    assert set(multiprocessing.active_children()) <= before
