@@ -47,7 +47,6 @@ from benchmarks.machine import describe, load  # noqa: E402
 
 SINGLE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false"
 ONE_XLA_THREAD = {"PJRT_NPROC": "1"}  # the size of XLA:CPU's intra-op thread pool (no XLA_FLAGS flag sets it)
-_COMPILED: list[int] = []  # in a worker: programs compiled (or loaded from the cache) since its warm-up began
 
 
 def _initial(index: np.ndarray, n_members: int = 4096):
@@ -77,9 +76,15 @@ def empty_cell(i: int) -> dict:
     return {"x": float(i)}
 
 
-def _count_compiles(event: str, duration_secs: float, **kwargs) -> None:
-    if event == "/jax/core/compile/backend_compile_duration":  # per program, compiled or loaded from the cache
-        _COMPILED.append(1)
+def _programs() -> list[int]:
+    """In a Dask worker: its list of programs compiled (or loaded from the cache), kept on the worker
+    (the functions of this script reach the workers by value, each call with fresh globals)."""
+    import distributed
+
+    w = distributed.get_worker()
+    if not hasattr(w, "md_programs"):
+        w.md_programs = []
+    return w.md_programs
 
 
 def _warm(steps: int) -> int:
@@ -87,13 +92,19 @@ def _warm(steps: int) -> int:
     from now on the worker counts the programs it compiles. Returns how many the warm-up compiled."""
     import jax
 
-    jax.monitoring.register_event_duration_secs_listener(_count_compiles)
+    programs = _programs()
+
+    def count(event: str, duration_secs: float, **kwargs) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":  # per program, compiled or loaded from the cache
+            programs.append(1)
+
+    jax.monitoring.register_event_duration_secs_listener(count)
     heavy_top_cell(0, steps=steps)
-    return len(_COMPILED)
+    return len(programs)
 
 
 def _compiled() -> int:
-    return len(_COMPILED)
+    return len(_programs())
 
 
 def worker_env() -> dict:

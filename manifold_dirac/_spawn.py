@@ -32,7 +32,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["GUARD_ADVICE", "WORKER_THREAD_FLAGS", "cpu_count", "hide_main_script", "refuse_in_bootstrapping_worker",
            "unordered_results", "worker_env", "worker_pool", "worker_xla_flags"]
@@ -225,12 +225,16 @@ def worker_pool(processes: int, what: str) -> Iterator[multiprocessing.pool.Pool
         shown.close()
 
 
-_WORKERS: dict[int, list] = {}
+_WORKERS: dict[int, list[multiprocessing.process.BaseProcess]] = {}
 """The worker processes each open :func:`worker_pool` started (by the pool's id)."""
 
 
-def unordered_results(pool: multiprocessing.pool.Pool, fn: Callable[[Any], Any], items: Iterable[Any], what: str,
-                      poll: float = 1.0) -> Iterator[Any]:
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+def unordered_results(pool: multiprocessing.pool.Pool, fn: Callable[[_Item], _Result], items: Iterable[_Item], what: str,
+                      poll: float = 1.0) -> Iterator[_Result]:
     """``pool.imap_unordered(fn, items)`` (one item per task) that raises if a worker process dies.
 
     A ``multiprocessing`` pool replaces a worker that died (killed, out of
@@ -270,10 +274,10 @@ def unordered_results(pool: multiprocessing.pool.Pool, fn: Callable[[Any], Any],
         except StopIteration:
             return
         except multiprocessing.TimeoutError:
-            dead = [p for p in workers if p.exitcode is not None]
+            dead = [(p.pid, p.exitcode) for p in workers if p.exitcode is not None]
             if dead:
-                code = dead[0].exitcode
+                pid, code = dead[0]
                 how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
                 raise RuntimeError(
-                    f"{what}: worker process {dead[0].pid} ended ({how}) while the work was not finished; the "
+                    f"{what}: worker process {pid} ended ({how}) while the work was not finished; the "
                     "task it ran is lost (out of memory? see the messages above)") from None
