@@ -76,23 +76,21 @@ def empty_cell(i: int) -> dict:
     return {"x": float(i)}
 
 
-def _programs() -> list[int]:
-    """In a Dask worker: its list of programs compiled (or loaded from the cache), kept on the worker
+def _programs(worker) -> list[int]:
+    """A Dask worker's list of programs compiled (or loaded from the cache), kept on the worker object
     (the functions of this script reach the workers by value, each call with fresh globals)."""
-    import distributed
-
-    w = distributed.get_worker()
-    if not hasattr(w, "md_programs"):
-        w.md_programs = []
-    return w.md_programs
+    if not hasattr(worker, "md_programs"):
+        worker.md_programs = []
+    return worker.md_programs
 
 
-def _warm(steps: int) -> int:
+def _warm(steps: int, dask_worker=None) -> int:
     """Compile the cell's program on a worker (the persistent cache makes the second worker's cheap);
-    from now on the worker counts the programs it compiles. Returns how many the warm-up compiled."""
+    from now on the worker counts the programs it compiles. Returns how many the warm-up compiled.
+    (``client.run`` passes the worker as ``dask_worker``.)"""
     import jax
 
-    programs = _programs()
+    programs = _programs(dask_worker)
 
     def count(event: str, duration_secs: float, **kwargs) -> None:
         if event == "/jax/core/compile/backend_compile_duration":  # per program, compiled or loaded from the cache
@@ -103,8 +101,8 @@ def _warm(steps: int) -> int:
     return len(programs)
 
 
-def _compiled() -> int:
-    return len(_programs())
+def _compiled(dask_worker=None) -> int:
+    return len(_programs(dask_worker))
 
 
 def worker_env() -> dict:
