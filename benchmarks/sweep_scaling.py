@@ -7,8 +7,9 @@ compiles the cell's program in a warm-up before the clock starts):
    its own initial condition) run serially in this process (``workers=0``), then on a
    ``LocalCluster`` of 1 worker process, then of 2; speed-up of 2 workers = wall(serial) /
    wall(2) (target >= 1.8 on two cores), and wall(1) / wall(2). Each worker runs XLA
-   single-threaded (``--xla_cpu_multi_thread_eigen=false`` and ``PJRT_NPROC=1``: one thread in
-   XLA's intra-op pool), so that one worker is one core, as the workers ``md.sweep`` starts itself.
+   single-threaded (``PJRT_NPROC=1``: one thread in XLA's intra-op pool), so that one worker is one
+   core, as the workers ``md.sweep`` starts itself, with this process's ``XLA_FLAGS`` (the same
+   programs and cache keys).
    Each worker counts the programs it compiles or loads from the cache: the cell's program once
    per worker (in the warm-up), none during the sweep.
 2. **Overhead per cell.** ``1 - sum(cell times) / (workers x wall)`` of the sweeps above, and a
@@ -45,7 +46,6 @@ sys.path.insert(0, str(ROOT))
 import manifold_dirac as md  # noqa: E402
 from benchmarks.machine import describe, load  # noqa: E402
 
-SINGLE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false"
 ONE_XLA_THREAD = {"PJRT_NPROC": "1"}  # the size of XLA:CPU's intra-op thread pool (no XLA_FLAGS flag sets it)
 
 
@@ -108,11 +108,11 @@ def _compiled(dask_worker=None) -> int:
 def worker_env() -> dict:
     """Environment of the benchmark's worker processes.
 
-    ``XLA_FLAGS``: this process's flags (the library's, set at import, or the user's) plus one XLA
-    thread, as the workers that ``md.sweep`` starts itself get them; ``XLA_FLAGS`` = one thread alone
-    would drop the library's flag and time a slower step loop on the workers than in the serial run.
+    ``XLA_FLAGS``: this process's flags (the library's, set at import, or the user's), as the workers
+    that ``md.sweep`` starts itself get them (another flag would change the compiled programs and their
+    keys in the persistent cache); one XLA thread through ``PJRT_NPROC=1``.
     """
-    return {"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {SINGLE_THREAD_XLA}".strip(),
+    return {"XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
             "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT)), **ONE_XLA_THREAD}
 
 

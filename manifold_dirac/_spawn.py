@@ -34,32 +34,34 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["GUARD_ADVICE", "WORKER_THREAD_FLAGS", "cpu_count", "hide_main_script", "refuse_in_bootstrapping_worker",
+__all__ = ["GUARD_ADVICE", "WORKER_THREADS_ENV", "cpu_count", "hide_main_script", "refuse_in_bootstrapping_worker",
            "unordered_results", "worker_env", "worker_pool", "worker_xla_flags"]
 
-WORKER_THREAD_FLAGS = "--xla_cpu_multi_thread_eigen=false"
-"""XLA flag of a worker process: Eigen's matrix kernels on the calling thread (see :func:`worker_env`)."""
 WORKER_THREADS_ENV = {"PJRT_NPROC": "1"}
-"""Environment of a worker process that sizes XLA:CPU's intra-op thread pool ("tf_XLAEigen" threads) to one
-thread: ``PJRT_NPROC`` is what jaxlib's CPU client reads for the pool's size (default: the CPUs the process
-may use). No ``XLA_FLAGS`` flag does this (``intra_op_parallelism_threads=1`` there is a TensorFlow session
-option; XLA ignores it)."""
+"""Environment of a worker process that sizes XLA:CPU's intra-op thread pool ("tf_XLAEigen" threads, which
+Eigen's kernels use too) to one thread: ``PJRT_NPROC`` is what jaxlib's CPU client reads for the pool's size
+(default: the CPUs the process may use). No ``XLA_FLAGS`` flag does this (``intra_op_parallelism_threads=1``
+there is a TensorFlow session option; XLA ignores it), and a worker's ``XLA_FLAGS`` must stay this process's:
+they are part of the key of every program in the persistent compilation cache, so another flag (such as
+``--xla_cpu_multi_thread_eigen=false``) would make the workers miss every program the user's own processes
+compiled, and the other way round. ``PJRT_NPROC`` is not part of the key."""
 
 
 def worker_xla_flags() -> str:
-    """``XLA_FLAGS`` of a worker process: this process's (the user's or the library's) + one thread.
+    """``XLA_FLAGS`` of a worker process: this process's (the user's, or the library's), unchanged.
 
     Returns
     -------
     str
-        ``XLA_FLAGS`` as set here (the user's), else the library's flag
+        ``XLA_FLAGS`` as set here (the user's, or the library's set at
+        import), else the flag the library would set
         (:data:`manifold_dirac._config.XLA_FLAGS`, unless
-        ``MANIFOLD_DIRAC_XLA_FLAGS=0``), followed by :data:`WORKER_THREAD_FLAGS`.
+        ``MANIFOLD_DIRAC_XLA_FLAGS=0``): the same compiled programs, the
+        same cache keys, as in this process (see :data:`WORKER_THREADS_ENV`).
     """
     from . import _config as config
 
-    own = os.environ.get("XLA_FLAGS", config.XLA_FLAGS if os.environ.get("MANIFOLD_DIRAC_XLA_FLAGS") != "0" else "")
-    return f"{own} {WORKER_THREAD_FLAGS}".strip()
+    return os.environ.get("XLA_FLAGS", config.XLA_FLAGS if os.environ.get("MANIFOLD_DIRAC_XLA_FLAGS") != "0" else "")
 
 
 def worker_env() -> dict[str, str]:

@@ -34,7 +34,7 @@ def test_workers_started_by_a_sweep_run_xla_single_threaded():
         for c in to_close:
             c.close()
     assert env == [SP.worker_env()] and env[0]["PJRT_NPROC"] == "1"
-    assert env[0]["XLA_FLAGS"] == SP.worker_xla_flags() and SP.WORKER_THREAD_FLAGS in env[0]["XLA_FLAGS"]
+    assert env[0]["XLA_FLAGS"] == SP.worker_xla_flags() == os.environ.get("XLA_FLAGS", SP.worker_xla_flags())
     assert ("xla_cpu_small_while_loop_byte_threshold" in env[0]["XLA_FLAGS"]
             or os.environ.get("MANIFOLD_DIRAC_XLA_FLAGS") == "0")
 
@@ -54,12 +54,46 @@ def test_the_worker_environment_gives_xla_one_thread():
 
     assert threads(SP.worker_env()) == 1
     n_cpus = len(os.sched_getaffinity(0))
-    assert threads({"XLA_FLAGS": SP.worker_xla_flags() + " intra_op_parallelism_threads=1"}) == n_cpus
+    assert threads({"XLA_FLAGS": SP.worker_xla_flags() + " --xla_cpu_multi_thread_eigen=false "
+                               "intra_op_parallelism_threads=1"}) == n_cpus
+
+
+# in a fresh process: compile one program with the persistent cache of argv[1]; print "hit" or "miss"
+CACHE_HIT = """
+import sys
+import manifold_dirac  # noqa: F401 - the library's XLA flag, unless XLA_FLAGS is set
+import jax, jax.numpy as jnp
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+seen = []
+jax.monitoring.register_event_listener(lambda event, **kw: seen.append(event.rsplit("/", 1)[-1]))
+jax.jit(lambda x: jnp.sin(x) @ jnp.cos(x).T + 1.0)(jnp.ones((7, 7))).block_until_ready()
+print("hit" if "cache_hits" in seen else "miss")
+"""
+
+
+@pytest.mark.slow
+def test_a_worker_finds_the_programs_of_the_users_processes_in_the_persistent_cache(tmp_path):
+    """Slow: three fresh processes import JAX (in the default tier, the workers' ``XLA_FLAGS`` are checked
+    to be this process's: ``test_workers_started_by_a_sweep_run_xla_single_threaded``). A program compiled in a plain process (a user's script) is a cache hit in a process with the
+    workers' environment: the one XLA thread does not change the programs' cache keys. The check can
+    fail: an extra XLA flag (single-threaded Eigen) makes it a miss."""
+
+    def run(extra: dict[str, str]) -> str:
+        env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PJRT_NPROC", "MANIFOLD_DIRAC_XLA_FLAGS")}
+        out = subprocess.run([sys.executable, "-c", CACHE_HIT, str(tmp_path)], env={**env, **extra},
+                             capture_output=True, text=True, check=True, timeout=300).stdout
+        return out.split()[-1]
+
+    assert run({}) == "miss"  # the user's process compiles and writes the program
+    flags = SP.worker_env()
+    assert run(flags) == "hit"
+    assert run({**flags, "XLA_FLAGS": flags["XLA_FLAGS"] + " --xla_cpu_multi_thread_eigen=false"}) == "miss"
 
 
 def test_worker_flags_keep_the_users_xla_flags(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
-    assert SP.worker_xla_flags() == "--xla_cpu_enable_fast_math=false " + SP.WORKER_THREAD_FLAGS
+    assert SP.worker_xla_flags() == "--xla_cpu_enable_fast_math=false"
     assert SP.worker_env()["XLA_FLAGS"] == SP.worker_xla_flags()
     monkeypatch.setenv("PJRT_NPROC", "3")  # a pool size the user chose is kept
     assert SP.worker_env()["PJRT_NPROC"] == "3"
