@@ -7,7 +7,11 @@ compiles the cell's program in a warm-up before the clock starts):
    its own initial condition) run serially in this process (``workers=0``), then on a
    ``LocalCluster`` of 1 worker process, then of 2; speed-up of 2 workers = wall(serial) /
    wall(2) (target >= 1.8 on two cores), and wall(1) / wall(2). Each worker runs XLA
-   single-threaded (``--xla_cpu_multi_thread_eigen=false``), so that one worker is one core.
+   single-threaded (``PJRT_NPROC=1``: one thread in XLA's intra-op pool), so that one worker is one
+   core, as the workers ``md.sweep`` starts itself, with this process's ``XLA_FLAGS`` (the same
+   programs and cache keys).
+   Each worker counts the programs it compiles or loads from the cache: the cell's program once
+   per worker (in the warm-up), none during the sweep.
 2. **Overhead per cell.** ``1 - sum(cell times) / (workers x wall)`` of the sweeps above, and a
    sweep of 2000 empty cells: the wall time per cell with the default grouping (about 4 tasks
    per worker) and with one cell per task.
@@ -42,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 import manifold_dirac as md  # noqa: E402
 from benchmarks.machine import describe, load  # noqa: E402
 
-SINGLE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+ONE_XLA_THREAD = {"PJRT_NPROC": "1"}  # the size of XLA:CPU's intra-op thread pool (no XLA_FLAGS flag sets it)
 
 
 def _initial(index: np.ndarray, n_members: int = 4096):
@@ -72,20 +76,44 @@ def empty_cell(i: int) -> dict:
     return {"x": float(i)}
 
 
-def _warm(steps: int) -> None:
-    """Compile the cell's program on a worker (the persistent cache makes the second worker's cheap)."""
+def _programs(worker) -> list[int]:
+    """A Dask worker's list of programs compiled (or loaded from the cache), kept on the worker object
+    (the functions of this script reach the workers by value, each call with fresh globals)."""
+    if not hasattr(worker, "md_programs"):
+        worker.md_programs = []
+    return worker.md_programs
+
+
+def _warm(steps: int, dask_worker=None) -> int:
+    """Compile the cell's program on a worker (the persistent cache makes the second worker's cheap);
+    from now on the worker counts the programs it compiles. Returns how many the warm-up compiled.
+    (``client.run`` passes the worker as ``dask_worker``.)"""
+    import jax
+
+    programs = _programs(dask_worker)
+
+    def count(event: str, duration_secs: float, **kwargs) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":  # per program, compiled or loaded from the cache
+            programs.append(1)
+
+    jax.monitoring.register_event_duration_secs_listener(count)
     heavy_top_cell(0, steps=steps)
+    return len(programs)
+
+
+def _compiled(dask_worker=None) -> int:
+    return len(_programs(dask_worker))
 
 
 def worker_env() -> dict:
     """Environment of the benchmark's worker processes.
 
-    ``XLA_FLAGS``: this process's flags (the library's, set at import, or the user's) plus one XLA
-    thread, as the workers that ``md.sweep`` starts itself get them; ``XLA_FLAGS`` = one thread alone
-    would drop the library's flag and time a slower step loop on the workers than in the serial run.
+    ``XLA_FLAGS``: this process's flags (the library's, set at import, or the user's), as the workers
+    that ``md.sweep`` starts itself get them (another flag would change the compiled programs and their
+    keys in the persistent cache); one XLA thread through ``PJRT_NPROC=1``.
     """
-    return {"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {SINGLE_THREAD_XLA}".strip(),
-            "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT))}
+    return {"XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
+            "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT)), **ONE_XLA_THREAD}
 
 
 def scaling(args) -> dict:
@@ -109,10 +137,11 @@ def scaling(args) -> dict:
         env = worker_env()
         with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                                       env=env) as cluster, distributed.Client(cluster) as client:
-            client.run(_warm, args.steps)
+            warm = client.run(_warm, args.steps)
             ds = md.sweep(partial(heavy_top_cell, steps=args.steps), {"case": list(range(args.cells))}, client=client,
                        progress=False)
             assert (ds.status == "ok").all(), ds.message.values
+            compiled = client.run(_compiled)
             empty = {}
             for label, per in (("grouped", None), ("one per task", 1)):
                 e = md.sweep(empty_cell, {"i": list(range(args.empty))}, client=client, progress=False,
@@ -124,10 +153,14 @@ def scaling(args) -> dict:
                   "overhead": ds.attrs["overhead"],
                   "overhead_per_cell_ms": 1e3 * (n * wall - ds.attrs["cell_time"]) / args.cells,
                   "cell_ms_median": 1e3 * float(np.median(ds.wall_time.values)), "empty_cells": empty,
+                  "programs_per_worker_warmup": sorted(warm.values()),
+                  "programs_per_worker_total": sorted(compiled.values()),
                   "load_before": lo, "load_after": load()}
         print(f"{n} worker(s): {args.cells} cells of {args.steps} heavy-top steps in {wall:.2f} s "
               f"({ds.attrs['tasks']} tasks; median cell {out[n]['cell_ms_median']:.0f} ms; overhead "
               f"{100 * ds.attrs['overhead']:.1f} % = {out[n]['overhead_per_cell_ms']:.1f} ms per cell)")
+        print(f"    programs compiled (or loaded from the cache) per worker: {sorted(warm.values())} in the "
+              f"warm-up, {sorted(compiled.values())} in all (the sweep's cells compiled nothing more if equal)")
         for label, e in empty.items():
             print(f"    {args.empty} empty cells, {label} ({e['tasks']} tasks): {e['us_per_cell']:.0f} µs per cell")
     out["worker_xla_flags"] = env["XLA_FLAGS"]

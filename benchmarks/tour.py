@@ -9,6 +9,10 @@ load average before and after. ``--before DIR`` also runs another checkout of th
     python benchmarks/tour.py                      # writes benchmarks/results/tour.json
     python benchmarks/tour.py --before ../older    # both versions
     python benchmarks/tour.py --quick --out /tmp/x # smoke: ``tour --quick`` (shorter runs, no orders)
+    python benchmarks/tour.py --jobs 1             # the tour in one process (default: the tour's own default)
+
+The CPU time is that of the tour's process and of its worker processes (``tour --jobs``): all the
+CPU the tour used, which does not depend on the load as the wall time does.
 """
 
 from __future__ import annotations
@@ -39,12 +43,14 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_tour(tree: Path, cache: str, quick: bool, timeout: float) -> dict:
-    """``manifold-dirac tour`` in a fresh interpreter on ``tree``'s library; wall and CPU seconds."""
+def run_tour(tree: Path, cache: str, quick: bool, timeout: float, jobs: int | None = None) -> dict:
+    """``manifold-dirac tour`` in a fresh interpreter on ``tree``'s library; wall and CPU seconds (the
+    tour's process and its workers: they are waited for, so their CPU is counted in its children's)."""
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "MANIFOLD_DIRAC_XLA_FLAGS")}
     env.update(PYTHONPATH=str(tree), MANIFOLD_DIRAC_JAX_CACHE=cache, JAX_PLATFORMS="cpu", MPLBACKEND="Agg")
     with tempfile.TemporaryDirectory(prefix="md-tour-") as out:
-        cmd = [sys.executable, "-c", TOUR, "tour", "--out", out] + (["--quick"] if quick else [])
+        cmd = ([sys.executable, "-c", TOUR, "tour", "--out", out] + (["--quick"] if quick else [])
+               + (["--jobs", str(jobs)] if jobs is not None else []))
         lo, cpu0, t = load(), _children_cpu(), time.perf_counter()
         try:
             p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=out)
@@ -62,19 +68,21 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_version_arguments(p, "smoke: the tour's own --quick mode (shorter runs, no orders)")
     p.add_argument("--timeout", type=float, default=1800.0)
+    p.add_argument("--jobs", type=int, help="the tour's --jobs (default: the tour's own default)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = p.parse_args(argv)
     trees = versions(args, ROOT)
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / ("tour_quick.json" if args.quick else "tour.json")
-    res = {"meta": describe(), "quick": args.quick, "versions": list(trees),
+    path = args.out / (("tour_quick" if args.quick else "tour") + (f"_jobs{args.jobs}" if args.jobs else "") + ".json")
+    res = {"meta": describe(), "quick": args.quick, "jobs": args.jobs, "versions": list(trees),
            "command": "python benchmarks/tour.py" + (" --before DIR" if args.before else "")
-           + (" --quick" if args.quick else ""), "runs": {lab: {} for lab in trees}}
+           + (" --quick" if args.quick else "") + (f" --jobs {args.jobs}" if args.jobs else ""),
+           "runs": {lab: {} for lab in trees}}
     caches = {lab: tempfile.mkdtemp(prefix="md-tour-cache-") for lab in trees}
     try:
         for stage in ("cold", "warm"):
             for lab, tree in trees.items():
-                r = run_tour(tree, caches[lab], args.quick, args.timeout)
+                r = run_tour(tree, caches[lab], args.quick, args.timeout, args.jobs)
                 res["runs"][lab][stage] = r
                 res["load_end"] = load()
                 path.write_text(json.dumps(res, indent=1))

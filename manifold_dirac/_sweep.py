@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
-from ._spawn import hide_main_script, refuse_in_bootstrapping_worker
+from ._spawn import cpu_count, hide_main_script, refuse_in_bootstrapping_worker, worker_env
 from ._types import ArrayLike
 
 if TYPE_CHECKING:
@@ -299,13 +299,6 @@ def _open_store(store: Path, spec: dict, resume: bool, retry_failed: bool) -> di
 
 
 # ------------------------------------------------------------------ Dask
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def _client(client: Client | str | None, workers: int | None, processes: bool) -> tuple[Client, list]:
     """The Dask client to use and what to close afterwards."""
     distributed = _require("distributed")
@@ -317,11 +310,11 @@ def _client(client: Client | str | None, workers: int | None, processes: bool) -
             raise TypeError(f"sweep: client must be a distributed.Client or a scheduler address, "
                             f"got {type(client).__name__}")
         return client, []
-    n = _cpu_count() if workers is None else workers
+    n = cpu_count() if workers is None else workers
     refuse_in_bootstrapping_worker("sweep")
     # the workers do not run the script again (no __main__ guard needed)
     shown = hide_main_script() if processes else None
-    extra = {"env": {"XLA_FLAGS": worker_xla_flags()}} if processes else {}
+    extra = {"env": worker_env()} if processes else {}
     try:
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
                                            dashboard_address=":0", **extra)
@@ -331,19 +324,6 @@ def _client(client: Client | str | None, workers: int | None, processes: bool) -
         raise
     c = distributed.Client(cluster)
     return c, [c, cluster] + ([shown] if shown is not None else [])
-
-
-WORKER_THREAD_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-"""XLA flags of the worker processes a sweep starts: one thread each (a cell gains nothing from XLA's
-intra-op threads, and two workers on two cores would contend for them)."""
-
-
-def worker_xla_flags() -> str:
-    """``XLA_FLAGS`` of a worker process the sweep starts: this process's (the user's or the library's) + one thread."""
-    from . import _config as config
-
-    own = os.environ.get("XLA_FLAGS", config.XLA_FLAGS if os.environ.get("MANIFOLD_DIRAC_XLA_FLAGS") != "0" else "")
-    return f"{own} {WORKER_THREAD_FLAGS}".strip()
 
 
 def _warm_worker() -> None:

@@ -15,6 +15,12 @@ Each system's step is compiled on its first run (a few seconds; the
 persistent compilation cache makes later invocations faster), so the times
 printed by ``run`` and ``tour`` include compilation, while the study's
 wall times per step do not.
+
+``tour`` runs its examples and its study in ``--jobs`` worker processes
+(default: 2 on a machine of two CPUs or more, else 1, in the command's own
+process), each running XLA on one thread: compilation is single-threaded,
+so two processes on two cores halve the first tour's wall time. The table
+and the figures are the same for any ``--jobs``.
 """
 
 from __future__ import annotations
@@ -118,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run every bundled system briefly, print a summary table and write figures.")
     t.add_argument("--out", default="tour-output", help="folder for the figures (default: %(default)s)")
     t.add_argument("--quick", action="store_true", help="shorter runs, no order measurements")
+    t.add_argument("--jobs", type=_positive_int, default=None,
+                   help="worker processes (default: 2 on a machine of two CPUs or more, else 1: in this process)")
 
     r = sub.add_parser("run", help="integrate one bundled system", description="Integrate one bundled system.")
     r.add_argument("system", help="a bundled system (see 'manifold-dirac list')")
@@ -338,39 +346,18 @@ def _cmd_study(args: argparse.Namespace) -> int:
 
 
 def _cmd_tour(args: argparse.Namespace) -> int:
-    from tqdm.auto import tqdm
-
-    from ._run.integrate import integrate
-    from .study import example_system, retraction_study
     from .systems.catalog import EXAMPLES
 
     out = _writable_folder(args.out)
-    rows = []
     start = time.perf_counter()
-    for name in tqdm(list(EXAMPLES), desc="tour", unit="system", leave=False, delay=1.0):
-        ex = EXAMPLES[name]
-        try:
-            sysm = example_system(ex)
-        except ImportError as exc:  # the geomstats extra is missing
-            rows.append({"system": name, "note": f"skipped: {exc}"})
-            continue
-        T = ex.T / 4 if args.quick else ex.T
-        q0, v0 = ex.initial(sysm)
-        tr = integrate(sysm, q0, v0=v0, h=ex.h, n_steps=int(round(T / ex.h)))
-        row = _summary(ex, sysm, tr)
-        if ex.reference is not None and not args.quick:
-            st = retraction_study(ex, retractions=ex.retractions[:1], schemes=("symmetric",), T=min(ex.T, 2.0),
-                                  long_steps=1)
-            row["order"] = st.rows[0].order
-            row["exact"] = bool(st.rows[0].errors) and max(st.rows[0].errors) < 1e-12
-        _figures(ex, sysm, tr, out)
-        rows.append(row)
-    study = retraction_study("inclined_knife_edge", schemes=("symmetric", "plus"), long_steps=200 if args.quick else 1000)
-    study.figure(out / "study_inclined_knife_edge_work_precision.png")
-    (out / "study_inclined_knife_edge.md").write_text(study.table())
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
+    # the examples are independent: each is a task, and so is the study. Workers take the tasks in this order
+    # as they become free: the longest first (the study; the catalog lists the simplest systems first, so its
+    # end first), and the short ones fill in at the end. The table keeps the catalog's order.
+    tasks: list[tuple[str, str]] = [("study", "inclined_knife_edge")] + [("example", n) for n in reversed(EXAMPLES)]
+    jobs = args.jobs if args.jobs is not None else _default_jobs()
+    results = dict(zip(tasks, _run_tour_tasks(tasks, out, args.quick, jobs)))
+    rows = [results["example", name] for name in EXAMPLES]
+    study_table = results["study", "inclined_knife_edge"]
     # the summary table
     print("manifold-dirac tour: every bundled system, symmetric scheme, midpoint rule\n")
     print(f"{'system':<21} {'manifold':<44} {'steps':>6} {'energy err':>10} {'constraint':>10} {'slip':>8} "
@@ -392,9 +379,99 @@ def _cmd_tour(args: argparse.Namespace) -> int:
           "momentum map (spatial angular momentum, vertical angular momentum); exact: the error is at "
           "round-off (the rolling ball's discrete motion is exact).")
     print("\nretraction study (inclined knife edge):\n")
-    print(study.table())
+    print(study_table)
     print(f"figures and tables written to {out.resolve()}/ ({time.perf_counter() - start:.0f} s)")
     return 0
+
+
+def _default_jobs() -> int:
+    """``tour --jobs``'s default: two worker processes on two CPUs or more, else the tour in this process."""
+    from ._spawn import cpu_count
+
+    return min(2, cpu_count())
+
+
+def _run_tour_tasks(tasks: list[tuple[str, str]], out: Path, quick: bool, jobs: int) -> list:
+    """The tour's tasks, in this process (``jobs`` 1) or in ``jobs`` worker processes; results in the tasks' order.
+
+    The workers take the tasks in order as they become free (the first task,
+    the study, is the longest); a progress bar counts finished tasks. A
+    Ctrl-C (or SIGTERM) stops the workers and is raised here.
+    """
+    from tqdm.auto import tqdm
+
+    results: list = [None] * len(tasks)
+    with tqdm(total=len(tasks), desc="tour", unit="task", leave=False, delay=1.0) as bar:
+        if jobs <= 1 or len(tasks) <= 1:
+            for i, task in enumerate(tasks):
+                results[i] = _tour_task(task, out, quick)
+                bar.update()
+            return results
+        import importlib
+
+        from ._spawn import unordered_results, worker_pool
+
+        # the task by its module's import name: under 'python -m manifold_dirac.cli' this module is __main__,
+        # which the workers do not run (they would not find __main__._indexed_tour_task)
+        task_fn = importlib.import_module("manifold_dirac.cli")._indexed_tour_task
+        with worker_pool(min(jobs, len(tasks)), "manifold-dirac tour") as pool:
+            work = [(i, task, out, quick) for i, task in enumerate(tasks)]
+            for i, result in unordered_results(pool, task_fn, work, "manifold-dirac tour"):
+                results[i] = result
+                bar.update()
+    return results
+
+
+def _indexed_tour_task(work: tuple[int, tuple[str, str], Path, bool]) -> tuple[int, object]:
+    """In a worker: one task of the tour, with its index."""
+    i, task, out, quick = work
+    return i, _tour_task(task, out, quick)
+
+
+def _tour_task(task: tuple[str, str], out: Path, quick: bool) -> object:
+    """One task of the tour: ``("example", name)`` -> its table row; ``("study", name)`` -> the study's table."""
+    kind, name = task
+    if kind == "study":
+        return _tour_study(name, out, quick)
+    return _tour_example(name, out, quick)
+
+
+def _tour_example(name: str, out: Path, quick: bool) -> dict:
+    """One example of the tour: a run (its table row), the observed order (unless ``quick``), the figures."""
+    from ._run.integrate import integrate
+    from .study import example_system, retraction_study
+    from .systems.catalog import EXAMPLES
+
+    ex = EXAMPLES[name]
+    try:
+        sysm = example_system(ex)
+    except ImportError as exc:  # the geomstats extra is missing
+        return {"system": name, "note": f"skipped: {exc}"}
+    T = ex.T / 4 if quick else ex.T
+    q0, v0 = ex.initial(sysm)
+    tr = integrate(sysm, q0, v0=v0, h=ex.h, n_steps=int(round(T / ex.h)))
+    row = _summary(ex, sysm, tr)
+    if ex.reference is not None and not quick:
+        st = retraction_study(ex, retractions=ex.retractions[:1], schemes=("symmetric",), T=min(ex.T, 2.0),
+                              long_steps=1)
+        row["order"] = st.rows[0].order
+        row["exact"] = bool(st.rows[0].errors) and max(st.rows[0].errors) < 1e-12
+    _figures(ex, sysm, tr, out)
+    return row
+
+
+def _tour_study(name: str, out: Path, quick: bool) -> str:
+    """The tour's retraction study (schemes symmetric and plus): its figure and table written; the table."""
+    from .study import retraction_study
+
+    study = retraction_study(name, schemes=("symmetric", "plus"), long_steps=200 if quick else 1000)
+    study.figure(out / f"study_{name}_work_precision.png")
+    table = study.table()
+    (out / f"study_{name}.md").write_text(table)
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    return table
 
 
 _SIGNALLED: list[int] = []

@@ -147,13 +147,13 @@ def test_tour_quick_times_a_cold_and_a_warm_tour(tmp_path):
 
 def test_sweep_benchmark_workers_keep_the_library_xla_flag_and_run_one_thread():
     code = ("import sys; sys.path.insert(0, '.'); from benchmarks.sweep_scaling import worker_env; "
-            "print(worker_env()['XLA_FLAGS'])")
+            "e = worker_env(); print(e['XLA_FLAGS'], 'PJRT_NPROC=' + e['PJRT_NPROC'])")
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "MANIFOLD_DIRAC_XLA_FLAGS")}
     flags = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                            env={**env, "PYTHONPATH": str(ROOT)}, timeout=300).stdout
-    assert "xla_cpu_small_while_loop_byte_threshold" in flags and "intra_op_parallelism_threads=1" in flags
+    assert "xla_cpu_small_while_loop_byte_threshold" in flags and "PJRT_NPROC=1" in flags
     # and a user's own XLA_FLAGS are what the workers get (plus the one thread), not the library's
     flags = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                            env={**env, "PYTHONPATH": str(ROOT), "XLA_FLAGS": "--xla_dump_to=/dev/null"},
                            timeout=300).stdout
-    assert "xla_dump_to" in flags and "small_while_loop" not in flags and "intra_op_parallelism_threads=1" in flags
+    assert "xla_dump_to" in flags and "small_while_loop" not in flags and "PJRT_NPROC=1" in flags

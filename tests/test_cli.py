@@ -219,9 +219,10 @@ def test_study_workers_and_scheduler_reach_the_study(monkeypatch, capsys):
 
 
 def test_tour_on_a_few_systems(tmp_path, monkeypatch, capsys):
-    """The tour in-process on four systems (coordinates, SE(2), and a product with an SE(2) body),
-    with the knife edge of its study on one retraction: the same output and files as the full tour
-    (``test_tour_quick_writes_figures_and_names_the_folder``) at a fraction of the compilations."""
+    """The tour in-process (``--jobs 1``) on four systems (coordinates, SE(2), and a product with an
+    SE(2) body), with the knife edge of its study on one retraction: the same output and files as the
+    full tour (``test_tour_quick_writes_figures_and_names_the_folder``) at a fraction of the
+    compilations."""
     import dataclasses
 
     from manifold_dirac.systems import catalog
@@ -233,7 +234,7 @@ def test_tour_on_a_few_systems(tmp_path, monkeypatch, capsys):
                                                      retractions=("cayley",))
     monkeypatch.setattr(catalog, "EXAMPLES", few)
     out_dir = tmp_path / "figs"
-    assert main(["tour", "--quick", "--out", str(out_dir)]) == 0
+    assert main(["tour", "--quick", "--jobs", "1", "--out", str(out_dir)]) == 0
     out = capsys.readouterr().out
     assert "figures and tables written to" in out and str(out_dir) in out
     for name in few:
@@ -242,6 +243,52 @@ def test_tour_on_a_few_systems(tmp_path, monkeypatch, capsys):
     assert (out_dir / "study_inclined_knife_edge_work_precision.png").exists()
     table = (out_dir / "study_inclined_knife_edge.md").read_text()
     assert table.count("| cayley | symmetric |") == 1 and table.count("| cayley | plus |") == 1
+
+
+
+def _without_times(row):
+    return {k: v for k, v in row.items() if k != "s"}
+
+
+@pytest.mark.slow
+def test_tour_tasks_in_two_worker_processes_give_what_one_process_gives(tmp_path):
+    """Slow: two fresh processes import JAX and draw their first figures (``worker_pool`` itself is
+    tested in the default tier, ``tests/test_sweep_workers.py``). The tour's tasks in two worker processes: the rows of the table (all but the run's wall time),
+    in the tasks' order, and the figures are those of the same tasks run in this process; and the
+    comparison can fail (a row of another example differs)."""
+    from manifold_dirac import cli
+
+    tasks = [("example", "pendulum"), ("example", "harmonic_oscillator")]
+    here = cli._run_tour_tasks(tasks, tmp_path / "here", True, jobs=1)
+    there = cli._run_tour_tasks(tasks, tmp_path / "there", True, jobs=2)
+    assert [r["system"] for r in there] == ["pendulum", "harmonic_oscillator"]
+    assert [_without_times(r) for r in there] == [_without_times(r) for r in here]
+    assert all(r["s"] > 0 for r in there)
+    assert _without_times(there[0]) != _without_times(here[1])  # the check sees a difference
+    names = sorted(f.name for f in (tmp_path / "here").glob("*.png"))
+    assert names == sorted(f.name for f in (tmp_path / "there").glob("*.png")) and len(names) == 4
+
+
+def test_tour_jobs_option(tmp_path, monkeypatch, capsys):
+    """``--jobs`` reaches the tour (default: two worker processes on two CPUs or more, else one:
+    this process); zero or a non-number is a usage error."""
+    from manifold_dirac import _spawn, cli
+
+    seen = []
+
+    def fake(tasks, out, quick, jobs):
+        seen.append(jobs)
+        raise RuntimeError("stopped here")
+
+    monkeypatch.setattr(cli, "_run_tour_tasks", fake)
+    assert main(["tour", "--jobs", "3", "--out", str(tmp_path)]) == 2 and seen == [3]
+    assert main(["tour", "--out", str(tmp_path)]) == 2 and seen[-1] == cli._default_jobs()
+    monkeypatch.setattr(_spawn, "cpu_count", lambda: 1)
+    assert cli._default_jobs() == 1
+    monkeypatch.setattr(_spawn, "cpu_count", lambda: 8)
+    assert cli._default_jobs() == 2
+    assert main(["tour", "--jobs", "0"]) == 2
+    assert "argument --jobs: expected a positive integer, got '0'" in capsys.readouterr().err
 
 
 # ----------------------------------------------------- --out and interruptions

@@ -68,3 +68,32 @@ def test_a_signal_during_the_run_keeps_the_points_computed(sig, status, tmp_path
     tr = Trajectory.load(files[0])
     assert tr.meta["interrupted"] and int(tr.status) == 5 and tr.n_points > 1
     assert np.all(np.isfinite(tr.q))
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the worker processes through /proc")
+@pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_the_tour_and_its_worker_processes(sig, status, tmp_path):
+    """The tour in two worker processes: a signal to the command (as a shell's Ctrl-C, or a SIGTERM)
+    ends it promptly with 128 + the signal's number, and its worker processes end with it."""
+    proc = _start(["tour", "--quick", "--jobs", "2", "--out", str(tmp_path)])
+    deadline = time.perf_counter() + 120
+    workers: list[int] = []
+    while len(workers) < 2 and time.perf_counter() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+        workers = _children(proc.pid)
+    assert len(workers) >= 2, "the tour did not start its two workers within 120 s"
+    code, text, waited = _signal_after(proc, sig, 5.0)
+    assert code == status, text[-800:]
+    assert "Traceback" not in text, text[-2000:]
+    time.sleep(1.0)
+    alive = [w for w in workers if Path(f"/proc/{w}").exists()
+             and "zombie" not in Path(f"/proc/{w}/status").read_text().lower()]
+    assert not alive, f"worker processes {alive} outlived the tour"
