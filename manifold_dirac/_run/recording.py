@@ -233,18 +233,24 @@ def _unpack(flat: np.ndarray | jax.Array, spec: tuple, xp: ModuleType = np) -> P
     return jax.tree.unflatten(treedef, out)
 
 
-class _Store:
-    """The stored points on the host: one array per result field, filled chunk by chunk.
+_FIELDS = ("t", "is_step", "point", "record", "slot_iterations")
+"""The parts of a packed row of the compiled loop, in order (:func:`~manifold_dirac._run.loop._build_chunk`)."""
 
-    The arrays are allocated once, at full length, when the first chunk
-    arrives, and each chunk's packed output is copied into them and dropped:
-    the results are held once (no list of chunks, no concatenation, no
-    unpacking copy), so storing every point of a long run costs what the
-    :class:`Trajectory` holds plus one chunk.
+
+class _Store:
+    """The stored points on the host, packed as the compiled loop writes them: one array, filled chunk by chunk.
+
+    The array (``(n_slots, ..., F)``, float64) is allocated once, at full
+    length, when the first chunk arrives, and each chunk's rows are copied
+    into it with one copy: the per-chunk cost on the host is a transfer and
+    a copy, whatever the system. :attr:`arrays` unpacks it once, at the end,
+    into views per result field (no copy but for the integer fields), so the
+    results are held once (no list of chunks, no concatenation).
     """
 
     def __init__(self, n_slots: int, spec: list):
-        self.n_slots, self.spec, self.filled, self.arrays = n_slots, spec, 0, None
+        self.n_slots, self.spec, self.filled, self.packed = n_slots, spec, 0, None
+        self._arrays: dict | None = None
 
     def reserve(self, n_slots: int) -> None:
         """Room for ``n_slots`` points (a replay of a failed chunk's tail at stride 1 may need more)."""
@@ -252,31 +258,36 @@ class _Store:
             return
         grow = n_slots - self.n_slots
         self.n_slots = n_slots
-        if self.arrays is not None:
-            self.arrays = jax.tree.map(lambda a: np.concatenate([a, np.empty((grow, *a.shape[1:]), a.dtype)]),
-                                       self.arrays)
+        if self.packed is not None:
+            self.packed = np.concatenate([self.packed, np.empty((grow, *self.packed.shape[1:]), self.packed.dtype)])
 
-    def add(self, out: tuple[np.ndarray, np.ndarray], n_live: int | None = None) -> None:
-        """Copy one chunk's output ``(info, packed)`` (host arrays; its first ``n_live`` rows) into the store."""
-        info, packed = out
-        m = min(len(info), self.n_slots - self.filled, len(info) if n_live is None else n_live)
+    def add(self, packed: np.ndarray, n_live: int | None = None) -> None:
+        """Copy one chunk's packed rows (a host array; its first ``n_live`` rows) into the store."""
+        m = min(len(packed), self.n_slots - self.filled, len(packed) if n_live is None else n_live)
         if m <= 0:
             return
-        pts, recs, its = _unpack(np.asarray(packed[:m]), self.spec[0])
-        parts = {"t": info[:m, 0], "is_step": info[:m, 1] > 0, "q": pts.q, "p": pts.p, "v": pts.v,
-                 "energy": pts.energy, "slip": pts.slip, "holonomic_violation": pts.holonomic_violation,
-                 "xi": recs.xi, "mu": recs.mu,
-                 "constraint_residual": recs.constraint_residual, "error": recs.error,
-                 "iterations": recs.iterations, "slot_iterations": its}
-        if self.arrays is None:
-            self.arrays = jax.tree.map(lambda a: np.empty((self.n_slots, *a.shape[1:]), a.dtype), parts)
-        lo, hi = self.filled, self.filled + m
+        if self.packed is None:
+            self.packed = np.empty((self.n_slots, *packed.shape[1:]), np.float64)
+        self.packed[self.filled:self.filled + m] = packed[:m]
+        self.filled += m
+        self._arrays = None
 
-        def put(dst: np.ndarray, src: np.ndarray) -> None:
-            dst[lo:hi] = src
-
-        jax.tree.map(put, self.arrays, parts)
-        self.filled = hi
+    @property
+    def arrays(self) -> dict | None:
+        """The stored rows unpacked per result field (None before the first chunk came back)."""
+        if self.packed is None:
+            return None
+        if self._arrays is None:
+            parts = dict(zip(_FIELDS, _unpack(self.packed[:self.filled], self.spec[0]), strict=True))
+            pts, recs = parts["point"], parts["record"]
+            # the time and "a step was taken" are the slot's, the same for every member of a batch
+            t, is_step = (parts[f].reshape(self.filled, -1)[:, 0] for f in ("t", "is_step"))
+            self._arrays = {
+                "t": t, "is_step": is_step, "q": pts.q, "p": pts.p, "v": pts.v,
+                "energy": pts.energy, "slip": pts.slip, "holonomic_violation": pts.holonomic_violation,
+                "xi": recs.xi, "mu": recs.mu, "constraint_residual": recs.constraint_residual, "error": recs.error,
+                "iterations": recs.iterations, "slot_iterations": parts["slot_iterations"]}
+        return self._arrays
 
 
 def assemble(store: _Store, n_slots: int, final: RunState, h: float, meta: dict, status: np.ndarray,
