@@ -79,8 +79,8 @@ def test_a_raised_batch_failure_keeps_every_members_state_at_the_failed_step(str
 
 def test_a_raised_batch_failure_in_a_later_chunk_keeps_every_state():
     """The failed chunk starts past step 0 (from a state that is not the initial one)."""
-    h, stride = 0.0002, 2
-    ref, e = _raised(1, h, 3000), _raised(stride, h, 3000)
+    h, stride = 0.00005, 2
+    ref, e = _raised(1, h, 11000), _raised(stride, h, 11000)
     assert e.step == ref.step > chunk_rows(2) * stride  # the failure is in the second chunk
     tr, r = e.trajectory, ref.trajectory
     k = np.rint(tr.t / h).astype(int)

@@ -272,19 +272,20 @@ def test_in_a_batch_only_the_failing_members_are_marked():
 def test_a_non_finite_energy_in_a_later_chunk_freezes_only_that_member():
     """Member 0 reaches the NaN band at step ``K = CHUNK + 276``, past the first compiled chunk of stored points:
     it fails there and is frozen at ``q_K``; its points before are those of a run that never meets the band, and
-    member 1 runs on as it would alone."""
+    member 1 runs on as it would alone. (The band is put where a clear run has member 0 at step ``K``: the far
+    log wall's pull moves it by more than the band's width over thousands of steps.)"""
     K = CHUNK + 276
-    sysm = _with_params(PROBE, {**FAR, "band": np.float64(0.5)})
-    q0 = np.array([[0.5 - 0.1 * K, 0.5 - 0.1 * K], [-2.0, -2.0]])
+    q0 = np.array([[-0.1 * K, -0.1 * K], [-2.0, -2.0]])
     v0 = np.array([[1.0, 1.0], [-1.0, -1.0]])
+    clear = integrate(PROBE, q0, v0=v0, h=0.1, n_steps=K + 100)
+    sysm = _with_params(PROBE, {**FAR, "band": np.float64(clear.q[K, 0, 0])})
     tr = integrate(sysm, q0, v0=v0, h=0.1, n_steps=K + 100)
     assert list(tr.status) == [Status.NONFINITE, Status.OK]
     assert tr.messages[0].startswith(f"step {K} (t = {K / 10:g}), batch member [0]") and "in the energy" in \
         tr.messages[0]
     assert np.all(tr.q[K:, 0] == tr.q[K, 0]) and np.all(np.isnan(tr.energy[K:, 0]))
     assert np.all(np.isfinite(tr.energy[:K, 0]))
-    clear = integrate(PROBE, q0, v0=v0, h=0.1, n_steps=K - 1)
-    np.testing.assert_array_equal(tr.q[:K, 0], clear.q[:, 0])
+    np.testing.assert_array_equal(tr.q[:K + 1, 0], clear.q[:K + 1, 0])
     alone = integrate(sysm, q0[1], v0=v0[1], h=0.1, n_steps=K + 100)
     np.testing.assert_allclose(tr.q[:, 1], alone.q, rtol=0, atol=1e-14)
 
