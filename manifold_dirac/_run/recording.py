@@ -288,7 +288,8 @@ class _Store:
     """
 
     def __init__(self, n_slots: int, spec: list):
-        self.n_slots, self.spec, self.filled, self.packed = n_slots, spec, 0, None
+        self.n_slots, self.spec, self.filled = n_slots, spec, 0
+        self.packed: np.ndarray | None = None
         self._arrays: dict | None = None
 
     def reserve(self, n_slots: int) -> None:
