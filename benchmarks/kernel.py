@@ -6,8 +6,10 @@ same scheme (``benchmarks/numba_floor.py``), the **minimum** over ``--repeat``
 interleaved rounds (default 7), their ratio; trajectory-steps/s at
 ``B = --batch`` (default 4096, stride 10) for both; and the first call (trace +
 compile, with whatever persistent cache is configured) of each library
-program. Prints the machine's load (``os.getloadavg``) before and after, and
-writes the table as JSON with ``--out``. Run it pinned to one core with
+program; and what a stored point costs over a step (the stride-1 time per
+step minus the stride-1000 one, key ``stored_point_us``). Prints the
+machine's load (``os.getloadavg``) before and after, and writes the table as
+JSON with ``--out``. Run it pinned to one core with
 ``taskset -c 0 python benchmarks/kernel.py`` to see the one-core figures.
 """
 
@@ -92,6 +94,9 @@ def main(argv=None) -> int:
             print(f"{name:12s} stride {stride:5d}: {row['library_us']:7.3f} us/step, floor {row['floor_us']:6.3f}, "
                   f"ratio {row['ratio']:5.1f}; 10-step call {row['short_call_ms']:.2f} ms; first call {first:.2f} s",
                   flush=True)
+        every, sparse = rows["step"][-2:]  # stride 1, stride 1000: what a stored point costs over a step
+        rows.setdefault("stored_point_us", {})[name] = every["library_us"] - sparse["library_us"]
+        print(f"{name:12s} a stored point costs {rows['stored_point_us'][name]:.3f} us over a step", flush=True)
     if a.batch:
         import numba
 

@@ -1,9 +1,12 @@
 """The compiled loop of a run, and the host loop over its chunks.
 
 A run is a sequence of compiled *chunks* (:func:`_build_chunk`): each chunk
-is a loop over ``CHUNK`` stored points, each stored point followed by
-``stride - 1`` unstored steps, so memory is ``O(n_steps / stride)`` and
-nothing between stored points is materialized. ``h``, the initial data, the
+is a loop over up to ``CHUNK`` stored points (fewer for a large batch or a
+large stride), each stored point followed by ``stride - 1`` unstored steps,
+so memory is ``O(n_steps / stride)`` and nothing between stored points is
+materialized. Each stored point is computed in the loop, where it is
+written (velocity, energy, constraint violations: a few hundred flops), so
+that storing every point costs little more than the step itself. ``h``, the initial data, the
 parameters, the stride and the step count are traced: changing them does
 not recompile. Between chunks (:func:`drive`) the host copies the stored
 points out, which is where a run can be interrupted without losing what it
@@ -38,8 +41,20 @@ from .recording import Raw, Recording, _pack, _Store, _unpack
 from .reports import Monitor
 from .state import RunState
 
-CHUNK = 256
-"""Stored points per compiled chunk (a fixed shape: one compile serves every run length)."""
+CHUNK = 4096
+"""Stored points per compiled chunk of a single trajectory (a fixed shape: one compile serves every run length).
+
+Each chunk costs a fixed 0.1-0.25 ms (the call with its ~25 arguments and ~15 outputs, the output's
+allocation, the copy of its points to the host): over 4096 points, less than 0.1 us per stored point."""
+
+CHUNK_POINTS = 2 ** 14
+"""Stored points (rows times members) per chunk of a batch at most (:func:`chunk_rows`)."""
+
+CHUNK_MIN = 8
+"""Rows per chunk at least, whatever the batch size."""
+
+CHUNK_STEPS = 2 ** 18
+"""Steps per chunk at most, when the stride is large (:func:`drive` runs fewer slots per chunk then)."""
 
 
 def _energy_failure(st: State, k: jax.Array, v: Vector, error: jax.Array) -> State:
@@ -54,29 +69,30 @@ def _energy_failure(st: State, k: jax.Array, v: Vector, error: jax.Array) -> Sta
 
 
 def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Recording) -> Callable:
-    """The compiled chunk: ``CHUNK`` slots, each one stored point and up to ``stride`` steps.
+    """The compiled chunk: up to ``CHUNK`` slots, each one stored point and up to ``stride`` steps.
 
     ``stride`` is an argument (traced): another stride does not recompile.
     Inside a slot the steps are a loop with a traced trip count whose first
-    iteration keeps its step record; the slot keeps the minimum of its
-    stored point (:class:`~manifold_dirac._run.recording.Raw`: ``q_k``,
-    ``q_{k-1}``, the status) with that record, so the step map appears once
-    in the program. The last live slot takes only the steps left (none are
-    computed and discarded), and at least one: the point at ``q_k`` needs the
-    step from ``q_k`` (its central velocity), which is taken but not kept at
-    the end of the run. The slots are a loop over the live slots only
-    (``fori_loop`` with a traced trip count, writing each slot's output in
-    place): a short run does not pay for a whole chunk of steps. Rows of the
-    output past the live slots are left zero and never read.
+    iteration keeps its step record; the slot computes its stored point
+    (:meth:`Recording.point <manifold_dirac._run.recording.Recording.point>`:
+    velocity, energy, constraint violations, from ``q_k``, ``q_{k-1}`` and
+    that record) and writes it, with the record, as one packed row, so the
+    step map appears once in the program and the stored point costs its
+    arithmetic only (the slot loop is one compiled loop: a pass over the rows
+    after it would be a few dozen separate small kernels per chunk, which on
+    a CPU cost more than the arithmetic). The last live slot takes only the
+    steps left (none are computed and discarded), and at least one: the
+    point at ``q_k`` needs the step from ``q_k`` (its central velocity),
+    which is taken but not kept at the end of the run. The slots are a loop
+    over the live slots only (``fori_loop`` with a traced trip count,
+    writing each slot's row in place): a short run does not pay for a whole
+    chunk. Rows of the output past the live slots are left zero and never
+    read.
 
-    After the loop, the stored points (velocity, energy, constraint
-    violations: :meth:`Recording.point <manifold_dirac._run.recording.Recording.point>`)
-    are computed for all the rows at once (``vmap``), in the same program.
-    A healthy member whose energy at a stored point ``q_k`` is not finite
-    fails there: the chunk returns, per member, the first such step
-    (``-1`` for none) and the velocity there, and the host runs the chunk
-    again with them as ``fail_k``, ``fail_v``, which freeze the member at
-    ``q_k`` (its steps from there discarded), as the step's own failures are.
+    A healthy member whose energy at its stored point ``q_k`` is not finite
+    fails there, in the slot that finds it: it is frozen at ``q_k`` (the
+    slot's steps from ``q_k`` discarded, status ``NONFINITE``), as the step's
+    own failures are, and its stored point at ``q_k`` carries that status.
     """
     # jitted: its trace is cached and reused by the shape queries and the loop body below (one trace of the step
     # per program instead of four); XLA inlines the call, the compiled program is the same
@@ -84,13 +100,10 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
     point = recording.point
     if batched:
         point = jax.vmap(point, in_axes=(None, 0, 0, None, None, 0, None, None))
-    rows = jax.vmap(point, in_axes=(None, 0, 0, 0, 0, None, None, None))  # over the stored points of a chunk
     lead = 1 if batched else 0
-    spec_in: list = []
     spec: list = []
 
-    def chunk(members, q_prev, have_prev, v_init, k0, slot0, n_slots, n_total, stride, t0, h, params, controls,
-              fail_k, fail_v):
+    def chunk(members, q_prev, have_prev, v_init, k0, slot0, n_slots, n_total, stride, t0, h, params, controls):
         def control(k):
             return None if controls is None else controls[..., jnp.clip(k, 0, controls.shape[-2] - 1), :]
 
@@ -112,47 +125,51 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
             its0 = jnp.zeros_like(rec_init.iterations)
             st, qp, k2, rec, its = jax.lax.fori_loop(0, n_sub, sub, (st0, qp0, k, rec_init, its0))
             status = jnp.where(k >= n_total, st0.status, rec.status)
-            # a non-finite energy at a stored point of a healthy member (found after the loop, on a first run of
-            # the chunk) is a failure at that point: the member is frozen at q_k, never ok with a NaN energy
-            frozen = (status == Status.OK) & (k == fail_k)
-            st = tree_where(frozen, _energy_failure(st0, k, fail_v, rec.error), st)
+            raw = Raw(st0.q, qp0, status, jnp.zeros_like(status, dtype=bool))
+            pt = point(sm, raw, rec, hp, k == 0, v_init, h, params)
+            # a non-finite energy at the stored point of a healthy member is a failure there: the member is frozen
+            # at q_k (never ok with a NaN energy), its steps of this slot discarded
+            frozen = (pt.status == Status.OK) & ~jnp.isfinite(pt.energy)
+            st = tree_where(frozen, _energy_failure(st0, k, pt.v, rec.error), st)
             qp = tree_where(frozen, st0.q, qp)
-            slot_info = jnp.stack([t0 + k * h, (k < n_total).astype(jnp.float64), 1.0, k.astype(jnp.float64),
-                                   jnp.asarray(hp, jnp.float64)])
-            raw = Raw(st0.q, qp0, status, frozen)
-            return (st, qp, hp | (k2 > k), k2), (slot_info, _pack((raw, rec, its), spec_in, lead))
+            pt = pt._replace(status=jnp.where(frozen, Status.NONFINITE, pt.status).astype(pt.status.dtype))
+            shape = jnp.shape(pt.status)
+            row = (jnp.full(shape, t0 + k * h), jnp.full(shape, k < n_total), pt, rec, its)
+            return (st, qp, hp | (k2 > k), k2), _pack(row, spec, lead)
 
         carry0 = (members, q_prev, have_prev, k0)
         # the live slots only (a loop with a traced trip count): a short run does not pay for a whole chunk
-        shapes = jax.eval_shape(lambda c: run_slot(c)[1], carry0)
-        bufs0 = jax.tree.map(lambda x: jnp.zeros((CHUNK, *x.shape), x.dtype), shapes)
+        shape = jax.eval_shape(lambda c: run_slot(c)[1], carry0)
+        rows = chunk_rows(shape.shape[0] if batched else 1)
+        buf0 = jnp.zeros((rows, *shape.shape), shape.dtype)
 
         def slot(j, c):
-            carry, bufs = c
+            carry, buf = c
             carry, out = run_slot(carry)
-            return carry, jax.tree.map(lambda b, o: jax.lax.dynamic_update_index_in_dim(b, o, j, 0), bufs, out)
+            return carry, jax.lax.dynamic_update_index_in_dim(buf, out, j, 0)
 
-        n_live = jnp.clip(n_slots - slot0, 0, CHUNK)
-        carry, (info, packed) = jax.lax.fori_loop(0, n_live, slot, (carry0, bufs0))
-        # the stored points, all rows at once
-        raw, rec, its = _unpack(packed, spec_in[0], jnp)
-        k_rows = info[:, 3].astype(jnp.int32)
-        pts = rows(sm, raw, rec, info[:, 4] > 0, k_rows == 0, v_init, h, params)
-        live = jnp.arange(CHUNK) < n_live
-        bad = (pts.status == Status.OK) & ~jnp.isfinite(pts.energy)
-        bad = bad & (live[:, None] if batched else live)
-        j = jnp.argmax(bad, axis=0)
-        failed_k = jnp.where(jnp.any(bad, axis=0), k_rows[j], -1).astype(jnp.int32)
-        failed_v = pts.v[j, jnp.arange(bad.shape[1])] if batched else pts.v[j]
-        return carry, (info[:, :3], _pack((pts, rec, its), spec, lead + 1)), (failed_k, failed_v)
+        n_live = jnp.clip(n_slots - slot0, 0, rows)
+        return jax.lax.fori_loop(0, n_live, slot, (carry0, buf0))
 
     compiled = jax.jit(chunk)
     compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
     return compiled
 
 
+def chunk_rows(batch_size: int) -> int:
+    """The stored points per chunk of a run of ``batch_size`` members (1 for a single trajectory).
+
+    :data:`CHUNK` for a single trajectory and small batches; fewer for large
+    batches, so that a chunk's output (``rows x batch_size`` stored points)
+    stays within :data:`CHUNK_POINTS` (at least :data:`CHUNK_MIN` rows).
+    A function of the batch size alone: it changes only with the shapes, which
+    compile anyway.
+    """
+    return int(min(CHUNK, max(CHUNK_MIN, CHUNK_POINTS // max(batch_size, 1))))
+
+
 def _replay_to_failure(run_chunk: Callable, store: _Store, filled0: int, chunk_start: tuple, fs: int,
-                       stride: int) -> None:
+                       stride: int, rows: int) -> None:
     """Replace the stored points of a chunk by its points up to the failed step ``fs``, the last stride at stride 1.
 
     The chunk started at ``chunk_start = (members, q_prev, have_prev, k0)``
@@ -183,7 +200,7 @@ def _replay_to_failure(run_chunk: Callable, store: _Store, filled0: int, chunk_s
         carry, out = run_chunk(members, q_prev, have_prev, k, slot0, n_b, fs + 1, 1)
         store.add(jax.device_get(out), n_b - slot0)
         members, q_prev, hp, kk = carry
-        have_prev, k, slot0 = bool(hp), int(kk), slot0 + CHUNK
+        have_prev, k, slot0 = bool(hp), int(kk), slot0 + rows
 
 
 @dataclass
@@ -215,8 +232,10 @@ def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, mo
           stop_on_failure: bool, h: float, params: Params, controls: jax.Array | None) -> Outcome:
     """Run the compiled chunks ``fn`` from ``state`` until ``recording``'s points are stored.
 
-    A chunk that finds a member's energy not finite at a stored point is run
-    again with the member frozen there (:func:`_build_chunk`). After each
+    Each call of ``fn`` (a *chunk*) runs at most :func:`chunk_rows` slots and
+    about :data:`CHUNK_STEPS` steps, whichever is fewer (so that a large
+    stride keeps the host's turns, where Ctrl-C, progress and the callback
+    are taken, a few seconds apart at most). After each
     chunk its points go into ``store`` and ``monitor`` sees the
     step index (progress) and the state (the user's callback, which may stop
     the run: one more, closing, slot then records the state it saw). The run
@@ -230,7 +249,8 @@ def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, mo
     have_prev = state.q_prev is not None
     v_init = state.v_init if state.v_init is not None else np.zeros(np.shape(members.p))
     v_nan = np.full(np.shape(v_init), np.nan)
-    no_fail_k, no_fail_v = np.full(np.shape(members.status), -1, np.int32), np.zeros(np.shape(v_init))
+    rows = chunk_rows(int(np.prod(B)) if B else 1)
+    per_call = min(rows, max(1, CHUNK_STEPS // recording.stride))  # the slots of one call
     use_v_init = state.v_init is not None and state.k == 0
     k = state.k
     n_slots, stride = recording.n_slots, recording.stride
@@ -243,27 +263,18 @@ def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, mo
 
     def run_chunk(members, q_prev, have_prev, k, slot0, n_slots, n_total, stride):
         # host scalars as numpy values: eager jnp scalars cost ~70 us each to dispatch
-        args = (members, q_prev, np.bool_(have_prev), v_init if use_v_init else v_nan,
-                np.int32(k), np.int32(slot0), np.int32(n_slots), np.int32(n_total), np.int32(stride),
-                np.float64(state.t0), np.float64(h), params, controls)
-        fail_k, fail_v = no_fail_k, no_fail_v
-        while True:
-            carry, out, (found_k, found_v) = fn(*args, fail_k, fail_v)
-            found_k = np.asarray(found_k)
-            new = (found_k >= 0) & (fail_k < 0)
-            if not np.any(new):
-                return carry, out
-            # a member whose energy is not finite at a stored point: the chunk again, frozen there
-            fail_k = np.where(new, found_k, fail_k).astype(np.int32)
-            fail_v = np.where(new[..., None], np.asarray(found_v), fail_v)
+        return fn(members, q_prev, np.bool_(have_prev), v_init if use_v_init else v_nan, np.int32(k), np.int32(slot0),
+                  np.int32(n_slots), np.int32(n_total), np.int32(stride), np.float64(state.t0), np.float64(h),
+                  params, controls)
 
     try:
         while slot0 < n_slots:
             chunk_start, filled0 = (members, q_prev, have_prev, k), store.filled
-            carry, out = run_chunk(members, q_prev, have_prev, k, slot0, n_slots, n_total, stride)
-            store.add(jax.device_get(out))
+            n_live = min(per_call, n_slots - slot0)
+            carry, out = run_chunk(members, q_prev, have_prev, k, slot0, slot0 + n_live, n_total, stride)
+            store.add(jax.device_get(out), n_live)
             # the state advances only once its points are stored: an interruption keeps the two consistent
-            (members, q_prev, hp, kk), slot0 = carry, slot0 + CHUNK
+            (members, q_prev, hp, kk), slot0 = carry, slot0 + n_live
             have_prev = bool(hp)
             k = int(kk)
             monitor.update(k - state.k)
@@ -272,7 +283,7 @@ def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, mo
                 # a raised failure of a batch: the chunk's points again up to the failed step, the last
                 # stride at stride 1, so that every member's good states up to that step are kept
                 fs = int(np.min(np.asarray(members.fail_step)[st != Status.OK]))
-                _replay_to_failure(run_chunk, store, filled0, chunk_start, fs, stride)
+                _replay_to_failure(run_chunk, store, filled0, chunk_start, fs, stride, rows)
                 n_slots = store.filled
                 break
             if np.all(st != Status.OK) or (np.any(st != Status.OK) and stop_on_failure):

@@ -21,11 +21,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._mechanics.composition import ComposedStepMap
+from .._mechanics.small import solve_small
 from .._mechanics.status import Status
 from .._mechanics.step import StepMap, StepRecord
 from .._mechanics.system import LagrangeDiracSystem
 from .._types import Covector, Params, Point as PointT, PyTree, Scalar, Vector
-from .start import _DEGENERATE, _legendre_solve
+from .start import _DEGENERATE
 from .state import RunState
 from .trajectory import Trajectory
 
@@ -157,20 +158,58 @@ def _reported_legendre_velocity(sysm: LagrangeDiracSystem, q: PointT, p: Covecto
                                 params: Params) -> Vector:
     """``v`` with ``dL/dv(q, v) = p + C(q)^T lam``, ``C(q) v = 0``; ``v_central`` where that fails (traceable).
 
-    Newton on the bordered system from ``(v_central, 0)`` (the central
-    difference is within ``O(h^2)``, so a few iterations reach round-off;
-    one suffices for ``L`` quadratic in ``v``) by :func:`_legendre_solve`,
-    which also reports the residual and the regularity of ``d2L/dv2`` on
-    ``ker C(q)``.
+    Newton on the bordered system ``r(v, lam) = (dL/dv(q, v) - p + C^T lam,
+    C v)`` from ``(v_central, 0)`` (the central difference is within
+    ``O(h^2)``, so a few iterations reach round-off; one suffices for ``L``
+    quadratic in ``v``), each iteration one solve with the bordered matrix
+    ``K = [[d2L/dv2, C^T], [C, 0]]`` by the unrolled elimination
+    :func:`~manifold_dirac._mechanics.small.solve_small` (no LAPACK call, no
+    SVD: this runs at every stored point, inside the compiled loop).
+
+    The Legendre map is invertible on ``ker C`` exactly where ``K`` is
+    regular (``C`` of full rank). Its regularity is measured on ``K`` with
+    the rows of ``C`` normalized and the border scaled to ``d2L/dv2``'s size
+    (so that units do not matter): ``1 / (|K|_inf |K^{-1}|)``, ``|K^{-1}|``
+    estimated by :data:`_REGULARITY_ITERATIONS` steps of inverse iteration
+    from a fixed vector. Below :data:`~manifold_dirac._run.start._DEGENERATE`
+    (a degenerate Lagrangian, ``L`` linear in some velocity), or when the
+    residual is not at round-off, the central difference is kept.
     """
     n, c = sysm.dim, sysm.n_constraints
-    C = sysm.constraint_matrix(q, params) if c else None
-    N = jnp.linalg.svd(C)[2][c:].T if c else jnp.eye(n)
+    C = sysm.constraint_matrix(q, params) if c else jnp.zeros((0, n))
+
+    def r(z):
+        v, lam = z[:n], z[n:]
+        return jnp.concatenate([sysm.momentum(q, v, params) - p + C.T @ lam, C @ v])
+
+    def newton(_, z):
+        return z - solve_small(jax.jacfwd(r)(z), r(z))
+
     start = jnp.where(jnp.all(jnp.isfinite(v_central)), v_central, jnp.zeros_like(v_central))
-    sol = _legendre_solve(sysm, q, p, C, N, params, v_start=start, iterations=_REPORTED_NEWTON)
-    ok = (sol["residual"] <= 1e-9 * jnp.maximum(sol["scale"], 1e-300)) & (sol["degeneracy"] > _DEGENERATE)
-    ok = ok & jnp.all(jnp.isfinite(sol["v"]))
-    return jnp.where(ok, sol["v"], v_central)
+    z = jax.lax.fori_loop(0, _REPORTED_NEWTON, newton, jnp.concatenate([start, jnp.zeros(c)]))
+    v, lam = z[:n], z[n:]
+    res = jnp.max(jnp.abs(r(z)), initial=0.0)
+    pv = sysm.momentum(q, v, params)
+    scale = jnp.maximum(jnp.maximum(jnp.max(jnp.abs(p)), jnp.max(jnp.abs(pv))), jnp.max(jnp.abs(C.T @ lam), initial=0.0))
+    M = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
+    m_size = jnp.maximum(jnp.max(jnp.abs(M)), 1e-300)
+    Cn = m_size * C / jnp.maximum(jnp.max(jnp.abs(C), axis=1, keepdims=True), 1e-300)
+    K = jnp.block([[M, Cn.T], [Cn, jnp.zeros((c, c))]])
+    x = jnp.sin(1.0 + 2.3 * jnp.arange(n + c))  # fixed, with a component along any direction in practice
+    grow = jnp.ones(())
+    for _ in range(_REGULARITY_ITERATIONS):
+        x = x / jnp.max(jnp.abs(x))
+        y = solve_small(K, x)
+        grow = jnp.max(jnp.abs(y))  # ~ |K^{-1}| once x is along its dominant direction
+        x = y
+    regularity = 1.0 / (jnp.max(jnp.sum(jnp.abs(K), axis=1)) * grow)
+    ok = (res <= 1e-9 * jnp.maximum(scale, 1e-300)) & (regularity > _DEGENERATE) & jnp.isfinite(regularity)
+    ok = ok & jnp.all(jnp.isfinite(v))
+    return jnp.where(ok, v, v_central)
+
+
+_REGULARITY_ITERATIONS = 3
+"""Inverse iterations estimating ``|K^{-1}|`` in the regularity test of :func:`_reported_legendre_velocity`."""
 
 
 class Recording:
@@ -233,18 +272,25 @@ def _unpack(flat: np.ndarray | jax.Array, spec: tuple, xp: ModuleType = np) -> P
     return jax.tree.unflatten(treedef, out)
 
 
-class _Store:
-    """The stored points on the host: one array per result field, filled chunk by chunk.
+_FIELDS = ("t", "is_step", "point", "record", "slot_iterations")
+"""The parts of a packed row of the compiled loop, in order (:func:`~manifold_dirac._run.loop._build_chunk`)."""
 
-    The arrays are allocated once, at full length, when the first chunk
-    arrives, and each chunk's packed output is copied into them and dropped:
-    the results are held once (no list of chunks, no concatenation, no
-    unpacking copy), so storing every point of a long run costs what the
-    :class:`Trajectory` holds plus one chunk.
+
+class _Store:
+    """The stored points on the host, packed as the compiled loop writes them: one array, filled chunk by chunk.
+
+    The array (``(n_slots, ..., F)``, float64) is allocated once, at full
+    length, when the first chunk arrives, and each chunk's rows are copied
+    into it with one copy: the per-chunk cost on the host is a transfer and
+    a copy, whatever the system. :attr:`arrays` unpacks it once, at the end,
+    into views per result field (no copy but for the integer fields), so the
+    results are held once (no list of chunks, no concatenation).
     """
 
     def __init__(self, n_slots: int, spec: list):
-        self.n_slots, self.spec, self.filled, self.arrays = n_slots, spec, 0, None
+        self.n_slots, self.spec, self.filled = n_slots, spec, 0
+        self.packed: np.ndarray | None = None
+        self._arrays: dict | None = None
 
     def reserve(self, n_slots: int) -> None:
         """Room for ``n_slots`` points (a replay of a failed chunk's tail at stride 1 may need more)."""
@@ -252,31 +298,36 @@ class _Store:
             return
         grow = n_slots - self.n_slots
         self.n_slots = n_slots
-        if self.arrays is not None:
-            self.arrays = jax.tree.map(lambda a: np.concatenate([a, np.empty((grow, *a.shape[1:]), a.dtype)]),
-                                       self.arrays)
+        if self.packed is not None:
+            self.packed = np.concatenate([self.packed, np.empty((grow, *self.packed.shape[1:]), self.packed.dtype)])
 
-    def add(self, out: tuple[np.ndarray, np.ndarray], n_live: int | None = None) -> None:
-        """Copy one chunk's output ``(info, packed)`` (host arrays; its first ``n_live`` rows) into the store."""
-        info, packed = out
-        m = min(len(info), self.n_slots - self.filled, len(info) if n_live is None else n_live)
+    def add(self, packed: np.ndarray, n_live: int | None = None) -> None:
+        """Copy one chunk's packed rows (a host array; its first ``n_live`` rows) into the store."""
+        m = min(len(packed), self.n_slots - self.filled, len(packed) if n_live is None else n_live)
         if m <= 0:
             return
-        pts, recs, its = _unpack(np.asarray(packed[:m]), self.spec[0])
-        parts = {"t": info[:m, 0], "is_step": info[:m, 1] > 0, "q": pts.q, "p": pts.p, "v": pts.v,
-                 "energy": pts.energy, "slip": pts.slip, "holonomic_violation": pts.holonomic_violation,
-                 "xi": recs.xi, "mu": recs.mu,
-                 "constraint_residual": recs.constraint_residual, "error": recs.error,
-                 "iterations": recs.iterations, "slot_iterations": its}
-        if self.arrays is None:
-            self.arrays = jax.tree.map(lambda a: np.empty((self.n_slots, *a.shape[1:]), a.dtype), parts)
-        lo, hi = self.filled, self.filled + m
+        if self.packed is None:
+            self.packed = np.empty((self.n_slots, *packed.shape[1:]), np.float64)
+        self.packed[self.filled:self.filled + m] = packed[:m]
+        self.filled += m
+        self._arrays = None
 
-        def put(dst: np.ndarray, src: np.ndarray) -> None:
-            dst[lo:hi] = src
-
-        jax.tree.map(put, self.arrays, parts)
-        self.filled = hi
+    @property
+    def arrays(self) -> dict | None:
+        """The stored rows unpacked per result field (None before the first chunk came back)."""
+        if self.packed is None:
+            return None
+        if self._arrays is None:
+            parts = dict(zip(_FIELDS, _unpack(self.packed[:self.filled], self.spec[0]), strict=True))
+            pts, recs = parts["point"], parts["record"]
+            # the time and "a step was taken" are the slot's, the same for every member of a batch
+            t, is_step = (parts[f].reshape(self.filled, -1)[:, 0] for f in ("t", "is_step"))
+            self._arrays = {
+                "t": t, "is_step": is_step, "q": pts.q, "p": pts.p, "v": pts.v,
+                "energy": pts.energy, "slip": pts.slip, "holonomic_violation": pts.holonomic_violation,
+                "xi": recs.xi, "mu": recs.mu, "constraint_residual": recs.constraint_residual, "error": recs.error,
+                "iterations": recs.iterations, "slot_iterations": parts["slot_iterations"]}
+        return self._arrays
 
 
 def assemble(store: _Store, n_slots: int, final: RunState, h: float, meta: dict, status: np.ndarray,

@@ -20,7 +20,7 @@ from manifold_dirac import integrate
 from manifold_dirac._errors import StepError
 from manifold_dirac._mechanics.status import Status
 from manifold_dirac._run.integrator import Integrator
-from manifold_dirac._run.loop import CHUNK
+from manifold_dirac._run.loop import CHUNK, chunk_rows
 from manifold_dirac.systems import pendulum
 
 from .test_faults import vanishing_mass  # the kinetic term of x0 vanishes for x0 >= 1
@@ -79,9 +79,9 @@ def test_a_raised_batch_failure_keeps_every_members_state_at_the_failed_step(str
 
 def test_a_raised_batch_failure_in_a_later_chunk_keeps_every_state():
     """The failed chunk starts past step 0 (from a state that is not the initial one)."""
-    h, stride = 0.001, 2
-    ref, e = _raised(1, h, 1000), _raised(stride, h, 1000)
-    assert e.step == ref.step > CHUNK * stride  # the failure is in the second chunk
+    h, stride = 0.00005, 2
+    ref, e = _raised(1, h, 11000), _raised(stride, h, 11000)
+    assert e.step == ref.step > chunk_rows(2) * stride  # the failure is in the second chunk
     tr, r = e.trajectory, ref.trajectory
     k = np.rint(tr.t / h).astype(int)
     assert k[-1] == e.step and np.all(np.diff(k[k <= e.step // stride * stride]) == stride)
@@ -97,8 +97,9 @@ def _run(n_steps, callback, stride=1):
     return integ.run(state, n_steps, stride=stride, callback=callback)
 
 
-@pytest.mark.parametrize("n_steps, stride, seen", [(100, 1, [100]), (2 * CHUNK + 50, 1, [CHUNK, 2 * CHUNK, 562]),
-                                                    (600, 2, [2 * CHUNK, 600])])
+@pytest.mark.parametrize("n_steps, stride, seen", [(100, 1, [100]),
+                                                    (2 * CHUNK + 50, 1, [CHUNK, 2 * CHUNK, 2 * CHUNK + 50]),
+                                                    (2 * CHUNK + 88, 2, [2 * CHUNK, 2 * CHUNK + 88])])
 def test_the_callback_runs_after_every_chunk_the_last_one_included(n_steps, stride, seen):
     calls = []
     tr = _run(n_steps, lambda s: calls.append(s.k), stride)
@@ -114,7 +115,8 @@ def test_a_callback_that_stops_at_the_end_of_a_short_run_changes_nothing():
 
 
 def test_a_callback_that_stops_the_run_records_the_state_it_saw_once():
-    """Stopped at step 256: a closing point records ``q_256`` (257 points), the callback is not called again."""
+    """Stopped at the end of the first chunk, step ``CHUNK``: a closing point records ``q_CHUNK`` (``CHUNK + 1``
+    points), the callback is not called again."""
     calls = []
     tr = _run(2 * CHUNK + 50, lambda s: calls.append((s.k, np.asarray(s.q).copy())) or False)
     full = _run(2 * CHUNK + 50, None)
@@ -125,12 +127,13 @@ def test_a_callback_that_stops_the_run_records_the_state_it_saw_once():
     assert tr.ok and tr.xi.shape[0] == CHUNK  # the closing point takes no step
 
 
-def test_a_run_stopped_by_an_exception_at_step_256_keeps_the_256_points_before_it():
-    """Interrupted (not stopped) at step 256: the points ``t_0 .. t_255``; ``q_256`` is computed, not stored.
+def test_a_run_stopped_by_an_exception_after_the_first_chunk_keeps_the_points_before_it():
+    """Interrupted (not stopped) at step ``CHUNK``: the points ``t_0 .. t_(CHUNK-1)``; ``q_CHUNK`` is computed,
+    not stored.
 
     A stored point needs the step from it (its central velocity); after an
-    exception no more compiled code runs, so the state at step 256, which
-    the message names, is not a point of the partial trajectory.
+    exception no more compiled code runs, so the state at step ``CHUNK``,
+    which the message names, is not a point of the partial trajectory.
     """
     def boom(state):
         raise ValueError("stop")
@@ -138,7 +141,7 @@ def test_a_run_stopped_by_an_exception_at_step_256_keeps_the_256_points_before_i
     with pytest.raises(ValueError) as ei:
         _run(2 * CHUNK + 50, boom)
     tr = ei.value.trajectory
-    assert any("stopped the run at step 256" in n for n in ei.value.__notes__)
+    assert any(f"stopped the run at step {CHUNK}" in n for n in ei.value.__notes__)
     assert tr.n_points == CHUNK and tr.t[-1] == pytest.approx((CHUNK - 1) * 0.01)
     assert tr.xi.shape[0] == CHUNK  # every stored point's step was taken
 

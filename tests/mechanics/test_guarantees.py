@@ -270,21 +270,23 @@ def test_in_a_batch_only_the_failing_members_are_marked():
 
 
 def test_a_non_finite_energy_in_a_later_chunk_freezes_only_that_member():
-    """Member 0 reaches the NaN band at step 300, past the first compiled chunk of stored points: it fails
-    there and is frozen at ``q_300``; its points before are those of a run that never meets the band, and
-    member 1 runs on as it would alone."""
-    sysm = _with_params(PROBE, {**FAR, "band": np.float64(0.5)})
-    q0 = np.array([[-29.5, -29.5], [-2.0, -2.0]])
+    """Member 0 reaches the NaN band at step ``K = CHUNK + 276``, past the first compiled chunk of stored points:
+    it fails there and is frozen at ``q_K``; its points before are those of a run that never meets the band, and
+    member 1 runs on as it would alone. (The band is put where a clear run has member 0 at step ``K``: the far
+    log wall's pull moves it by more than the band's width over thousands of steps.)"""
+    K = CHUNK + 276
+    q0 = np.array([[-0.1 * K, -0.1 * K], [-2.0, -2.0]])
     v0 = np.array([[1.0, 1.0], [-1.0, -1.0]])
-    tr = integrate(sysm, q0, v0=v0, h=0.1, n_steps=400)
-    assert 300 > CHUNK
+    clear = integrate(PROBE, q0, v0=v0, h=0.1, n_steps=K + 100)
+    sysm = _with_params(PROBE, {**FAR, "band": np.float64(clear.q[K, 0, 0])})
+    tr = integrate(sysm, q0, v0=v0, h=0.1, n_steps=K + 100)
     assert list(tr.status) == [Status.NONFINITE, Status.OK]
-    assert tr.messages[0].startswith("step 300 (t = 30), batch member [0]") and "in the energy" in tr.messages[0]
-    assert np.all(tr.q[300:, 0] == tr.q[300, 0]) and np.all(np.isnan(tr.energy[300:, 0]))
-    assert np.all(np.isfinite(tr.energy[:300, 0]))
-    clear = integrate(PROBE, q0, v0=v0, h=0.1, n_steps=299)
-    np.testing.assert_array_equal(tr.q[:300, 0], clear.q[:, 0])
-    alone = integrate(sysm, q0[1], v0=v0[1], h=0.1, n_steps=400)
+    assert tr.messages[0].startswith(f"step {K} (t = {K / 10:g}), batch member [0]") and "in the energy" in \
+        tr.messages[0]
+    assert np.all(tr.q[K:, 0] == tr.q[K, 0]) and np.all(np.isnan(tr.energy[K:, 0]))
+    assert np.all(np.isfinite(tr.energy[:K, 0]))
+    np.testing.assert_array_equal(tr.q[:K + 1, 0], clear.q[:K + 1, 0])
+    alone = integrate(sysm, q0[1], v0=v0[1], h=0.1, n_steps=K + 100)
     np.testing.assert_allclose(tr.q[:, 1], alone.q, rtol=0, atol=1e-14)
 
 
@@ -391,8 +393,8 @@ def test_an_exception_in_the_callback_keeps_the_trajectory_computed_so_far():
     e = ei.value
     tr = e.trajectory
     assert str(e) == "user code failed"
-    assert any("this exception stopped the run at step 256" in n and "the 256 points computed so far are in "
-               ".trajectory" in n for n in e.__notes__)
+    assert any(f"this exception stopped the run at step {CHUNK}" in n and f"the {CHUNK} points computed so far are "
+               "in .trajectory" in n for n in e.__notes__)
     assert tr.n_points == CHUNK and tr.status == Status.INTERRUPTED and tr.meta["interrupted"]
     for k in ("t", "q", "p", "v", "energy"):
         np.testing.assert_array_equal(getattr(tr, k), getattr(FULL, k)[:CHUNK])
@@ -400,8 +402,8 @@ def test_an_exception_in_the_callback_keeps_the_trajectory_computed_so_far():
 
 def test_ctrl_c_keeps_the_trajectory_computed_so_far():
     """A KeyboardInterrupt (Ctrl-C, simulated in the callback) is a RunInterrupted with the partial run."""
-    with pytest.raises(RunInterrupted, match="integration interrupted at step 256 .* the 256 points computed so far") \
-            as ei:
+    with pytest.raises(RunInterrupted, match=f"integration interrupted at step {CHUNK} .* the {CHUNK} points computed "
+                       "so far") as ei:
         _pendulum_run(_raise_after_first_chunk(KeyboardInterrupt()))
     tr = ei.value.trajectory
     assert tr.n_points == CHUNK and tr.status == Status.INTERRUPTED and not tr.ok

@@ -136,3 +136,48 @@ def test_degenerate_lagrangian_keeps_the_central_difference():
     p = dp.momentum(q, jnp.array([0.1, 0.5]))
     v = jax.jit(lambda q, p, vc: I._reported_legendre_velocity(dp, q, p, vc, dp.params))(q, p, vc)
     np.testing.assert_allclose(np.asarray(v), [0.1, 0.5], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("eps, legendre", [(1e-12, False), (1e-5, True)])
+@pytest.mark.parametrize("c_scale", [None, 1.0, 1e-6])
+def test_a_nearly_degenerate_lagrangian_keeps_the_central_difference_whatever_the_constraints_units(
+        eps, legendre, c_scale):
+    """``L = v_0^2/2 + eps v_1^2/2 + v_2^2/2``: ``d2L/dv2`` singular to ``1e-12`` (below the regularity threshold
+    ``1e-8``) keeps the central difference, ``1e-5`` gets the Legendre inverse (sensitivity); a constraint on
+    ``v_2`` (its one-form scaled by ``c_scale``: units) does not change the verdict."""
+    from manifold_dirac import LagrangeDiracSystem
+    from manifold_dirac._manifolds import Euclidean
+
+    def L(q, v):
+        return 0.5 * v[0] ** 2 + 0.5 * eps * v[1] ** 2 + 0.5 * v[2] ** 2 + 0.1 * jnp.sin(q[0]) * v[1]
+
+    constraint = None if c_scale is None else c_scale * np.array([[0.0, 0.0, 1.0]])
+    sysm = LagrangeDiracSystem(Euclidean(3), L, constraint=constraint)
+    q = jnp.array([0.3, -0.2, 0.1])
+    w = jnp.array([0.4, 0.7, 0.0 if c_scale is not None else -0.5])
+    p = sysm.momentum(q, w)
+    vc = w + jnp.array([1e-3, -2e-3, 0.0])  # an O(h^2)-off central difference
+    v = np.asarray(jax.jit(lambda q, p, vc: I._reported_legendre_velocity(sysm, q, p, vc, None))(q, p, vc))
+    if legendre:
+        np.testing.assert_allclose(v, np.asarray(w), rtol=0, atol=1e-9)
+    else:
+        np.testing.assert_array_equal(v, np.asarray(vc))
+
+
+def test_the_reported_velocity_makes_no_lapack_call():
+    """It runs at every stored point inside the compiled loop: no SVD, LU, QR (a LAPACK call per point costs
+    more than the step of a small system). The detector finds the SVDs of the start's least-squares Legendre
+    solve (sensitivity)."""
+    import re
+
+    from manifold_dirac._run import start
+
+    lapack = re.compile(r"= (svd|lu|qr|eigh|cholesky|triangular_solve|lu_pivots_to_permutation)\b")  # a primitive
+    ke = new("knife_edge")
+    q, vc = jnp.eye(3), jnp.array([0.8, 1.0, 0.0])
+    p = ke.momentum(q, vc)
+    jaxpr = str(jax.make_jaxpr(lambda q, p, vc: I._reported_legendre_velocity(ke, q, p, vc, ke.params))(q, p, vc))
+    assert not lapack.search(jaxpr)
+    C = ke.constraint_matrix(q, ke.params)
+    old = str(jax.make_jaxpr(lambda q, p: start._legendre_solve(ke, q, p, C, jnp.eye(3)[:, :2], ke.params))(q, p))
+    assert lapack.search(old)
