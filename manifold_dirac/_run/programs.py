@@ -11,6 +11,7 @@ import functools
 from collections.abc import Callable, Hashable
 
 import jax
+import jax.numpy as jnp
 
 from .._mechanics import compile_cache
 from .._mechanics.step import StepMap
@@ -19,7 +20,6 @@ from . import exported
 
 MEMBERS = "members"
 """Name of the batch axis of a batched run (``vmap``), used by Newton to branch on the whole batch."""
-
 
 def compiled_functions(system: LagrangeDiracSystem) -> dict:
     """The compiled programs that serve ``system`` (key: scheme, rule, options, kind).
@@ -40,10 +40,52 @@ def _compiled(sm: StepMap, kind: Hashable, build: Callable[[], Callable]) -> Cal
     return compile_cache.cached(key, lambda: exported.program(parts, kind, build))
 
 
-def member_step(sm: StepMap, batched: bool) -> Callable:
-    """The step map of one member, or ``vmap``-ed over a batch (axis ``MEMBERS``; controls batched, ``k, t, h,
-    params`` shared): ``(state, k, t, h, params, u) -> (state, record)``."""
+BLOCK = 1
+"""Members stepped together (one ``vmap``) per trip of the loop over a batch on a CPU (:func:`member_step`).
+
+One member per trip measured as fast as blocks of 4-16 members (``benchmarks/batch_layout.py``) and
+compiles in half the time."""
+
+
+def member_step(sm: StepMap, batched: bool, block: int | None = None) -> Callable:
+    """The step map of one member, or of a batch: ``(state, k, t, h, params, u) -> (state, record)``.
+
+    A batch (leading axis of every leaf of ``state`` and of ``u``; ``k, t, h,
+    params`` shared) is stepped on a CPU as a loop over blocks of ``block``
+    members (default :data:`BLOCK`; ``jax.lax.map``), a block of more than
+    one member ``jax.vmap``-ed (axis ``MEMBERS``) and the last block padded
+    with copies of the last member, whose results are dropped. On another
+    backend (a GPU) the whole batch is one ``vmap`` unless ``block`` is given.
+
+    One ``vmap`` over a whole batch computes the same values but is several
+    times slower on a CPU (6x for the heavy top at 4096 members,
+    ``docs/performance.md``): every operation of the step then reads and
+    writes arrays of the batch's size, and XLA:CPU compiles the step into
+    many kernels that pass them through memory, where one member's step is
+    one kernel working in registers. A member also iterates Newton only
+    until *it* has converged, not until the slowest member of the batch has.
+    """
     if not batched:
         return sm.step
-    return jax.vmap(functools.partial(sm.step, axis_name=MEMBERS), in_axes=(0, None, None, None, None, 0),
-                    axis_name=MEMBERS)
+    vstep = jax.vmap(functools.partial(sm.step, axis_name=MEMBERS), in_axes=(0, None, None, None, None, 0),
+                     axis_name=MEMBERS)
+    if block is None and jax.default_backend() != "cpu":
+        return vstep
+    size = BLOCK if block is None else block
+    one = sm.step if size == 1 else vstep  # a block of one: the member's own step, no batch axis
+
+    def step(state, k, t, h, params, u=None):
+        B = jnp.shape(state.status)[0]
+        nb = -(-B // size)
+        pad = nb * size - B
+        lead = () if size == 1 else (size,)
+
+        def blocks(a):
+            if pad:
+                a = jnp.concatenate([a, jnp.broadcast_to(a[-1:], (pad, *a.shape[1:]))])
+            return a.reshape(nb, *lead, *a.shape[1:])
+
+        out = jax.lax.map(lambda x: one(x[0], k, t, h, params, x[1]), jax.tree.map(blocks, (state, u)))
+        return jax.tree.map(lambda a: a.reshape(nb * size, *a.shape[1 + len(lead):])[:B], out)
+
+    return step
