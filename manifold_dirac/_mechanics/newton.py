@@ -51,7 +51,7 @@ from .small import solve_small
 from .status import Status
 from .._types import PyTree
 
-__all__ = ["NewtonResult", "RoundoffFloor", "SolverOptions", "newton", "scaled_error"]
+__all__ = ["FloorTest", "NewtonResult", "RoundoffFloor", "SolverOptions", "newton", "scaled_error"]
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -156,9 +156,13 @@ class RoundoffFloor(NamedTuple):
     resolution: Callable[[jax.Array, PyTree], jax.Array]
 
 
+FloorTest = RoundoffFloor | Callable[[jax.Array], jax.Array]
+"""What :func:`newton` takes as ``floor``: a :class:`RoundoffFloor`, or ``floor(z) -> (N,)`` itself."""
+
+
 def newton(
     fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax.Array, options: SolverOptions,
-    active: Any = True, floor: RoundoffFloor | None = None, axis_name: str | None = None,
+    active: Any = True, floor: FloorTest | None = None, axis_name: str | None = None,
 ) -> NewtonResult:
     """Solve ``fun(z)[0] = 0`` from ``z0`` (see the module docstring for the stopping rule).
 
