@@ -10,6 +10,7 @@ a few steps of a cheap system.
 """
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -87,8 +88,35 @@ def test_the_comparison_sees_a_member_given_another_members_run_or_controls(alon
 
 
 def test_the_default_layout_is_the_one_member_step_on_a_cpu(alone):
-    """The default batched step gives each member its one-member values bit for bit (one member per trip)."""
+    """The default batched step gives each member its one-member values bit for bit (one member per trip), and
+    runs the one-member step itself: its Newton floor is a branch (a conditional in the program), where a
+    ``vmap``-ed block takes it from the linearization (none)."""
     sm, st, runs = alone
     if jax.default_backend() != "cpu":
         pytest.skip("the CPU layout")
     _assert_members_equal(_run(_stepper(sm, None), st, U), runs, atol=0.0)
+
+    def text(block):
+        return _stepper(sm, block).lower(st, 0, 0.0, H, WALL.params, U[0]).compile().as_text()
+
+    assert re.search(r"\bconditional\(", text(None))
+    assert not re.search(r"\bconditional\(", text(4))
+
+
+def test_member_map_is_vmap_on_every_layout_and_refuses_another_batch_axis():
+    from manifold_dirac._run.programs import member_map
+
+    def f(x, c, y):
+        return {"s": jnp.sin(x) * c + y.sum(), "t": (x * y[:1], c)}
+
+    x, c, y = jnp.linspace(0.0, 1.0, 7), jnp.float64(3.0), jnp.arange(14.0).reshape(7, 2)
+    want = jax.vmap(f, in_axes=(0, None, 0))(x, c, y)
+    for block in (None, 1, 3, 16):
+        got = jax.jit(member_map(f, (0, None, 0), block))(x, c, y)
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+            assert a.shape == b.shape  # (a vectorized sin and a scalar one differ in the last bit)
+            np.testing.assert_allclose(a, b, rtol=1e-15, atol=0)
+    wrong = jax.jit(member_map(f, (0, None, 0), 3))(x, c, y[::-1])  # the sensitivity: other members' y
+    assert not np.allclose(wrong["s"], want["s"])
+    with pytest.raises(ValueError, match="in_axes must be 0 or None"):
+        member_map(f, (1, None, 0))
