@@ -51,7 +51,7 @@ from .small import solve_small
 from .status import Status
 from .._types import PyTree
 
-__all__ = ["NewtonResult", "RoundoffFloor", "SolverOptions", "newton", "scaled_error"]
+__all__ = ["FloorTest", "NewtonResult", "RoundoffFloor", "SolverOptions", "newton", "scaled_error"]
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -156,9 +156,13 @@ class RoundoffFloor(NamedTuple):
     resolution: Callable[[jax.Array, PyTree], jax.Array]
 
 
+FloorTest = RoundoffFloor | Callable[[jax.Array], jax.Array]
+"""What :func:`newton` takes as ``floor``: a :class:`RoundoffFloor`, or ``floor(z) -> (N,)`` itself."""
+
+
 def newton(
     fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax.Array, options: SolverOptions,
-    active: Any = True, floor: RoundoffFloor | None = None, axis_name: str | None = None,
+    active: Any = True, floor: FloorTest | None = None, axis_name: str | None = None,
 ) -> NewtonResult:
     """Solve ``fun(z)[0] = 0`` from ``z0`` (see the module docstring for the stopping rule).
 
@@ -196,16 +200,17 @@ def newton(
         return r
 
     N = z0.shape[0]
-    shared = isinstance(floor, RoundoffFloor)  # the floor's Jacobian from the Newton linearization
-    if shared:
-        eta0 = jnp.zeros(floor.dim, z0.dtype)
+    linear = floor if isinstance(floor, RoundoffFloor) else None  # the floor's Jacobian from the linearization
+    shared = linear is not None
+    if linear is not None:
+        eta0 = jnp.zeros(linear.dim, z0.dtype)
         basis_z = jnp.eye(N, dtype=z0.dtype)
-        basis_eta = jnp.eye(N, floor.dim, dtype=z0.dtype)  # probe: the columns dr/d eta_j, then zeros
+        basis_eta = jnp.eye(N, linear.dim, dtype=z0.dtype)  # probe: the columns dr/d eta_j, then zeros
 
         def jac_or_probe(z, probe):
             tz = jnp.where(probe, 0.0, basis_z)
             te = jnp.where(probe, basis_eta, 0.0)
-            col = lambda a, b: jax.jvp(floor.residual, (z, eta0), (a, b))[1]  # noqa: E731
+            col = lambda a, b: jax.jvp(linear.residual, (z, eta0), (a, b))[1]  # noqa: E731
             return jax.vmap(col, out_axes=1)(tz, te)
     else:
         jac = jax.jacfwd(lin)
@@ -234,8 +239,8 @@ def newton(
         else:
             J = linearize(z, probe)
             fresh = jnp.bool_(True)
-        if shared:
-            floor_z = jnp.sum(jnp.abs(J), axis=1) * floor.resolution(z, aux)
+        if linear is not None:
+            floor_z = jnp.sum(jnp.abs(J), axis=1) * linear.resolution(z, aux)
         z1 = jnp.where(probe, z, z + solve_small(J, -r))  # a probe does not move
         if floor is not None:
             if not shared:  # a floor function of its own (a branch: its own copy of the equations)

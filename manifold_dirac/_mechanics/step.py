@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._manifolds.base import tree_where
-from .newton import RoundoffFloor, SolverOptions, newton
+from .newton import FloorTest, RoundoffFloor, SolverOptions, newton
 from .rules import DiscreteLagrangian, StepContext
 from .schemes import Scheme
 from .small import mv
@@ -268,13 +268,21 @@ class StepMap:
 
         ``axis_name``: the batch axis when the step runs under ``jax.vmap(..., axis_name=...)``
         (with ``SolverOptions(jacobian="reuse")`` Newton then branches on the whole batch, see
-        :func:`~manifold_dirac._mechanics.newton.newton`).
+        :func:`~manifold_dirac._mechanics.newton.newton`). The round-off floor of Newton's stop
+        (:meth:`roundoff_floor`) is, for one member, a branch of its own that only a probe trip takes, so the
+        Newton matrix is ``dr/dz`` alone (17 % off a heavy-top step, ``benchmarks/batch_layout.py --floor``);
+        under ``vmap`` (``axis_name`` given), where both sides of a branch run, it comes from the Newton
+        linearization (:meth:`floor_test`).
         """
         sysm, n = self.system, self.n
         active = state.status == Status.OK
         z0 = self.warm_start(state)
+        if axis_name is None:  # one member: the floor in a branch taken only by a probe (a real branch)
+            floor: FloorTest = lambda z: self.roundoff_floor(z, state.q, state.p, t, h, params, u)  # noqa: E731
+        else:  # a vmapped batch, where a branch runs for every member at every trip: from Newton's linearization
+            floor = self.floor_test(state.q, state.p, t, h, params, u)
         res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options, active,
-                     floor=self.floor_test(state.q, state.p, t, h, params, u), axis_name=axis_name)
+                     floor=floor, axis_name=axis_name)
         q1, p_out, c = res.aux
         xi, st, mu = res.z[:n], res.z[n:n + self.ns], res.z[n + self.ns:]
         converged = res.status == Status.OK

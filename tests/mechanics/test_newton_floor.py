@@ -56,9 +56,11 @@ def test_a_floor_function_of_its_own_gives_the_same_answer():
     assert abs(float(res.z[0]) - A) <= 4 * EPS * C
 
 
-def test_the_floor_test_adds_no_branch_to_the_step():
-    """The step's floor test shares Newton's linearization: no conditional in the compiled heavy-top step,
-    and a floor function of its own (the check can see one) puts one there."""
+def test_the_floor_test_is_a_branch_for_one_member_and_shares_the_linearization_under_vmap():
+    """One member's step evaluates the floor in a branch that only a probe trip takes (its Newton matrix is
+    ``dr/dz`` alone); under ``vmap``, where a branch would run at every trip, the floor comes from Newton's
+    own linearization and the compiled heavy-top step holds no conditional. Each route is the other's
+    sensitivity check: the check sees a conditional where there is one."""
     from manifold_dirac import systems as S
     from manifold_dirac._manifolds import SO3
     from manifold_dirac._run.integrator import Integrator
@@ -67,19 +69,17 @@ def test_the_floor_test_adds_no_branch_to_the_step():
     integ = Integrator(sysm, 0.01)
     st = integ.initial_state(np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0]))), v0=np.array([0.5, -0.2, 2.0]))
     sm = integ.stepmap
-
-    def text():
-        fn = jax.jit(lambda m, h, p: sm.step(m, 0, 0.0, h, p)[0])
-        return fn.lower(st.members, 0.01, sysm.params).compile().as_text()
-
-    assert not re.search(r"\bconditional\(", text())
-    saved = sm.floor_test
-    sm.floor_test = lambda q, p, t, h, params, u=None: (
-        lambda z: sm.roundoff_floor(z, q, p, t, h, params, u))
-    try:
-        assert re.search(r"\bconditional\(", text())
-    finally:
-        sm.floor_test = saved
+    one = jax.jit(lambda m, h, p: sm.step(m, 0, 0.0, h, p)[0])
+    batch = jax.jit(jax.vmap(lambda m, h, p: sm.step(m, 0, 0.0, h, p, axis_name="b")[0], (0, None, None),
+                             axis_name="b"))
+    members = jax.tree.map(lambda a: jnp.stack([a, a]), st.members)
+    one_text = one.lower(st.members, 0.01, sysm.params).compile().as_text()
+    batch_text = batch.lower(members, 0.01, sysm.params).compile().as_text()
+    assert re.search(r"\bconditional\(", one_text)
+    assert not re.search(r"\bconditional\(", batch_text)
+    a, b = one(st.members, 0.01, sysm.params), batch(members, 0.01, sysm.params)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_allclose(np.asarray(y)[1], x, rtol=0, atol=1e-15)
 
 
 # ------------------------------------------------------------- simplified Newton (the matrix reused)
