@@ -17,9 +17,10 @@ business, progress and the user's callback the
 :class:`~manifold_dirac._run.reports.Monitor`'s: both are passed in, the
 loop itself has no branch for them.
 
-Batches are ``jax.vmap`` of the one-member step map; the step index is shared
-by all members (unbatched), so the loop that skips slots past the end stays
-a real loop under ``vmap``.
+Batches map the one-member step map and stored point over the members
+(:func:`~manifold_dirac._run.programs.member_map`: a loop over members on a
+CPU, ``jax.vmap`` on a GPU); the step index is shared by all members
+(unbatched), so the loop that skips slots past the end stays a real loop.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from .._manifolds.base import tree_where
 from .._mechanics.status import Status
 from .._mechanics.step import FAIL_ENERGY, State, StepMap
 from .._types import Params, Vector
-from .programs import member_step
+from .programs import member_map, member_step
 from .recording import Raw, Recording, _pack, _Store, _unpack
 from .reports import Monitor
 from .state import RunState
@@ -99,7 +100,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
     step = jax.jit(member_step(sm, batched))
     point = recording.point
     if batched:
-        point = jax.vmap(point, in_axes=(None, 0, 0, None, None, 0, None, None))
+        point = member_map(point, in_axes=(None, 0, 0, None, None, 0, None, None))
     lead = 1 if batched else 0
     spec: list = []
 
