@@ -289,9 +289,23 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             # every sub-step's guess on the first step: the state's unknowns scaled by gamma_i
             z0 = jnp.asarray(gammas, jnp.float64)[:, None] * z0[None, :]
 
+        def start_status(c: _Carry):
+            # a singular Newton matrix at the first step's start: the steps are undetermined (integrate refuses
+            # such a start with IllPosedSystemError; traced here, the run is marked ILL_POSED at step 0). The
+            # first (sub-)step's matrix at its Newton start, as integrate's start checks it. Evaluated inside
+            # the loop on its first trip: there it is part of the loop's compiled kernel (outside, its
+            # hundred-odd small operations cost more than the rest of a short run)
+            z, hh = (c.z, h) if gammas is None else (c.z[0], gammas[0] * h)
+            cond, _ = step_conditioning(sm, c.q, c.p, z, t0, hh, params, direction=False)
+            singular = ~(cond <= _SINGULAR_STEP)
+            return (jnp.where(singular, Status.ILL_POSED, c.status).astype(jnp.int32),
+                    jnp.where(singular, 0, c.fail_step).astype(jnp.int32))
+
         def body(c: _Carry, xs):
             k, u = xs
             t = t0 + k * h
+            status, fail_step = jax.lax.cond(k == 0, start_status, lambda c: (c.status, c.fail_step), c)
+            c = c._replace(status=status, fail_step=fail_step)
             if gammas is None:
                 return sub_step(c, k, t, h, u, c.z)
             g = np.asarray(gammas)
@@ -335,15 +349,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             body = jax.checkpoint(body, policy=jax.checkpoint_policies.save_only_these_names(_Z_NAME))
         ks = jnp.arange(n_steps, dtype=jnp.int32)
         us = controls if has_u else None
-        # a singular Newton matrix at the first step's start: the steps are undetermined (integrate refuses
-        # such a start with IllPosedSystemError; traced here, the run is marked ILL_POSED at step 0)
-        if gammas is None:
-            cond, _ = step_conditioning(sm, q0, p0, z0, t0, h, params, direction=False)
-        else:  # the first sub-step's matrix, as integrate's start checks it
-            cond, _ = step_conditioning(sm, q0, p0, z0[0], t0, gammas[0] * h, params, direction=False)
-        singular = ~(cond <= _SINGULAR_STEP)
-        c0 = _Carry(q0, p0, z0, jnp.where(singular, Status.ILL_POSED, Status.OK).astype(jnp.int32),
-                    jnp.where(singular, 0, -1).astype(jnp.int32))
+        c0 = _Carry(q0, p0, z0, jnp.int32(Status.OK), jnp.int32(-1))
         cN, (qs, ps, zs, its) = jax.lax.scan(body, c0, (ks, us), length=n_steps)
         q_all = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), q0, qs)
         p_all = jnp.concatenate([p0[None], ps])
@@ -423,7 +429,12 @@ def rollout(
     warm_start : bool
         Newton starts each step from the previous step's solution (True) or
         from ``z = 0`` (False, more iterations): the values and derivatives
-        agree to the solve's accuracy either way.
+        agree to the solve's accuracy either way. Composed, sub-step ``i``
+        starts from its own solution on the previous step plus
+        ``gamma_i / gamma_{i-1}`` times the change of sub-step ``i - 1``'s
+        solution between the two steps (on the first step: sub-step
+        ``i - 1``'s solution scaled by ``gamma_i / gamma_{i-1}``, as
+        :class:`~manifold_dirac._mechanics.composition.ComposedStepMap` does).
 
     Returns
     -------
