@@ -286,27 +286,50 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             xi0 = jnp.zeros(n, jnp.float64)  # a first guess only: the solution does not depend on it
         z0 = _initial_unknowns(sm, q0, p0, jax.lax.stop_gradient(xi0))
         if gammas is not None:
-            z0 = z0 * gammas[-1]  # the first sub-step's guess is the carried z scaled by gamma_1 / gamma_s
+            # every sub-step's guess on the first step: the state's unknowns scaled by gamma_i
+            z0 = jnp.asarray(gammas, jnp.float64)[:, None] * z0[None, :]
+
+        def start_status(c: _Carry):
+            # a singular Newton matrix at the first step's start: the steps are undetermined (integrate refuses
+            # such a start with IllPosedSystemError; traced here, the run is marked ILL_POSED at step 0). The
+            # first (sub-)step's matrix at its Newton start, as integrate's start checks it. Evaluated inside
+            # the loop on its first trip: there it is part of the loop's compiled kernel (outside, its
+            # hundred-odd small operations cost more than the rest of a short run)
+            z, hh = (c.z, h) if gammas is None else (c.z[0], gammas[0] * h)
+            cond, _ = step_conditioning(sm, c.q, c.p, z, t0, hh, params, direction=False)
+            singular = ~(cond <= _SINGULAR_STEP)
+            return (jnp.where(singular, Status.ILL_POSED, c.status).astype(jnp.int32),
+                    jnp.where(singular, 0, c.fail_step).astype(jnp.int32))
 
         def body(c: _Carry, xs):
             k, u = xs
             t = t0 + k * h
+            status, fail_step = jax.lax.cond(k == 0, start_status, lambda c: (c.status, c.fail_step), c)
+            c = c._replace(status=status, fail_step=fail_step)
             if gammas is None:
-                return sub_step(c, k, t, h, u, 1.0)
-            g = jnp.asarray(gammas, jnp.float64)
-            ratio = g / jnp.roll(g, 1)  # sub-step i starts from sub-step i-1's solution (the last one's for i = 0)
-            t_sub = t + h * jnp.concatenate([jnp.zeros(1), jnp.cumsum(g)[:-1]])
+                return sub_step(c, k, t, h, u, c.z)
+            g = np.asarray(gammas)
+            ratio = g / np.roll(g, 1)  # gamma_i / gamma_(i-1) (gamma_1 / gamma_s for i = 1)
+            t_sub = np.concatenate([np.zeros(1), np.cumsum(g)[:-1]])
+            prev = c.z  # (s, N_z): every sub-step's solution on the previous step (gamma_i z0 before the first)
 
-            def one(cc, x):
-                gi, ti, ri = x
-                cc, (q1, p1, z1, it) = sub_step(cc, k, ti, gi * h, u, ri)
-                return cc, (z1, it)
+            def one(carry, x):
+                cc, last = carry  # last: the previous sub-step's solution on this step
+                gi, ti, ri, prev_i, prev_before = x
+                # Newton's start: the same sub-step's solution on the previous step, moved by the change the
+                # previous sub-step saw between the two steps scaled by gamma_i / gamma_(i-1) (on the first step
+                # this is that sub-step's solution scaled, and gamma_1 z0 for the first sub-step)
+                guess = prev_i + ri * (last - prev_before)
+                cc, (q1, p1, z1, it) = sub_step(cc._replace(z=prev_i), k, t + h * ti, gi * h, u, guess)
+                return (cc, cc.z), (cc.z, z1, it)
 
-            c, (zs, its) = jax.lax.scan(one, c, (g, t_sub, ratio))
-            return c, (c.q, c.p, zs, jnp.sum(its).astype(jnp.int32))
+            xs = (jnp.asarray(g), jnp.asarray(t_sub), jnp.asarray(ratio), prev, jnp.roll(prev, 1, axis=0))
+            (c, _), (zs, zout, its) = jax.lax.scan(one, (c._replace(z=prev[0]), prev[-1]), xs)
+            c = c._replace(z=zs)
+            return c, (c.q, c.p, zout, jnp.sum(its).astype(jnp.int32))
 
-        def sub_step(c: _Carry, k, t, h, u, ratio):
-            guess = jax.lax.stop_gradient(c.z * ratio) if warm_start else jnp.zeros_like(c.z)
+        def sub_step(c: _Carry, k, t, h, u, guess):
+            guess = jax.lax.stop_gradient(guess) if warm_start else jnp.zeros_like(guess)
             z1, info = solve(guess, c.q, c.p, t, h, params, u)
             _, _, (q1, p1, _) = sm.equations(z1, c.q, c.p, t, h, params, u)
             st = classify_step(info[0].astype(jnp.int32), Q, z1[:n], q1, p1)
@@ -326,12 +349,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             body = jax.checkpoint(body, policy=jax.checkpoint_policies.save_only_these_names(_Z_NAME))
         ks = jnp.arange(n_steps, dtype=jnp.int32)
         us = controls if has_u else None
-        # a singular Newton matrix at the first step's start: the steps are undetermined (integrate refuses
-        # such a start with IllPosedSystemError; traced here, the run is marked ILL_POSED at step 0)
-        cond, _ = step_conditioning(sm, q0, p0, z0, t0, h, params)
-        singular = ~(cond <= _SINGULAR_STEP)
-        c0 = _Carry(q0, p0, z0, jnp.where(singular, Status.ILL_POSED, Status.OK).astype(jnp.int32),
-                    jnp.where(singular, 0, -1).astype(jnp.int32))
+        c0 = _Carry(q0, p0, z0, jnp.int32(Status.OK), jnp.int32(-1))
         cN, (qs, ps, zs, its) = jax.lax.scan(body, c0, (ks, us), length=n_steps)
         q_all = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), q0, qs)
         p_all = jnp.concatenate([p0[None], ps])
@@ -411,7 +429,12 @@ def rollout(
     warm_start : bool
         Newton starts each step from the previous step's solution (True) or
         from ``z = 0`` (False, more iterations): the values and derivatives
-        agree to the solve's accuracy either way.
+        agree to the solve's accuracy either way. Composed, sub-step ``i``
+        starts from its own solution on the previous step plus
+        ``gamma_i / gamma_{i-1}`` times the change of sub-step ``i - 1``'s
+        solution between the two steps (on the first step: sub-step
+        ``i - 1``'s solution scaled by ``gamma_i / gamma_{i-1}``, as
+        :class:`~manifold_dirac._mechanics.composition.ComposedStepMap` does).
 
     Returns
     -------

@@ -306,37 +306,64 @@ def _check_primary_constraint(sysm: LagrangeDiracSystem, sol: dict, B: tuple[int
     return sol["v"] if bool(np.all(ok)) else None
 
 
-def equilibrated_condition(J: Matrix) -> tuple[jax.Array, Vector]:
+def equilibrated_condition(J: Matrix, direction: bool = True) -> tuple[jax.Array, Vector]:
     """The condition number of ``J`` scaled by rows then columns (traceable), and its null direction.
 
     Rows and columns are divided by their largest entry (so the units of the
-    unknowns and of the equations drop out); the condition number is the
-    ratio of the extreme singular values of the scaled matrix (``inf`` for a
-    zero singular value), the direction the right singular vector of the
-    smallest one, in the scaled unknowns.
+    unknowns and of the equations drop out). The condition number is the
+    1-norm one, ``||Je||_1 ||Je^{-1}||_1`` of the scaled matrix ``Je``
+    (``inf`` when the elimination meets a zero pivot), with ``Je^{-1}`` from
+    the unrolled Gaussian elimination of
+    :func:`~manifold_dirac._mechanics.small.solve_small` (no LAPACK call up to
+    its size limit: a singular value decomposition costs tens of microseconds
+    per call, more than the rest of a short run's start). It is within a
+    factor ``N`` of the 2-norm one, the ratio of the extreme singular values
+    (``kappa_2 / N <= kappa_1 <= N kappa_2``).
+
+    The direction (only with ``direction=True``, and computed only when the
+    matrix is singular by the start's threshold, else zeros) is the right
+    singular vector of the smallest singular value, in the unknowns' units.
     """
+    from .._mechanics.small import SMALL_SOLVE_MAX, solve_small
+
     Je = J / jnp.maximum(jnp.max(jnp.abs(J), axis=1, keepdims=True), 1e-300)
     col = jnp.maximum(jnp.max(jnp.abs(Je), axis=0, keepdims=True), 1e-300)
     Je = Je / col
-    _, s, Vt = jnp.linalg.svd(Je)
-    cond = jnp.where(s[-1] > 0, s[0] / jnp.where(s[-1] > 0, s[-1], 1.0), jnp.inf)
-    return cond, Vt[-1] / col[0]
+    N = Je.shape[-1]
+    eye = jnp.eye(N, dtype=Je.dtype)
+    if N <= SMALL_SOLVE_MAX:
+        inv_t = jax.vmap(lambda b: solve_small(Je, b))(eye)  # row j: Je^{-1} e_j
+    else:
+        inv_t = jnp.linalg.solve(Je, eye).T
+    inv_norm = jnp.max(jnp.sum(jnp.abs(inv_t), axis=1))  # ||Je^{-1}||_1: its largest column sum
+    norm = jnp.max(jnp.sum(jnp.abs(Je), axis=0))
+    cond = jnp.where(jnp.isfinite(inv_norm), norm * inv_norm, jnp.inf)  # a zero pivot: inf or NaN entries
+    if not direction:
+        return cond, jnp.zeros(N, Je.dtype)
+
+    def null_direction(A):
+        return jnp.linalg.svd(A)[2][-1] / col[0]
+
+    d = jax.lax.cond(cond > _SINGULAR_STEP, null_direction, lambda A: jnp.zeros(N, A.dtype), Je)
+    return cond, d
 
 
 def step_conditioning(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, h: Scalar,
-                      params: Params) -> tuple[jax.Array, Vector]:
+                      params: Params, direction: bool = True) -> tuple[jax.Array, Vector]:
     """``(cond, direction)`` of the step's equilibrated Newton matrix ``dr/dz`` at ``z`` (one member; traceable).
 
     Used at the start of a run (:meth:`Integrator.initial_state`,
     :func:`~manifold_dirac._run.rollout.rollout`) on the first
     step's warm start; the inputs are not differentiated.
+    :func:`equilibrated_condition` gives both; ``direction=False`` skips the
+    direction (zeros), which only an error message uses.
     """
     q, p, z, t, h, params = jax.lax.stop_gradient((q, p, z, t, h, params))
     J = jax.jacfwd(lambda zz: sm.equations(zz, q, p, t, h, params)[0])(z)
     if J.size == 0:
         return jnp.ones(()), jnp.zeros(z.shape)
     finite = jnp.all(jnp.isfinite(J))
-    cond, d = equilibrated_condition(jnp.where(finite, J, 0.0))
+    cond, d = equilibrated_condition(jnp.where(finite, J, 0.0), direction)
     # a non-finite matrix is the step's own failure (NONFINITE, diagnosed there), not a singular system
     return jnp.where(finite, cond, 1.0), d
 

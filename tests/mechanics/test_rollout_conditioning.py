@@ -1,0 +1,126 @@
+"""The start's check of the first step's Newton matrix, and the Newton starts of a composed rollout.
+
+* the condition number that decides whether a start is singular (the
+  1-norm one of the equilibrated Newton matrix, from an unrolled
+  elimination) is within a factor ``N`` of the ratio of extreme singular
+  values on the start of every catalog system, flags an exactly and a
+  nearly singular matrix, and does not flag a merely ill-conditioned one;
+  the null direction that the error message names is computed only for a
+  singular matrix, and is one;
+* a composed rollout starts each sub-step's Newton iteration from the
+  same sub-step of the previous step: on the rolling disk (uniform motion)
+  one update per sub-step, with the positions of ``integrate``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import manifold_dirac as md
+from manifold_dirac._mechanics.composition import get_composition
+from manifold_dirac._mechanics.newton import SolverOptions
+from manifold_dirac._mechanics.rules import get_rule
+from manifold_dirac._mechanics.schemes import get_scheme
+from manifold_dirac._mechanics.step import StepMap
+from manifold_dirac._run.rollout import _initial_unknowns
+from manifold_dirac._run.start import _SINGULAR_STEP, equilibrated_condition
+from manifold_dirac.systems.catalog import EXAMPLES
+
+FAST = ("chaplygin_sled",)  # the rest of the catalog runs in the slow tier
+
+_cond = jax.jit(lambda J: equilibrated_condition(J, direction=False)[0])
+_cond_and_direction = jax.jit(equilibrated_condition)
+
+
+def _start_matrix(name: str) -> np.ndarray:
+    """The first step's Newton matrix ``dr/dz`` at its warm start (symmetric scheme, midpoint, the example's h)."""
+    ex = EXAMPLES[name]
+    sysm = ex.system()
+    q0, v0 = ex.initial(sysm)
+    sm = StepMap(sysm, get_scheme("symmetric"), get_rule("midpoint"), SolverOptions())
+    p0 = sysm.momentum(q0, jnp.asarray(v0), sysm.params)
+    z0 = _initial_unknowns(sm, q0, p0, ex.h * jnp.asarray(v0))
+    jac = jax.jit(jax.jacfwd(lambda z: sm.equations(z, q0, p0, 0.0, ex.h, sysm.params)[0]))
+    return np.asarray(jac(z0))
+
+
+def _svd_condition(J: np.ndarray) -> float:
+    """The ratio of the extreme singular values of ``J`` equilibrated by rows then columns (numpy)."""
+    Je = J / np.maximum(np.max(np.abs(J), axis=1, keepdims=True), 1e-300)
+    Je = Je / np.maximum(np.max(np.abs(Je), axis=0, keepdims=True), 1e-300)
+    s = np.linalg.svd(Je, compute_uv=False)
+    return float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
+
+
+@pytest.mark.parametrize("name", [pytest.param(k, marks=() if k in FAST else pytest.mark.slow) for k in EXAMPLES])
+def test_start_condition_flags_singular_matrices_only(name):
+    J = _start_matrix(name)
+    N = J.shape[0]
+    k1, k2 = float(_cond(jnp.asarray(J))), _svd_condition(J)
+    # the 1-norm condition number is within a factor N of the 2-norm one (both of the equilibrated matrix)
+    assert k2 / N * (1 - 1e-9) <= k1 <= N * k2 * (1 + 1e-9), (k1, k2)
+    assert k1 < 1e3  # every catalog start is well posed
+    cond, d = _cond_and_direction(jnp.asarray(J))
+    assert float(cond) == k1 and not np.any(np.asarray(d))  # no direction for a regular matrix
+    if N == 1:
+        assert float(_cond(jnp.zeros((1, 1)))) == np.inf
+        return
+    rng = np.random.default_rng(7)
+    scale = float(np.max(np.abs(J)))
+    singular = J.copy()
+    singular[:, -1] = 2.0 * J[:, 0]  # a column that repeats another: exactly singular
+    # perturbed entry by entry relatively (a perturbation that row and column scaling keep small): 1e-15 leaves
+    # it singular to the threshold; 1e-7 makes it conditioned about 1e7 -- unless the repeated column leaves a
+    # row of zeros, which stays exactly zero (then both estimates flag it)
+    nearly = singular * (1.0 + 1e-15 * rng.standard_normal(J.shape))
+    ill = singular * (1.0 + 1e-7 * rng.standard_normal(J.shape))
+    zero_row = bool(np.any(np.all(singular == 0.0, axis=1)))
+    for M, flagged in ((singular, True), (nearly, True), (ill, zero_row)):
+        k1, k2 = float(_cond(jnp.asarray(M))), _svd_condition(M)
+        assert (k1 > _SINGULAR_STEP) == flagged, (k1, k2)
+        assert (k2 > _SINGULAR_STEP) == flagged, (k1, k2)  # the singular values agree: a real separation
+    # the direction the error message names: a null vector of the singular matrix, in the unknowns' units
+    cond, d = _cond_and_direction(jnp.asarray(singular))
+    d = np.asarray(d)
+    assert float(cond) > _SINGULAR_STEP and np.max(np.abs(d)) > 0
+    assert np.max(np.abs(singular @ d)) <= 1e-10 * scale * np.max(np.abs(d))
+    # sensitivity: that residual is not small for a direction that is not null
+    assert np.max(np.abs(J @ d)) > 1e-3 * scale * np.max(np.abs(d))
+
+
+@pytest.mark.slow  # about 11 s (two programs of the disk compiled)
+def test_composed_rollout_starts_each_sub_step_from_the_previous_step():
+    """The rolling disk composed with kahan_li6 at h = 0.5: one Newton update per sub-step after the first step.
+
+    The disk's body velocity is constant, so every sub-step of a step solves
+    the equations of the same sub-step of the step before, from the state
+    moved along: started there, Newton converges in one update (started from
+    the previous sub-step's solution scaled by the ratio of the coefficients,
+    it took 25 updates for the 9 sub-steps). The positions are those of
+    ``integrate`` (which starts from the scaled previous sub-step) to round-off.
+    """
+    ex = EXAMPLES["rolling_disk"]
+    sysm = ex.system("exp")
+    q0, v0 = ex.initial(sysm)
+    h, n, comp = 0.5, 4, "kahan_li6"
+    s = get_composition(comp).stages
+    fast = jax.jit(lambda q, v, hh: md.rollout(sysm, q, v, h=hh, n_steps=n, scheme="split", composition=comp))
+    r = fast(q0, v0, h)
+    assert r.ok and r.z.shape[:2] == (n, s)
+    its = np.asarray(r.iterations)
+    assert np.all(its[1:] <= s + 1), its.tolist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tr = md.integrate(sysm, q0, v0, h=h, n_steps=n, scheme="split", composition=comp)
+    for a, b in zip(jax.tree.leaves(r.q), jax.tree.leaves(tr.q)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(r.p), np.asarray(tr.p), rtol=0, atol=1e-12)
+    # sensitivity: a step 1e-6 longer moves the end point by more than the tolerance
+    other = fast(q0, v0, h * (1 + 1e-6))
+    assert max(float(np.max(np.abs(np.asarray(a)[-1] - np.asarray(b)[-1])))
+               for a, b in zip(jax.tree.leaves(other.q), jax.tree.leaves(tr.q))) > 1e-10
