@@ -31,6 +31,7 @@ subsystem's share of them divided by ``h``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -255,25 +256,25 @@ class Interaction:
 
         ``params`` has the structure of :attr:`params` (None when that is None).
         """
-        N = layout.dim
-        parts = self._resolved(layout)
+        return functools.partial(_stacked_forms, tuple(self._resolved(layout)), layout.dim)
 
-        def S_of_q(q: Point, params: Params = None) -> jax.Array:
-            blocks = []
-            for i, (f, label, with_params) in enumerate(parts):
-                if not callable(f):
-                    S = jnp.asarray(f)
-                else:
-                    S = jnp.asarray(f(q, params[i]) if with_params else f(q), dtype=float)
-                if S.ndim != 2 or S.shape[-1] != N:
-                    raise ValueError(
-                        f"{label}: the interaction one-forms of one point must have shape (r, N) "
-                        f"with N = {N}, got {S.shape}"
-                    )
-                blocks.append(S)
-            return jnp.concatenate(blocks, axis=0)
 
-        return S_of_q
+def _stacked_forms(parts: tuple[tuple[np.ndarray | _FormsOfQ, str, bool], ...], N: int, q: Point,
+                   params: Params = None) -> jax.Array:
+    """The rows of every part of an interaction at one point, stacked: ``S(q)``, ``(r, N)``."""
+    blocks = []
+    for i, (f, label, with_params) in enumerate(parts):
+        if not callable(f):
+            S = jnp.asarray(f)
+        else:
+            S = jnp.asarray(f(q, params[i]) if with_params else f(q), dtype=float)
+        if S.ndim != 2 or S.shape[-1] != N:
+            raise ValueError(
+                f"{label}: the interaction one-forms of one point must have shape (r, N) "
+                f"with N = {N}, got {S.shape}"
+            )
+        blocks.append(S)
+    return jnp.concatenate(blocks, axis=0)
 
 
 Coefficients = Mapping[tuple[str, int], _Coefficient]
@@ -287,12 +288,13 @@ def _sparse_rows(rows: Sequence[Mapping[tuple[str, int], object]], values: Calla
     n_rows = len(rows)
 
     def build(layout: Layout) -> _FormsOfQ:
-        N = layout.dim
-        at_row = np.array([r for r, _, _ in keys], dtype=int)
-        at_col = np.array([layout.index(name, comp) for _, name, comp in keys], dtype=int)
+        # one 0/1 matrix per term: S = sum_j c_j E_j, as multiply-and-sum (no scatter in the step)
+        E = np.zeros((len(keys), n_rows, layout.dim))
+        for j, (r, name, comp) in enumerate(keys):
+            E[j, r, layout.index(name, comp)] = 1.0
 
         def S(q: Point, p: Params) -> jax.Array:
-            return jnp.zeros((n_rows, N)).at[at_row, at_col].add(values(p))
+            return jnp.sum(values(p)[:, None, None] * E, axis=0)
 
         return S
 
