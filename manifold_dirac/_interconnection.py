@@ -372,7 +372,7 @@ def linear_interaction(coefficients: Coefficients | Sequence[Coefficients],
             raise ValueError(f"{label}: the coefficients must be finite, got {c!r}")
     if params is None:
         return _sparse_rows(rows, lambda p: p["coefficients"],
-                            {"coefficients": np.array([float(c) for c in terms])}, label)
+                            {"coefficients": np.array(terms, dtype=float)}, label)
     fns = [c if callable(c) else float(c) for c in terms]
 
     def values(p: Params) -> jax.Array:
@@ -644,15 +644,15 @@ class InterconnectedSystem(LagrangeDiracSystem):
         self._g_int = holonomic
         has_g = holonomic is not None or any(s.n_holonomic for s in self.subsystems)
         k, N = len(self.subsystems), Q.dim
-        own = {}
+        own_params: dict[str, Params] = {}
         if interaction is not None and interaction.params is not None:
-            own["interaction"] = interaction.params
+            own_params["interaction"] = interaction.params
         if g_params is not None:
-            own["holonomic"] = g_params
-        self._own_keys = tuple(own)
+            own_params["holonomic"] = g_params
+        self._own_keys = tuple(own_params)
         params: Params = None
-        if own:
-            params = (*(s.params for s in self.subsystems), own)
+        if own_params:
+            params = (*(s.params for s in self.subsystems), own_params)
         elif any(s.params is not None for s in self.subsystems):
             params = tuple(s.params for s in self.subsystems)
         self._no_params = (None,) * k

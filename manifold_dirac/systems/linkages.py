@@ -228,7 +228,7 @@ def rigid_double_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float
         return g
 
     build.needs_layout = True
-    build.params = {"length": np.float64(length)}
+    build.params = {"length": np.float64(length)}  # type: ignore[attr-defined]
     return interconnect(up, low, holonomic=build, name="rigid_double_pendulum")
 
 
