@@ -45,7 +45,7 @@ from ._manifolds.product import ProductManifold, block_diag
 from ._types import ArrayLike, Constraint, Params, Point, PointBatch, Scalar, Vector
 from ._mechanics.rules import DiscreteLagrangian, NodeGeometry, QuadratureRule, RuleValue, StepContext, get_rule
 from ._mechanics.schemes import get_scheme
-from ._mechanics.system import LagrangeDiracSystem, as_one_forms
+from ._mechanics.system import LagrangeDiracSystem, as_one_forms, over_batch
 
 if TYPE_CHECKING:
     from . import Trajectory
@@ -794,13 +794,18 @@ class InterconnectedSystem(LagrangeDiracSystem):
         return self.layout.system(name)
 
     # ------------------------------------------------------------ read back
-    def parts(self, trajectory: Trajectory) -> dict[str, SubsystemTrajectory]:
+    def parts(self, trajectory: Trajectory, params: Params = None) -> dict[str, SubsystemTrajectory]:
         """Split a trajectory of this system into its subsystems' trajectories.
 
         Parameters
         ----------
         trajectory : Trajectory
             A trajectory of this system (any scheme, stride or batch).
+        params : pytree, optional
+            The parameters the run used, when it was given other values than
+            ``system.params`` (``integrate(..., params=)``): the forces are
+            computed from ``A(q_k)`` with them (a trajectory does not record
+            them). Default ``system.params``.
 
         Returns
         -------
@@ -838,7 +843,9 @@ class InterconnectedSystem(LagrangeDiracSystem):
         B = tuple(mu.shape[1:-1])
         m, N = self.n_constraints, self.Q.dim
         if K and m:
-            A = np.asarray(self.evaluate("constraint_matrix", q_steps))
+            pars = self.params if params is None else params
+            A = np.asarray(over_batch(lambda qq: self.constraint_matrix(qq, pars),
+                                      len(self.Q.batch_shape(q_steps)))(q_steps))
         else:
             A = np.zeros((K, *B, m, N))
         try:

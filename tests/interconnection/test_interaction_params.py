@@ -147,13 +147,20 @@ def test_a_wrong_radius_in_params_changes_the_motion(disks):
         lambda: md.integrate(sysm, Q0, v0=_v0(0.5), params=wrong, **RUN))
     assert programs == 0 and compiles == 0
     # the same as a disk built with the radius 0.5 (and the other constants of sysm)
-    built = md.integrate(S.rolling_disk(**{**disks["other"], "radius": 0.5}), Q0, v0=_v0(0.5), **RUN)
+    built_system = S.rolling_disk(**{**disks["other"], "radius": 0.5})
+    built = md.integrate(built_system, Q0, v0=_v0(0.5), **RUN)
     assert np.max(np.abs(np.asarray(again.p) - np.asarray(built.p))) <= 1e-13
     assert np.max(np.abs(again.q[0] - built.q[0])) <= 1e-13
     # the radius is in the constraint: v_x = R phi' on every stored point, with R = 0.5, not 0.6
     v = np.asarray(again.v)
     np.testing.assert_allclose(v[:, 1], 0.5 * v[:, 3], atol=1e-12)
     assert np.max(np.abs(v[:, 1] - 0.6 * v[:, 3])) > 0.1
+    # the forces per subsystem are read back with the params of the run
+    mine, theirs = sysm.parts(again, params=wrong), built_system.parts(built)
+    for name in ("body", "wheel"):
+        np.testing.assert_allclose(mine[name].interaction_force, theirs[name].interaction_force, rtol=0, atol=1e-12)
+    f = mine["wheel"].interaction_force  # R mu / h: read with the default radius 0.6 it is 6/5 of itself
+    assert np.max(np.abs(sysm.parts(again)["wheel"].interaction_force - f)) > 0.1 * np.max(np.abs(f)) > 0
 
 
 def test_params_of_another_structure_are_refused(disks):
