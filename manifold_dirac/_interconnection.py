@@ -280,10 +280,11 @@ def _stacked_forms(parts: tuple[tuple[np.ndarray | _FormsOfQ, str, bool], ...], 
 Coefficients = Mapping[tuple[str, int], _Coefficient]
 
 
-def _sparse_rows(rows: Sequence[Mapping[tuple[str, int], object]], values: Callable[[Params], jax.Array],
+def _sparse_rows(rows: Sequence[Sequence[tuple[str, int]]], values: Callable[[Params], jax.Array],
                  params: Params, label: str) -> Interaction:
     """Rows ``sum_j c_j v_{name_j}[comp_j] = 0`` whose coefficients ``values(params)`` (one per term,
-    row by row) are computed from the interaction's params inside the compiled step."""
+    row by row; a component named twice in a row gets the sum) are computed from the interaction's
+    params inside the compiled step."""
     keys = [(r, name, comp) for r, row in enumerate(rows) for (name, comp) in row]
     n_rows = len(rows)
 
@@ -291,7 +292,7 @@ def _sparse_rows(rows: Sequence[Mapping[tuple[str, int], object]], values: Calla
         # one 0/1 matrix per term: S = sum_j c_j E_j, as multiply-and-sum (no scatter in the step)
         E = np.zeros((len(keys), n_rows, layout.dim))
         for j, (r, name, comp) in enumerate(keys):
-            E[j, r, layout.index(name, comp)] = 1.0
+            E[j, r, layout.index(name, comp)] = 1.0  # one term per matrix: the sum adds repeated components
 
         def S(q: Point, p: Params) -> jax.Array:
             return jnp.sum(values(p)[:, None, None] * E, axis=0)
@@ -370,15 +371,16 @@ def linear_interaction(coefficients: Coefficients | Sequence[Coefficients],
                             + f", got {type(c).__name__} {c!r:.40}")
         if not np.isfinite(c):
             raise ValueError(f"{label}: the coefficients must be finite, got {c!r}")
+    where = [list(row) for row in rows]
     if params is None:
-        return _sparse_rows(rows, lambda p: p["coefficients"],
+        return _sparse_rows(where, lambda p: p["coefficients"],
                             {"coefficients": np.array(terms, dtype=float)}, label)
     fns = [c if callable(c) else float(c) for c in terms]
 
     def values(p: Params) -> jax.Array:
         return jnp.stack([jnp.asarray(c(p) if callable(c) else c, dtype=float) for c in fns])
 
-    return _sparse_rows(rows, values, params, label)
+    return _sparse_rows(where, values, params, label)
 
 
 def _one_and_minus(key: str) -> Callable[[Params], jax.Array]:
@@ -418,7 +420,7 @@ def equal_velocities(a: tuple[str, int], b: tuple[str, int], ratio: float = 1.0)
         raise TypeError(f"equal_velocities: ratio must be a number, got {type(ratio).__name__}") from None
     if not np.isfinite(r):
         raise ValueError(f"equal_velocities: ratio must be finite, got {ratio!r}")
-    return _sparse_rows([{a: None, b: None}], _one_and_minus("ratio"), {"ratio": r},
+    return _sparse_rows([[a, b]], _one_and_minus("ratio"), {"ratio": r},
                         f"equal_velocities{a}{b}")
 
 
@@ -458,7 +460,7 @@ def rolling_without_slipping(body: str, wheel: str, radius: float, body_componen
     (None, None, {'interaction': ({'radius': np.float64(0.3)},)})
     """
     r = _positive(radius, "rolling_without_slipping: radius")
-    return _sparse_rows([{(body, body_component): None, (wheel, wheel_component): None}],
+    return _sparse_rows([[(body, body_component), (wheel, wheel_component)]],
                         _one_and_minus("radius"), {"radius": r}, f"rolling_without_slipping({body}, {wheel})")
 
 

@@ -228,6 +228,13 @@ def test_linear_interaction_coefficients_as_functions_of_params():
                                [[1.0, -3.0], [0.0, 1.0]])
 
 
+def test_a_component_named_twice_gets_the_sum_of_its_coefficients():
+    """``v_a = 3 v_a`` is ``(1 - 3) v_a = 0``, as a matrix row would say."""
+    mass = LagrangeDiracSystem(Euclidean(1), lambda q, v: 0.5 * v @ v, name="m")
+    both = interconnect(mass, mass, names=("a", "b"), interaction=md.equal_velocities(("a", 0), ("a", 0), 3.0))
+    np.testing.assert_allclose(both.constraint_matrix((np.zeros(1), np.zeros(1))), [[-2.0, 0.0]])
+
+
 def test_bad_interaction_params_are_refused():
     with pytest.raises(TypeError, match="S\\(q, params\\)"):
         Interaction(np.array([[1.0, -1.0]]), params={"k": 1.0})
