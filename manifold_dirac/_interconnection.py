@@ -31,6 +31,7 @@ subsystem's share of them divided by ``h``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -44,7 +45,7 @@ from ._manifolds.product import ProductManifold, block_diag
 from ._types import ArrayLike, Constraint, Params, Point, PointBatch, Scalar, Vector
 from ._mechanics.rules import DiscreteLagrangian, NodeGeometry, QuadratureRule, RuleValue, StepContext, get_rule
 from ._mechanics.schemes import get_scheme
-from ._mechanics.system import LagrangeDiracSystem, as_one_forms
+from ._mechanics.system import LagrangeDiracSystem, as_one_forms, over_batch
 
 if TYPE_CHECKING:
     from . import Trajectory
@@ -139,9 +140,12 @@ class Layout:
 
 
 # ---------------------------------------------------------------- interaction
-_FormsOfQ: TypeAlias = Callable[[Point], ArrayLike]
+_FormsOfQ: TypeAlias = Callable[..., ArrayLike]
+"""``S(q) -> (r, N)``, or ``S(q, params) -> (r, N)`` for an interaction with parameters."""
 _Forms: TypeAlias = ArrayLike | _FormsOfQ | Callable[[Layout], ArrayLike | _FormsOfQ] | None
-_HolonomicOfQ: TypeAlias = Callable[[Point], ArrayLike]
+_HolonomicOfQ: TypeAlias = Callable[..., ArrayLike]
+"""``g(q) -> (c,)``, or ``g(q, params) -> (c,)`` for holonomic constraints with parameters."""
+_Coefficient: TypeAlias = float | Callable[[Params], ArrayLike]
 
 
 class Interaction:
@@ -157,12 +161,26 @@ class Interaction:
     forms : array ``(r, N)``, or callable ``S(q) -> (r, N)``, or callable ``layout -> (either)``
         ``q`` is ONE product point (a tuple of the subsystems' points); a
         callable is written with ``jax.numpy``. Rows are one-forms in the
-        product's frame coordinates.
+        product's frame coordinates. With ``params``: a callable
+        ``S(q, params)`` (or a factory ``layout -> S``).
     needs_layout : bool
         Whether ``forms`` is a factory taking the :class:`Layout` (what the
         helpers use to resolve subsystem names).
     label : str
         A name used in error messages.
+    params : pytree, optional
+        The interaction's numeric constants (a dict of float64 values, say),
+        passed to ``S`` as its last argument. They become part of the
+        interconnected system's ``params`` (see :class:`InterconnectedSystem`):
+        traced arguments of the compiled programs, so another value does not
+        compile again, and differentiable.
+
+    Attributes
+    ----------
+    params : tuple or None
+        One entry per part (``a + b`` has the parts of ``a`` and then of
+        ``b``): its ``params``, or None for a part without; None when no part
+        has any.
 
     Examples
     --------
@@ -176,16 +194,31 @@ class Interaction:
     >>> mass = md.LagrangeDiracSystem(md.Euclidean(1), lambda q, v: 0.5 * v @ v)
     >>> md.interconnect(mass, mass, names=("a", "b"), interaction=link).n_constraints
     1
+
+    A lever whose ratio is a parameter (``v_a + k v_b = 0``):
+
+    >>> import jax.numpy as jnp
+    >>> lever = md.Interaction(lambda q, p: jnp.stack([1.0, p["k"]])[None, :], params={"k": 2.0})
+    >>> md.interconnect(mass, mass, names=("a", "b"), interaction=lever).params
+    (None, None, {'interaction': ({'k': 2.0},)})
     """
 
-    def __init__(self, forms: _Forms, *, needs_layout: bool = False, label: str = "interaction"):
+    def __init__(self, forms: _Forms, *, needs_layout: bool = False, label: str = "interaction",
+                 params: Params = None):
+        if params is not None and not callable(forms):
+            raise TypeError(f"{label}: an interaction with params needs forms S(q, params) (a function, or a "
+                            f"factory of one), got {type(forms).__name__}")
         self._parts: list[tuple[_Forms, bool, str]] = [(forms, needs_layout, label)]
+        # the numbers live here only: the compiled-program cache ignores an attribute named params
+        self.params: tuple[Params, ...] | None = None if params is None else (params,)
 
     def __add__(self, other: Interaction) -> Interaction:
         if not isinstance(other, Interaction):
             return NotImplemented
         out = Interaction(None)
         out._parts = self._parts + other._parts
+        if self.params is not None or other.params is not None:
+            out.params = self._part_params() + other._part_params()
         return out
 
     def __repr__(self) -> str:
@@ -195,60 +228,121 @@ class Interaction:
     def labels(self) -> tuple[str, ...]:
         return tuple(p[2] for p in self._parts)
 
-    def _resolved(self, layout: Layout) -> list[tuple[np.ndarray | _FormsOfQ, str]]:
-        """Each part as a validated constant ``(r, N)`` numpy array or a function of ``q``."""
+    def _part_params(self) -> tuple[Params, ...]:
+        return self.params if self.params is not None else (None,) * len(self._parts)
+
+    def _resolved(self, layout: Layout) -> list[tuple[np.ndarray | _FormsOfQ, str, bool]]:
+        """Each part as a validated constant ``(r, N)`` numpy array or a function of ``q``
+        (of ``q, params`` for a part with parameters: the third entry)."""
         N = layout.dim
         out = []
-        for forms, needs_layout, label in self._parts:
+        for (forms, needs_layout, label), p in zip(self._parts, self._part_params()):
             f = forms(layout) if needs_layout else forms
-            out.append((f if callable(f) else as_one_forms(f, N, label, rows="r"), label))
+            if p is not None and not callable(f):
+                raise TypeError(f"{label}: an interaction with params needs forms S(q, params), got "
+                                f"{type(f).__name__}")
+            out.append((f if callable(f) else as_one_forms(f, N, label, rows="r"), label, p is not None))
         return out
 
     def constant_forms(self, layout: Layout) -> np.ndarray | None:
-        """``S`` as a constant ``(r, N)`` array if no part depends on ``q``, else None."""
+        """``S`` as a constant ``(r, N)`` array if no part depends on ``q`` or on params, else None."""
         parts = self._resolved(layout)
-        if any(callable(f) for f, _ in parts):
+        if any(callable(f) for f, _, _ in parts):
             return None
-        return np.concatenate([f for f, _ in parts], axis=0)
+        return np.concatenate([f for f, _, _ in parts], axis=0)
 
-    def resolve(self, layout: Layout) -> Callable[[Point], jax.Array]:
-        """The function ``q -> S(q)``, shape ``(r, N)``, for one product point of this layout."""
-        N = layout.dim
-        parts = self._resolved(layout)
+    def resolve(self, layout: Layout) -> Callable[[Point, Params], jax.Array]:
+        """The function ``(q, params) -> S(q)``, shape ``(r, N)``, for one product point of this layout.
 
-        def S_of_q(q: Point) -> jax.Array:
-            blocks = []
-            for f, label in parts:
-                S = jnp.asarray(f(q), dtype=float) if callable(f) else jnp.asarray(f)
-                if S.ndim != 2 or S.shape[-1] != N:
-                    raise ValueError(
-                        f"{label}: the interaction one-forms of one point must have shape (r, N) "
-                        f"with N = {N}, got {S.shape}"
-                    )
-                blocks.append(S)
-            return jnp.concatenate(blocks, axis=0)
-
-        return S_of_q
+        ``params`` has the structure of :attr:`params` (None when that is None).
+        """
+        return functools.partial(_stacked_forms, tuple(self._resolved(layout)), layout.dim)
 
 
-Coefficients = Mapping[tuple[str, int], float]
+def _stacked_forms(parts: tuple[tuple[np.ndarray | _FormsOfQ, str, bool], ...], N: int, q: Point,
+                   params: Params = None) -> jax.Array:
+    """The rows of every part of an interaction at one point, stacked: ``S(q)``, ``(r, N)``."""
+    blocks = []
+    for i, (f, label, with_params) in enumerate(parts):
+        if not callable(f):
+            S = jnp.asarray(f)
+        else:
+            S = jnp.asarray(f(q, params[i]) if with_params else f(q), dtype=float)
+        if S.ndim != 2 or S.shape[-1] != N:
+            raise ValueError(
+                f"{label}: the interaction one-forms of one point must have shape (r, N) "
+                f"with N = {N}, got {S.shape}"
+            )
+        blocks.append(S)
+    return jnp.concatenate(blocks, axis=0)
+
+
+Coefficients = Mapping[tuple[str, int], _Coefficient]
+
+
+def _sparse_rows(rows: Sequence[Sequence[tuple[str, int]]], values: Callable[[Params], jax.Array],
+                 params: Params, label: str) -> Interaction:
+    """Rows ``sum_j c_j v_{name_j}[comp_j] = 0`` whose coefficients ``values(params)`` (one per term,
+    row by row; a component named twice in a row gets the sum) are computed from the interaction's
+    params inside the compiled step."""
+    keys = [(r, name, comp) for r, row in enumerate(rows) for (name, comp) in row]
+    n_rows = len(rows)
+
+    def build(layout: Layout) -> _FormsOfQ:
+        # one 0/1 matrix per term: S = sum_j c_j E_j, as multiply-and-sum (no scatter in the step)
+        E = np.zeros((len(keys), n_rows, layout.dim))
+        for j, (r, name, comp) in enumerate(keys):
+            E[j, r, layout.index(name, comp)] = 1.0  # one term per matrix: the sum adds repeated components
+
+        def S(q: Point, p: Params) -> jax.Array:
+            return jnp.sum(values(p)[:, None, None] * E, axis=0)
+
+        return S
+
+    return Interaction(build, needs_layout=True, label=label, params=params)
+
+
+def _positive(x: float, what: str) -> np.float64:
+    try:
+        xf = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a number, got {type(x).__name__}") from None
+    if not (np.isfinite(xf) and xf > 0):
+        raise ValueError(f"{what} must be positive, got {x!r}")
+    return np.float64(xf)
 
 
 def linear_interaction(coefficients: Coefficients | Sequence[Coefficients],
-                       label: str = "linear interaction") -> Interaction:
-    """Constant one-forms given by coefficients on named components.
+                       label: str = "linear interaction", params: Params = None) -> Interaction:
+    """One-forms given by coefficients on named components.
 
     Parameters
     ----------
     coefficients : dict ``{(name, component): c}`` or a list of them (one per row)
         Each row is ``sum c v_name[component] = 0``; names may be dotted
-        (``"left.body"``) to reach into nested interconnections.
+        (``"left.body"``) to reach into nested interconnections. With
+        ``params`` given, a coefficient may also be a function ``c(params)``
+        (written with ``jax.numpy``).
     label : str
         A name used in error messages.
+    params : pytree, optional
+        The interaction's parameters, passed to the coefficient functions.
+        Without it the coefficients must be numbers, and they are the
+        parameters: ``params = {"coefficients": c}``, ``c`` of shape
+        ``(n_terms,)`` in the order given (row by row).
 
     Returns
     -------
     Interaction
+        Its parameters enter the compiled step as arguments: the same rows
+        with other numbers run the program compiled for the first.
+
+    Raises
+    ------
+    ValueError
+        For a non-finite coefficient.
+    TypeError
+        For a coefficient that is neither a number nor (with ``params``) a function.
 
     Examples
     --------
@@ -256,20 +350,46 @@ def linear_interaction(coefficients: Coefficients | Sequence[Coefficients],
 
     >>> import manifold_dirac as md
     >>> lever = md.linear_interaction({("a", 0): 1.0, ("b", 0): 2.0}, label="lever")
+    >>> lever.params
+    ({'coefficients': array([1., 2.])},)
     >>> mass = md.LagrangeDiracSystem(md.Euclidean(1), lambda q, v: 0.5 * v @ v)
     >>> md.interconnect(mass, mass, names=("a", "b"), interaction=lever).n_constraints
     1
+
+    The same lever with its arm as a named parameter:
+
+    >>> lever = md.linear_interaction({("a", 0): 1.0, ("b", 0): lambda p: p["arm"]}, params={"arm": 2.0})
     """
     rows = [coefficients] if isinstance(coefficients, Mapping) else list(coefficients)
+    terms = [c for row in rows for c in row.values()]
+    for c in terms:
+        if params is not None and callable(c):
+            continue
+        if isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{label}: a coefficient must be a number"
+                            + (" or a function of params" if params is not None else "")
+                            + f", got {type(c).__name__} {c!r:.40}")
+        if not np.isfinite(c):
+            raise ValueError(f"{label}: the coefficients must be finite, got {c!r}")
+    where = [list(row) for row in rows]
+    if params is None:
+        return _sparse_rows(where, lambda p: p["coefficients"],
+                            {"coefficients": np.array(terms, dtype=float)}, label)
+    fns = [c if callable(c) else float(c) for c in terms]
 
-    def build(layout: Layout) -> np.ndarray:
-        S = np.zeros((len(rows), layout.dim))
-        for r, row in enumerate(rows):
-            for (name, comp), c in row.items():
-                S[r, layout.index(name, comp)] += float(c)
-        return S
+    def values(p: Params) -> jax.Array:
+        return jnp.stack([jnp.asarray(c(p) if callable(c) else c, dtype=float) for c in fns])
 
-    return Interaction(build, needs_layout=True, label=label)
+    return _sparse_rows(where, values, params, label)
+
+
+def _one_and_minus(key: str) -> Callable[[Params], jax.Array]:
+    """The coefficients ``(1, -params[key])`` of a row ``v_a - x v_b = 0``."""
+
+    def values(p: Params) -> jax.Array:
+        return jnp.stack([jnp.ones_like(p[key]), -p[key]])
+
+    return values
 
 
 def equal_velocities(a: tuple[str, int], b: tuple[str, int], ratio: float = 1.0) -> Interaction:
@@ -280,7 +400,8 @@ def equal_velocities(a: tuple[str, int], b: tuple[str, int], ratio: float = 1.0)
     a, b : (name, component)
         Subsystem names (dotted for nested ones) and frame-coordinate indices.
     ratio : float
-        The factor between the two components.
+        The factor between the two components; the interaction's parameter
+        ``{"ratio": ratio}``.
 
     Returns
     -------
@@ -290,8 +411,17 @@ def equal_velocities(a: tuple[str, int], b: tuple[str, int], ratio: float = 1.0)
     --------
     >>> import manifold_dirac as md
     >>> gear = md.equal_velocities(("motor", 0), ("wheel", 0), ratio=3.0)   # v_motor = 3 v_wheel
+    >>> gear.params
+    ({'ratio': np.float64(3.0)},)
     """
-    return linear_interaction({a: 1.0, b: -float(ratio)}, label=f"equal_velocities{a}{b}")
+    try:
+        r = np.float64(float(ratio))
+    except (TypeError, ValueError):
+        raise TypeError(f"equal_velocities: ratio must be a number, got {type(ratio).__name__}") from None
+    if not np.isfinite(r):
+        raise ValueError(f"equal_velocities: ratio must be finite, got {ratio!r}")
+    return _sparse_rows([[a, b]], _one_and_minus("ratio"), {"ratio": r},
+                        f"equal_velocities{a}{b}")
 
 
 def rolling_without_slipping(body: str, wheel: str, radius: float, body_component: int = 1,
@@ -306,7 +436,8 @@ def rolling_without_slipping(body: str, wheel: str, radius: float, body_componen
     body, wheel : str
         The names of the two subsystems (dotted for nested ones).
     radius : float
-        The wheel's radius ``r`` (> 0).
+        The wheel's radius ``r`` (> 0); the interaction's parameter
+        ``{"radius": r}``.
     body_component, wheel_component : int
         The frame-coordinate indices of ``v_body`` and ``v_wheel`` that are tied.
 
@@ -325,11 +456,12 @@ def rolling_without_slipping(body: str, wheel: str, radius: float, body_componen
     ...                        interaction=md.rolling_without_slipping("cart", "wheel", radius=0.3))
     >>> both.dim, both.n_constraints
     (4, 1)
+    >>> both.params
+    (None, None, {'interaction': ({'radius': np.float64(0.3)},)})
     """
-    if not (np.isfinite(radius) and radius > 0):
-        raise ValueError(f"rolling_without_slipping: radius must be positive, got {radius!r}")
-    return linear_interaction({(body, body_component): 1.0, (wheel, wheel_component): -float(radius)},
-                              label=f"rolling_without_slipping({body}, {wheel})")
+    r = _positive(radius, "rolling_without_slipping: radius")
+    return _sparse_rows([[(body, body_component), (wheel, wheel_component)]],
+                        _one_and_minus("radius"), {"radius": r}, f"rolling_without_slipping({body}, {wheel})")
 
 
 def rolling_ball_on_plane(ball: str, centre: str, radius: float) -> Interaction:
@@ -347,7 +479,7 @@ def rolling_ball_on_plane(ball: str, centre: str, radius: float) -> Interaction:
     centre : str
         The name of the subsystem of the ball's centre (on R^2).
     radius : float
-        The ball's radius ``r`` (> 0).
+        The ball's radius ``r`` (> 0); the interaction's parameter ``{"radius": r}``.
 
     Returns
     -------
@@ -363,11 +495,9 @@ def rolling_ball_on_plane(ball: str, centre: str, radius: float) -> Interaction:
     >>> rolling.dim, rolling.n_constraints
     (5, 2)
     """
-    if not (np.isfinite(radius) and radius > 0):
-        raise ValueError(f"rolling_ball_on_plane: radius must be positive, got {radius!r}")
-    r = float(radius)
+    r = _positive(radius, "rolling_ball_on_plane: radius")
 
-    def build(layout: Layout):
+    def build(layout: Layout) -> _FormsOfQ:
         ob, db = layout.locate(ball)
         oc, dc = layout.locate(centre)
         if db != 3 or dc != 2:
@@ -375,15 +505,17 @@ def rolling_ball_on_plane(ball: str, centre: str, radius: float) -> Interaction:
                              "2-dimensional (R^2)")
         N = layout.dim
 
-        def S(q):
+        def S(q: Point, p: Params) -> jax.Array:
             R = jnp.asarray(layout.point(q, ball))
+            rad = p["radius"]
             out = jnp.zeros((2, N), dtype=R.dtype)
-            out = out.at[0, ob:ob + 3].set(-r * R[1, :]).at[0, oc].set(1.0)
-            return out.at[1, ob:ob + 3].set(r * R[0, :]).at[1, oc + 1].set(1.0)
+            out = out.at[0, ob:ob + 3].set(-rad * R[1, :]).at[0, oc].set(1.0)
+            return out.at[1, ob:ob + 3].set(rad * R[0, :]).at[1, oc + 1].set(1.0)
 
         return S
 
-    return Interaction(build, needs_layout=True, label=f"rolling_ball_on_plane({ball}, {centre})")
+    return Interaction(build, needs_layout=True, label=f"rolling_ball_on_plane({ball}, {centre})",
+                       params={"radius": r})
 
 
 # ------------------------------------------------------- interconnected system
@@ -435,8 +567,15 @@ class InterconnectedSystem(LagrangeDiracSystem):
     * analytic partials ``(dL_i/dq_i, dL_i/dv_i)`` concatenated when every
       subsystem has analytic partials (otherwise automatic ones of the sum,
       which are the same numbers);
-    * ``params``: the tuple of the subsystems' parameters when any subsystem
-      has some (each subsystem receives its own), else None.
+    * ``params``: ``(p_1, ..., p_k)``, the subsystems' parameters (each
+      subsystem receives its own; None for one without), followed by the
+      interconnection's own when it has some -- ``(p_1, ..., p_k, own)``
+      with ``own = {"interaction": interaction.params, "holonomic":
+      holonomic.params}`` (only the keys that have parameters); None when
+      nothing has parameters. The interaction's and the holonomic
+      constraints' numbers (a radius, an axle's length) are thus arguments
+      of the compiled programs like the subsystems' (another value compiles
+      nothing, and ``rollout`` differentiates with respect to them).
 
     Built by :func:`interconnect` (which checks the arguments).
 
@@ -463,7 +602,9 @@ class InterconnectedSystem(LagrangeDiracSystem):
         A force on the product added to the subsystems' own.
     holonomic : callable ``g(q) -> (c,)``, optional
         Holonomic constraints on the product (:func:`pin_joint`), or a
-        factory of them taking the layout.
+        factory of them taking the layout (marked by an attribute
+        ``needs_layout = True``). A callable with a ``params`` attribute
+        (not None) is called as ``g(q, params)`` with those parameters.
 
     Attributes
     ----------
@@ -499,13 +640,23 @@ class InterconnectedSystem(LagrangeDiracSystem):
         self.interaction = interaction
         self.product_force = force
         self._S = interaction.resolve(self.layout) if interaction is not None else None
+        g_params = getattr(holonomic, "params", None) if holonomic is not None else None
         if holonomic is not None and getattr(holonomic, "needs_layout", False):
             holonomic = holonomic(self.layout)
         self._g_int = holonomic
         has_g = holonomic is not None or any(s.n_holonomic for s in self.subsystems)
         k, N = len(self.subsystems), Q.dim
-        has_params = any(s.params is not None for s in self.subsystems)
-        params = tuple(s.params for s in self.subsystems) if has_params else None
+        own_params: dict[str, Params] = {}
+        if interaction is not None and interaction.params is not None:
+            own_params["interaction"] = interaction.params
+        if g_params is not None:
+            own_params["holonomic"] = g_params
+        self._own_keys = tuple(own_params)
+        params: Params = None
+        if own_params:
+            params = (*(s.params for s in self.subsystems), own_params)
+        elif any(s.params is not None for s in self.subsystems):
+            params = tuple(s.params for s in self.subsystems)
         self._no_params = (None,) * k
 
         # constant one-forms stay a constant matrix (the engine then skips A(q))
@@ -534,7 +685,14 @@ class InterconnectedSystem(LagrangeDiracSystem):
 
     # ---------------------------------------------------- the composed pieces
     def _sub_params(self, p: tuple) -> tuple:
-        return p[0] if p else self._no_params
+        """The subsystems' parameters ``(p_1, ..., p_k)`` from the trailing argument of a composed function."""
+        return p[0][:len(self.subsystems)] if p else self._no_params
+
+    def _own(self, p: tuple, key: str) -> Params:
+        """The interconnection's own parameters of ``key`` (``"interaction"``, ``"holonomic"``), or None."""
+        if not p or key not in self._own_keys:
+            return None
+        return p[0][len(self.subsystems)][key]
 
     def _widen(self, A: jax.Array | np.ndarray, i: int, xp: ModuleType = jnp) -> jax.Array | np.ndarray:
         """Rows ``A_i`` ``(m_i, d_i)`` widened to the product's ``(m_i, N)``, in block ``i``
@@ -567,7 +725,7 @@ class InterconnectedSystem(LagrangeDiracSystem):
             if s.n_one_forms
         ]
         if self._S is not None:
-            rows.append(self._S(q))
+            rows.append(self._S(q, self._own(p, "interaction")))
         if not rows:
             return jnp.zeros((0, self.layout.dim))
         return jnp.concatenate(rows, axis=0)
@@ -577,7 +735,8 @@ class InterconnectedSystem(LagrangeDiracSystem):
         pars = self._sub_params(p)
         parts = [s.holonomic(qi, pi) for s, qi, pi in zip(self.subsystems, q, pars) if s.n_holonomic]
         if self._g_int is not None:
-            parts.append(jnp.reshape(jnp.asarray(self._g_int(q)), (-1,)))
+            args = (self._own(p, "holonomic"),) if "holonomic" in self._own_keys else ()
+            parts.append(jnp.reshape(jnp.asarray(self._g_int(q, *args)), (-1,)))
         return jnp.concatenate(parts)
 
     def _force(self, t: Scalar, q: Point, v: jax.Array, *p: Params) -> jax.Array:
@@ -619,11 +778,13 @@ class InterconnectedSystem(LagrangeDiracSystem):
     def interaction_matrix(self, q: Point, params: Params = None) -> jax.Array:
         """``S(q)`` for one point, shape ``(r, N)`` (``r = 0`` without an interaction).
 
+        ``params``: the system's parameters (default ``system.params``).
         For a batch use ``system.evaluate("interaction_matrix", q)``.
         """
         if self._S is None:
             return jnp.zeros((0, self.Q.dim))
-        return self._S(q)
+        params = self.params if params is None else params
+        return self._S(q, self._own((params,) if params is not None else (), "interaction"))
 
     @property
     def subsystem_slices(self) -> dict[str, list[int]]:
@@ -635,13 +796,18 @@ class InterconnectedSystem(LagrangeDiracSystem):
         return self.layout.system(name)
 
     # ------------------------------------------------------------ read back
-    def parts(self, trajectory: Trajectory) -> dict[str, SubsystemTrajectory]:
+    def parts(self, trajectory: Trajectory, params: Params = None) -> dict[str, SubsystemTrajectory]:
         """Split a trajectory of this system into its subsystems' trajectories.
 
         Parameters
         ----------
         trajectory : Trajectory
             A trajectory of this system (any scheme, stride or batch).
+        params : pytree, optional
+            The parameters the run used, when it was given other values than
+            ``system.params`` (``integrate(..., params=)``): the forces are
+            computed from ``A(q_k)`` with them (a trajectory does not record
+            them). Default ``system.params``.
 
         Returns
         -------
@@ -679,7 +845,9 @@ class InterconnectedSystem(LagrangeDiracSystem):
         B = tuple(mu.shape[1:-1])
         m, N = self.n_constraints, self.Q.dim
         if K and m:
-            A = np.asarray(self.evaluate("constraint_matrix", q_steps))
+            pars = self.params if params is None else params
+            A = np.asarray(over_batch(lambda qq: self.constraint_matrix(qq, pars),
+                                      len(self.Q.batch_shape(q_steps)))(q_steps))
         else:
             A = np.zeros((K, *B, m, N))
         try:
@@ -737,11 +905,19 @@ def interconnect(*systems: LagrangeDiracSystem, interaction: Interaction | None 
         Holonomic interaction constraints ``g(q) = 0`` on the product point
         (two bodies joined at a point), held on positions by the schemes like
         a system's own (``docs/schemes.md``, "Holonomic constraints");
-        the subsystems' own holonomic constraints are kept as well.
+        the subsystems' own holonomic constraints are kept as well. A
+        callable with a ``params`` attribute (as :func:`pin_joint` returns)
+        is called as ``g(q, params)``.
 
     Returns
     -------
     InterconnectedSystem
+        Its ``params`` are ``(p_1, ..., p_k)``, the subsystems' (None for
+        one without), and, when the interaction or the holonomic constraints
+        carry parameters (every helper's do: a radius, a ratio, the anchors
+        of a joint), ``(p_1, ..., p_k, {"interaction": ..., "holonomic":
+        ...})``; None when nothing has parameters. Pass values of the same
+        structure to ``integrate(..., params=)`` or ``rollout(..., params=)``.
 
     Raises
     ------
@@ -833,7 +1009,10 @@ def pin_joint(a: str, b: str | None, anchor_a: ArrayLike, anchor_b: ArrayLike
     Returns
     -------
     callable
-        A factory ``layout -> g`` for :func:`interconnect`'s ``holonomic=``.
+        A factory ``layout -> g`` for :func:`interconnect`'s ``holonomic=``;
+        ``g(q, params)`` with the anchors as parameters, ``params =
+        {"anchor_a": (3,), "anchor_b": (3,)}`` (the factory's attribute
+        ``params``), which enter the interconnected system's ``params``.
 
     Examples
     --------
@@ -847,28 +1026,33 @@ def pin_joint(a: str, b: str | None, anchor_a: ArrayLike, anchor_b: ArrayLike
     ...                            holonomic=md.pin_joint("body", None, [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]))
     >>> pendulum.n_holonomic
     3
+    >>> pendulum.params[-1]["holonomic"]["anchor_a"]
+    array([0., 0., 1.])
     """
     pa = np.asarray(anchor_a, dtype=float)
     pb = np.asarray(anchor_b, dtype=float)
     if pa.shape != (3,) or pb.shape != (3,):
         raise ValueError(f"pin_joint: anchors are points of R^3, got shapes {pa.shape} and {pb.shape}")
+    if not (np.all(np.isfinite(pa)) and np.all(np.isfinite(pb))):
+        raise ValueError("pin_joint: the anchors must be finite")
 
     def build(layout: Layout) -> _HolonomicOfQ:
         for nm in (a, b):
             if nm is not None and layout.locate(nm)[1] != 6:
                 raise ValueError(f"pin_joint: {nm!r} must be a rigid body on SO(3) x R^3 (6 frame components)")
 
-        def g(q):
+        def g(q: Point, p: Params) -> jax.Array:
             Ra, xa = layout.point(q, a)
-            joint_a = xa + Ra @ pa
+            joint_a = xa + Ra @ p["anchor_a"]
             if b is None:
-                return joint_a - pb
+                return joint_a - p["anchor_b"]
             Rb, xb = layout.point(q, b)
-            return joint_a - (xb + Rb @ pb)
+            return joint_a - (xb + Rb @ p["anchor_b"])
 
         return g
 
     build.needs_layout = True  # type: ignore[attr-defined]
+    build.params = {"anchor_a": pa, "anchor_b": pb}  # type: ignore[attr-defined]
     return build
 
 

@@ -10,8 +10,11 @@
 
 Every Lagrangian and partial is written for ONE point with ``jax.numpy``
 (``v[0]``, never ``v[..., 0]``); the engine batches with ``jax.vmap``. The
-closed-form reference solutions (``*_exact``) are plain numpy functions of
-time.
+physical constants are ``params`` -- each subsystem's its own, the
+interaction's (a radius, an axle's length) the interconnection's -- so a
+system built again with other constants runs the programs compiled for the
+first. The closed-form reference solutions (``*_exact``) are plain numpy
+functions of time.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 
 from .._interconnection import (
     InterconnectedSystem,
+    Interaction,
     equal_velocities,
     interconnect,
     linear_interaction,
@@ -112,7 +116,8 @@ def mass_spring_torn(m1=1.0, m2=2.0, k1=3.0, k12=1.5, k2=2.0) -> InterconnectedS
     -------
     InterconnectedSystem
         On ``Euclidean(2) x Euclidean(1)``, coordinates ``(x1, y, x2)`` (m),
-        with one interaction constraint.
+        with one interaction constraint; ``params`` ``({"m1", "k1", "k12"},
+        {"m2", "k2"}, {"interaction": ({"ratio": 1},)})``.
 
     Examples
     --------
@@ -124,23 +129,25 @@ def mass_spring_torn(m1=1.0, m2=2.0, k1=3.0, k12=1.5, k2=2.0) -> InterconnectedS
     1
     """
 
-    def L_left(q, v):
+    def L_left(q, v, p):
         x1, y = q[0], q[1]
-        return 0.5 * m1 * v[0] ** 2 - 0.5 * k1 * x1**2 - 0.5 * k12 * (y - x1) ** 2 + 0.0 * v[1]
+        return 0.5 * p["m1"] * v[0] ** 2 - 0.5 * p["k1"] * x1**2 - 0.5 * p["k12"] * (y - x1) ** 2 + 0.0 * v[1]
 
-    def dL_left(q, v):
+    def dL_left(q, v, p):
         x1, y = q[0], q[1]
-        return (jnp.stack([-k1 * x1 + k12 * (y - x1), -k12 * (y - x1)]),
-                jnp.stack([m1 * v[0], jnp.zeros_like(v[1])]))
+        return (jnp.stack([-p["k1"] * x1 + p["k12"] * (y - x1), -p["k12"] * (y - x1)]),
+                jnp.stack([p["m1"] * v[0], jnp.zeros_like(v[1])]))
 
-    def L_right(q, v):
-        return 0.5 * m2 * v[0] ** 2 - 0.5 * k2 * q[0] ** 2
+    def L_right(q, v, p):
+        return 0.5 * p["m2"] * v[0] ** 2 - 0.5 * p["k2"] * q[0] ** 2
 
-    def dL_right(q, v):
-        return -k2 * q, m2 * v
+    def dL_right(q, v, p):
+        return -p["k2"] * q, p["m2"] * v
 
-    left = LagrangeDiracSystem(Euclidean(2, names=("x1", "y")), L_left, partials=dL_left, name="left")
-    right = LagrangeDiracSystem(Euclidean(1, names=("x2",)), L_right, partials=dL_right, name="right")
+    left = LagrangeDiracSystem(Euclidean(2, names=("x1", "y")), L_left, partials=dL_left, name="left",
+                               params={"m1": np.float64(m1), "k1": np.float64(k1), "k12": np.float64(k12)})
+    right = LagrangeDiracSystem(Euclidean(1, names=("x2",)), L_right, partials=dL_right, name="right",
+                                params={"m2": np.float64(m2), "k2": np.float64(k2)})
     return interconnect(left, right, interaction=equal_velocities(("left", 1), ("right", 0)),
                         name="mass_spring_torn")
 
@@ -160,7 +167,8 @@ def lc_from_elements(inductance=1.0, capacitance=0.25) -> InterconnectedSystem:
     Returns
     -------
     InterconnectedSystem
-        On ``Euclidean(1) x Euclidean(1)``: the charges ``(q_C, q_L)`` (C).
+        On ``Euclidean(1) x Euclidean(1)``: the charges ``(q_C, q_L)`` (C);
+        ``params`` ``({"capacitance"}, {"inductance"}, {"interaction": ({"ratio": 1},)})``.
 
     Examples
     --------
@@ -171,36 +179,40 @@ def lc_from_elements(inductance=1.0, capacitance=0.25) -> InterconnectedSystem:
     >>> lc.names
     ('capacitor', 'inductor')
     """
-    ind, C = float(inductance), float(capacitance)
     inductor = LagrangeDiracSystem(
-        Euclidean(1, names=("q_L",)), lambda q, v: 0.5 * ind * v[0] ** 2,
-        partials=lambda q, v: (jnp.zeros_like(q), ind * v), name="inductor")
+        Euclidean(1, names=("q_L",)), lambda q, v, p: 0.5 * p["inductance"] * v[0] ** 2,
+        partials=lambda q, v, p: (jnp.zeros_like(q), p["inductance"] * v), name="inductor",
+        params={"inductance": np.float64(inductance)})
     capacitor = LagrangeDiracSystem(
-        Euclidean(1, names=("q_C",)), lambda q, v: -0.5 * q[0] ** 2 / C + 0.0 * v[0],
-        partials=lambda q, v: (-q / C, jnp.zeros_like(v)), name="capacitor")
+        Euclidean(1, names=("q_C",)), lambda q, v, p: -0.5 * q[0] ** 2 / p["capacitance"] + 0.0 * v[0],
+        partials=lambda q, v, p: (-q / p["capacitance"], jnp.zeros_like(v)), name="capacitor",
+        params={"capacitance": np.float64(capacitance)})
     return interconnect(capacitor, inductor, interaction=equal_velocities(("capacitor", 0), ("inductor", 0)),
                         name="lc_from_elements")
 
 
 # 3 ------------------------------------------------------------- rolling disk
 def _planar_body(mass, yaw_inertia, name="body", retraction="exp") -> LagrangeDiracSystem:
-    """A planar body on SE(2) that cannot slip sideways: ``L = m/2 (v_x^2 + v_y^2) + I/2 w^2``."""
+    """A planar body on SE(2) that cannot slip sideways: ``L = m/2 (v_x^2 + v_y^2) + I/2 w^2``;
+    ``params = {"mass", "yaw_inertia"}``."""
 
-    def L(q, v):
-        return 0.5 * mass * (v[1] ** 2 + v[2] ** 2) + 0.5 * yaw_inertia * v[0] ** 2
+    def L(q, v, p):
+        return 0.5 * p["mass"] * (v[1] ** 2 + v[2] ** 2) + 0.5 * p["yaw_inertia"] * v[0] ** 2
 
-    def partials(q, v):
-        dv = jnp.stack([yaw_inertia * v[0], mass * v[1], mass * v[2]])
+    def partials(q, v, p):
+        dv = jnp.stack([p["yaw_inertia"] * v[0], p["mass"] * v[1], p["mass"] * v[2]])
         return jnp.zeros_like(dv), dv
 
-    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name=name)
+    return LagrangeDiracSystem(SE2(retraction), L, KNIFE_EDGE_CONSTRAINT, partials=partials, name=name,
+                               params={"mass": np.float64(mass), "yaw_inertia": np.float64(yaw_inertia)})
 
 
 def _wheel(roll_inertia, name="wheel") -> LagrangeDiracSystem:
-    """A wheel's rolling angle on ``R``: ``L = I/2 phi'^2``."""
+    """A wheel's rolling angle on ``R``: ``L = I/2 phi'^2``; ``params = {"roll_inertia"}``."""
     return LagrangeDiracSystem(
-        Euclidean(1, names=("phi",)), lambda q, v: 0.5 * roll_inertia * v[0] ** 2,
-        partials=lambda q, v: (jnp.zeros_like(v), roll_inertia * v), name=name)
+        Euclidean(1, names=("phi",)), lambda q, v, p: 0.5 * p["roll_inertia"] * v[0] ** 2,
+        partials=lambda q, v, p: (jnp.zeros_like(v), p["roll_inertia"] * v), name=name,
+        params={"roll_inertia": np.float64(roll_inertia)})
 
 
 def rolling_disk(radius=0.5, mass=1.0, yaw_inertia=0.0625, roll_inertia=0.125, name="rolling_disk",
@@ -230,7 +242,11 @@ def rolling_disk(radius=0.5, mass=1.0, yaw_inertia=0.0625, roll_inertia=0.125, n
     Returns
     -------
     InterconnectedSystem
-        On ``SE2 x Euclidean(1)``: ``(theta, x, y)`` and the rolling angle ``phi``.
+        On ``SE2 x Euclidean(1)``: ``(theta, x, y)`` and the rolling angle
+        ``phi``; ``params`` ``({"mass", "yaw_inertia"}, {"roll_inertia"},
+        {"interaction": ({"radius": R},)})``: another radius or mass runs the
+        programs compiled for the first, and ``rollout`` differentiates
+        with respect to them.
 
     Examples
     --------
@@ -240,6 +256,8 @@ def rolling_disk(radius=0.5, mass=1.0, yaw_inertia=0.0625, roll_inertia=0.125, n
     ProductManifold(SE2(retraction='exp'), Euclidean(1))
     >>> disk.names
     ('body', 'wheel')
+    >>> float(disk.params[2]["interaction"][0]["radius"])
+    0.5
     """
     body = _planar_body(mass, yaw_inertia, retraction=retraction)
     wheel = _wheel(roll_inertia)
@@ -307,7 +325,10 @@ def rolling_ball(radius=0.5, mass=1.0, retraction="exp") -> InterconnectedSystem
     Returns
     -------
     InterconnectedSystem
-        On ``SO3 x Euclidean(2)``: the attitude and the centre ``(x, y)`` (m).
+        On ``SO3 x Euclidean(2)``: the attitude and the centre ``(x, y)`` (m);
+        ``params`` ``({"mass", "radius"}, {"mass"}, {"interaction": ({"radius": r},)})``
+        (the radius sets the ball's inertia and the rolling constraint: a
+        consistent change changes both).
 
     Examples
     --------
@@ -316,13 +337,17 @@ def rolling_ball(radius=0.5, mass=1.0, retraction="exp") -> InterconnectedSystem
     >>> ball.Q
     ProductManifold(SO3(retraction='cayley'), Euclidean(2))
     """
-    inertia = 0.4 * mass * radius**2
+    def inertia(p):
+        return 0.4 * p["mass"] * p["radius"] ** 2
+
     ball = LagrangeDiracSystem(
-        SO3(retraction), lambda q, v: 0.5 * inertia * jnp.sum(v * v),
-        partials=lambda q, v: (jnp.zeros_like(v), inertia * v), name="ball")
+        SO3(retraction), lambda q, v, p: 0.5 * inertia(p) * jnp.sum(v * v),
+        partials=lambda q, v, p: (jnp.zeros_like(v), inertia(p) * v), name="ball",
+        params={"mass": np.float64(mass), "radius": np.float64(radius)})
     centre = LagrangeDiracSystem(
-        Euclidean(2, names=("x", "y")), lambda q, v: 0.5 * mass * jnp.sum(v * v),
-        partials=lambda q, v: (jnp.zeros_like(v), mass * v), name="centre")
+        Euclidean(2, names=("x", "y")), lambda q, v, p: 0.5 * p["mass"] * jnp.sum(v * v),
+        partials=lambda q, v, p: (jnp.zeros_like(v), p["mass"] * v), name="centre",
+        params={"mass": np.float64(mass)})
     return interconnect(ball, centre, interaction=rolling_ball_on_plane("ball", "centre", radius),
                         name="rolling_ball")
 
@@ -360,12 +385,16 @@ def rolling_ball_exact(t, radius, spatial_omega, x0=(0.0, 0.0)):
 
 
 # 5 ------------------------------------------------------------ hierarchy
-def _axle(track, prefix_left="left.body", prefix_right="right.body"):
+def _minus_track(p):
+    return -p["track"]
+
+
+def _axle(track, prefix_left="left.body", prefix_right="right.body") -> Interaction:
     # headings equal, and the right contact point moves like a point of the
     # left body at body offset (0, -track): v_Rx = v_Lx + track * omega.
-    return (equal_velocities((prefix_right, 0), (prefix_left, 0))
-            + linear_interaction({(prefix_right, 1): 1.0, (prefix_left, 1): -1.0,
-                                  (prefix_left, 0): -float(track)}, label="axle"))
+    return linear_interaction([{(prefix_right, 0): 1.0, (prefix_left, 0): -1.0},
+                               {(prefix_right, 1): 1.0, (prefix_left, 1): -1.0, (prefix_left, 0): _minus_track}],
+                              label="axle", params={"track": np.float64(track)})
 
 
 def two_wheel_cart(track=1.0, radius=0.5, **disk) -> InterconnectedSystem:
@@ -386,7 +415,9 @@ def two_wheel_cart(track=1.0, radius=0.5, **disk) -> InterconnectedSystem:
     Returns
     -------
     InterconnectedSystem
-        Two interconnected :func:`rolling_disk` parts, ``left`` and ``right``.
+        Two interconnected :func:`rolling_disk` parts, ``left`` and ``right``;
+        ``params`` ``(left, right, {"interaction": ({"track": track},)})``
+        with each disk's params as in :func:`rolling_disk`.
 
     Examples
     --------
@@ -422,7 +453,9 @@ def two_wheel_cart_flat(track=1.0, radius=0.5, mass=1.0, yaw_inertia=0.0625,
     Returns
     -------
     InterconnectedSystem
-        The parts ``left_body``, ``left_wheel``, ``right_body``, ``right_wheel``.
+        The parts ``left_body``, ``left_wheel``, ``right_body``,
+        ``right_wheel``; ``params`` are theirs and ``{"interaction":
+        ({"radius": R}, {"radius": R}, {"track": track})}``.
 
     Examples
     --------

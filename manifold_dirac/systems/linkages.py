@@ -152,17 +152,24 @@ def four_bar_initial(theta1: float = 0.5, rate: float = 2.0, crank: float = FOUR
     return np.array([theta1, th2, th3]), np.array([rate, w2, w3])
 
 
-def _rigid_body(mass: float, inertia, gravity: float, name: str) -> LagrangeDiracSystem:
-    """A free rigid body in gravity on ``SO(3) x R^3``: ``q = (R, x)``, ``v = (Omega, xdot)``."""
+_ROD_INERTIA = np.array([1 / 12, 1 / 12, 1 / 120])
+"""A slender rod's principal moments over ``m l^2`` (about ``e1, e2`` and a small one about its axis ``e3``)."""
+_ROD_AXIS = np.array([0.0, 0.0, 1.0])
+
+
+def _rod(mass: float, length: float, gravity: float, name: str) -> LagrangeDiracSystem:
+    """A free slender rod in gravity on ``SO(3) x R^3``: ``q = (R, x)``, ``v = (Omega, xdot)``;
+    ``params = {"mass", "length", "gravity"}``."""
     from .._manifolds import SO3, ProductManifold
 
-    J = np.asarray(inertia, dtype=float)
+    P = {"mass": np.float64(mass), "length": np.float64(length), "gravity": np.float64(gravity)}
 
-    def L(q, v):
+    def L(q, v, p):
         Om, xd = v[:3], v[3:]
-        return 0.5 * mass * jnp.sum(xd * xd) + 0.5 * jnp.sum(J * Om * Om) - mass * gravity * q[1][2]
+        J = p["mass"] * p["length"] ** 2 * _ROD_INERTIA
+        return 0.5 * p["mass"] * jnp.sum(xd * xd) + 0.5 * jnp.sum(J * Om * Om) - p["mass"] * p["gravity"] * q[1][2]
 
-    return LagrangeDiracSystem(ProductManifold(SO3(), Euclidean(3)), L, name=name)
+    return LagrangeDiracSystem(ProductManifold(SO3(), Euclidean(3)), L, name=name, params=P)
 
 
 def rigid_double_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float = 9.81):
@@ -188,7 +195,12 @@ def rigid_double_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float
     Returns
     -------
     InterconnectedSystem
-        Subsystems ``"upper"`` and ``"lower"``; energy is conserved.
+        Subsystems ``"upper"`` and ``"lower"``; energy is conserved. Its
+        ``params`` are ``(upper, lower, {"holonomic": {"length": l}})``, each
+        rod's ``{"mass", "length", "gravity"}`` and the length that places
+        the joints: a system built with other constants runs the programs
+        compiled for the first (a consistent change of the length changes
+        all three).
 
     Examples
     --------
@@ -199,18 +211,24 @@ def rigid_double_pendulum(length: float = 1.0, mass: float = 1.0, gravity: float
     """
     from .._interconnection import interconnect, pin_joint
 
-    inertia = mass * length**2 * np.array([1 / 12, 1 / 12, 1 / 120])
-    up = _rigid_body(mass, inertia, gravity, "upper")
-    low = _rigid_body(mass, inertia, gravity, "lower")
-    top, bottom = np.array([0.0, 0.0, length / 2]), np.array([0.0, 0.0, -length / 2])
-    pin_up = pin_joint("upper", None, top, np.zeros(3))
-    pin_low = pin_joint("upper", "lower", bottom, top)
+    up = _rod(mass, length, gravity, "upper")
+    low = _rod(mass, length, gravity, "lower")
+    # the anchors are computed from the length in params (the values given here are replaced)
+    pin_up = pin_joint("upper", None, np.zeros(3), np.zeros(3))
+    pin_low = pin_joint("upper", "lower", np.zeros(3), np.zeros(3))
 
     def build(layout):
         g1, g2 = pin_up(layout), pin_low(layout)
-        return lambda q: jnp.concatenate([g1(q), g2(q)])
+
+        def g(q, p):
+            top = 0.5 * p["length"] * _ROD_AXIS
+            return jnp.concatenate([g1(q, {"anchor_a": top, "anchor_b": jnp.zeros(3)}),
+                                    g2(q, {"anchor_a": -top, "anchor_b": top})])
+
+        return g
 
     build.needs_layout = True
+    build.params = {"length": np.float64(length)}  # type: ignore[attr-defined]
     return interconnect(up, low, holonomic=build, name="rigid_double_pendulum")
 
 

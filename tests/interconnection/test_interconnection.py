@@ -642,13 +642,22 @@ def test_subsystem_parameters_reach_their_subsystem():
                                 name="spring")
     plain = LagrangeDiracSystem(Euclidean(1), lambda q, v: 0.5 * v @ v - 0.5 * q @ q, name="plain")
     both = interconnect(k_sys, plain, interaction=equal_velocities(("spring", 0), ("plain", 0), 2.0))
-    assert both.params == ({"k": 2.0, "c": 0.5}, None)
+    # the subsystems' params, then the interconnection's own (the interaction's ratio)
+    assert both.params == ({"k": 2.0, "c": 0.5}, None, {"interaction": ({"ratio": 2.0},)})
     q, v = (jnp.array([1.0]), jnp.array([3.0])), jnp.array([0.4, 0.2])
     assert float(both.lagrangian(q, v, both.params)) == pytest.approx(0.5 * 0.16 - 1.0 + 0.5 * 0.04 - 4.5)
     np.testing.assert_allclose(both.force(0.0, q, v, both.params), [-0.2, 0.0])
     np.testing.assert_allclose(both.partials(q, v, both.params)[0], [-2.0, -3.0])
     np.testing.assert_allclose(both.constraint_matrix(q, both.params), [[1.0, -2.0]])
-    assert both.has_constant_constraint and both.n_constraints == 1
+    other = ({"k": 2.0, "c": 0.5}, None, {"interaction": ({"ratio": 3.0},)})
+    np.testing.assert_allclose(both.constraint_matrix(q, other), [[1.0, -3.0]])
+    np.testing.assert_allclose(both.interaction_matrix(q, other), [[1.0, -3.0]])
+    assert both.n_constraints == 1
+    # an interaction without params (a constant matrix) adds nothing: the tuple of the subsystems' params
+    fixed = interconnect(k_sys, plain, interaction=Interaction(np.array([[1.0, -2.0]])))
+    assert fixed.params == ({"k": 2.0, "c": 0.5}, None)
+    assert fixed.has_constant_constraint
+    np.testing.assert_allclose(fixed.constraint_matrix(q, fixed.params), [[1.0, -2.0]])
 
 
 class CoupledPlane(Euclidean):
