@@ -325,9 +325,15 @@ class SE3(MatrixLieGroup):
         return jnp.asarray(q)[..., :3, 3]
 
     def to_coordinates(self, q):
-        """``(x, y, z, r_x, r_y, r_z)`` ``(*batch, 6)``: position, then rotation vector (angle in ``[0, pi]``)."""
-        q = jnp.asarray(q)
-        return jnp.concatenate([q[..., :3, 3], rotation_log(q[..., :3, :3])], axis=-1)
+        """``(x, y, z, r_x, r_y, r_z)`` ``(*batch, 6)``: position, then rotation vector (angle in ``[0, pi]``).
+
+        Concrete input is converted in NumPy (no XLA program compiled), traced
+        input in ``jax.numpy``, as :meth:`SO3.to_coordinates`.
+        """
+        if isinstance(q, jax.core.Tracer):
+            return jnp.concatenate([q[..., :3, 3], rotation_log(q[..., :3, :3])], axis=-1)
+        q = np.asarray(q, dtype=float)
+        return jax.device_put(np.concatenate([q[..., :3, 3], rotation_log(q[..., :3, :3], xp=np)], axis=-1))
 
     def from_coordinates(self, c):
         """The pose with ``(x, y, z, r_x, r_y, r_z)`` ``(*batch, 6)``."""
