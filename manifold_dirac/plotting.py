@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -74,18 +75,25 @@ def _pyplot() -> ModuleType:
     return plt
 
 
-def _finish(fig: Figure, path: str | Path | None) -> Figure:
-    """Plain log-axis labels; write the figure to ``path`` if given.
+_OWN_FIGURES: weakref.WeakSet[Figure] = weakref.WeakSet()  # made here: laid out here, once
 
-    The figures made here lay themselves out (``layout="constrained"``, done
-    once, while drawing); ``bbox_inches="tight"`` (another full layout pass
-    per save) only for a figure of the caller's without a layout engine.
+
+def _finish(fig: Figure, path: str | Path | None) -> Figure:
+    """Plain log-axis labels, the layout, and the file ``path`` if given.
+
+    A figure made here is laid out once (``tight_layout``) and saved as it
+    is: a layout engine would lay it out again in every ``savefig`` (a draw
+    without rendering before the real one), and ``bbox_inches="tight"``
+    costs another such draw. A figure of the caller's (``ax=``) keeps its
+    layout and is saved with ``bbox_inches="tight"``.
     """
     for ax in fig.axes:
         _plain_log_labels(ax)
+    own = fig in _OWN_FIGURES
+    if own:
+        fig.tight_layout()
     if path is not None:
-        tight = "tight" if fig.get_layout_engine() is None else None
-        fig.savefig(Path(path), dpi=110, bbox_inches=tight)
+        fig.savefig(Path(path), dpi=110, bbox_inches=None if own else "tight")
     return fig
 
 
@@ -124,7 +132,8 @@ def _new_axes(ax: Axes | None, projection: str | None = None, figsize: tuple[flo
     plt = _pyplot()
     if ax is not None:
         return ax.figure, ax
-    fig = plt.figure(figsize=figsize, layout="constrained")
+    fig = plt.figure(figsize=figsize)
+    _OWN_FIGURES.add(fig)
     return fig, fig.add_subplot(111, projection=projection) if projection else fig.add_subplot(111)
 
 
@@ -520,8 +529,8 @@ def plot_energy_and_constraint(
     err = np.abs(E - E0) / (np.abs(E0) if rel else 1.0)
     plt = _pyplot()
     n_panels = 2 if has_c else 1
-    fig, axes = plt.subplots(n_panels, 1, sharex=True, figsize=(6.4, 2.6 + 2.2 * n_panels), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(n_panels, 1, sharex=True, figsize=(6.4, 2.6 + 2.2 * n_panels), squeeze=False)
+    _OWN_FIGURES.add(fig)
     axes = axes[:, 0]
     curves, labels = _per_member(err)
     for c, lab in zip(curves.T, labels):
