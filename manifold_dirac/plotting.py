@@ -81,16 +81,22 @@ _OWN_FIGURES: weakref.WeakSet[Figure] = weakref.WeakSet()  # made here: laid out
 def _finish(fig: Figure, path: str | Path | None) -> Figure:
     """Plain log-axis labels, the layout, and the file ``path`` if given.
 
-    A figure made here is laid out once (``tight_layout``) and saved as it
-    is: a layout engine would lay it out again in every ``savefig`` (a draw
-    without rendering before the real one), and ``bbox_inches="tight"``
-    costs another such draw. A figure of the caller's (``ax=``) keeps its
-    layout and is saved with ``bbox_inches="tight"``.
+    A figure made here and saved is laid out once (``tight_layout``) and
+    saved as it is: a layout engine would lay it out again in every
+    ``savefig`` (a draw without rendering before the real one), and
+    ``bbox_inches="tight"`` costs another such draw. Not saved, it gets the
+    tight layout engine (laid out when drawn). A figure of the caller's
+    (``ax=``) keeps its layout and is saved with ``bbox_inches="tight"``.
     """
     for ax in fig.axes:
         _plain_log_labels(ax)
     own = fig in _OWN_FIGURES
     if own:
+        for ax in fig.axes:  # a title wider than the figure wraps (bbox_inches="tight" used to widen the image)
+            ax.title.set_wrap(True)
+    if own and path is None:
+        fig.set_layout_engine("tight")
+    elif own:
         fig.tight_layout()
     if path is not None:
         fig.savefig(Path(path), dpi=110, bbox_inches=None if own else "tight")
