@@ -218,14 +218,16 @@ def compiles():
 
 
 @pytest.fixture(scope="module")
-def rigid_product(body):
-    """Real rotations (the free rigid body's run, 301 points x 3 members) on SO(3) x R^3 and as SE(3) poses:
-    the layouts of the catalog's rigid bodies whose coordinates are plotted against time."""
+def rigid_product(body, sled):
+    """Real rotations (the free rigid body's run, 301 points x 3 members) on SO(3) x R^3 and as SE(3) poses,
+    the layouts of the catalog's rigid bodies whose coordinates are plotted against time; the sled's poses
+    on SE(2) x R and the bodies' first axes on S^2 x R, the other manifolds with their own coordinates."""
     from types import SimpleNamespace
 
-    from manifold_dirac import SE3, Euclidean, ProductManifold
+    from manifold_dirac import SE2, SE3, Euclidean, ProductManifold, Sphere2
 
     _, tr = body
+    _, sl = sled
     R = np.asarray(tr.q)
     x = np.cumsum(np.ones(R.shape[:-2] + (3,)), axis=0) * 0.01
     pose = np.zeros(R.shape[:-2] + (4, 4))
@@ -233,6 +235,10 @@ def rigid_product(body):
     return [
         (ProductManifold(SO3(), Euclidean(3)), SimpleNamespace(t=np.asarray(tr.t), q=(R, x), meta={})),
         (SE3(), SimpleNamespace(t=np.asarray(tr.t), q=pose, meta={})),
+        (ProductManifold(SE2(), Euclidean(1)),
+         SimpleNamespace(t=np.asarray(sl.t), q=(np.asarray(sl.q), np.asarray(sl.t)[:, None]), meta={})),
+        (ProductManifold(Sphere2(), Euclidean(1)), SimpleNamespace(t=np.asarray(tr.t), q=(R[..., 0], x[..., :1]),
+                                                                    meta={})),
     ]
 
 
@@ -245,7 +251,7 @@ def test_plotting_rotations_compiles_no_xla_program(rigid_product, compiles, tmp
         before = compiles()
         fig = P.plot_trajectory(tr, manifold=Q, path=tmp_path / "rot.png")
         assert compiles() == before, f"{Q!r}: plotting compiled {compiles() - before} XLA programs"
-        assert len(legend_texts(fig.axes[0])) == 6
+        assert legend_texts(fig.axes[0]) == list(Q.coordinate_names)
     # the counter sees compilations: an eager jax.numpy operation on a shape not seen before compiles one
     before = compiles()
     jnp.sin(jnp.zeros((3, 1, 7, 11))).block_until_ready()
@@ -253,8 +259,9 @@ def test_plotting_rotations_compiles_no_xla_program(rigid_product, compiles, tmp
 
 
 def test_host_coordinates_equal_the_traced_ones(rigid_product):
-    """The NumPy path of SO(3)/SE(3) ``to_coordinates`` gives the traced path's numbers (to round-off),
-    including rotations near the identity and by pi; a transposed rotation gives other numbers."""
+    """The NumPy path of ``to_coordinates`` gives the traced path's numbers (to round-off) on SO(3)
+    (including rotations near the identity and by pi), SE(3), SE(2) and S^2; a transposed rotation gives
+    other numbers."""
     import jax
 
     from manifold_dirac import SE3
@@ -272,6 +279,11 @@ def test_host_coordinates_equal_the_traced_ones(rigid_product):
     host = np.asarray(SE3().to_coordinates(pose))
     np.testing.assert_allclose(host, np.asarray(jax.jit(SE3().to_coordinates)(pose)), rtol=0, atol=1e-14)
     np.testing.assert_array_equal(host[:, :3], pose[:, :3, 3])
+    for Q, tr in rigid_product[2:]:
+        factor, q = Q.factors[0], tr.q[0]
+        host = np.asarray(factor.to_coordinates(q))
+        np.testing.assert_allclose(host, np.asarray(jax.jit(factor.to_coordinates)(q)), rtol=0, atol=1e-14)
+        assert type(factor.to_coordinates(q)) is type(jax.numpy.zeros(1))  # a jax array, as before
 
 
 def test_log_axis_labels_are_plain_text(sled, tmp_path):

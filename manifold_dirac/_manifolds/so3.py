@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import ArrayLike
-from .base import register_retraction
+from .base import concrete_array, register_retraction
 from .lie_group import Cayley, Exp, MatrixLieGroup
 
 __all__ = ["SO3", "SO3Cayley", "SO3Exp", "rodrigues", "rotation_log"]
@@ -206,9 +206,8 @@ class SO3(MatrixLieGroup):
         plotting a trajectory should not cost. Traced input (under ``jit``,
         ``grad``, ``vmap``) takes the ``jax.numpy`` path.
         """
-        if isinstance(q, jax.core.Tracer):
-            return self.log(q)
-        return jax.device_put(rotation_log(np.asarray(q, dtype=float), xp=np))
+        a = concrete_array(q)
+        return self.log(jnp.asarray(q)) if a is None else jax.device_put(rotation_log(a, xp=np))
 
     def from_coordinates(self, c):
         """The rotation with rotation vector ``c`` ``(*batch, 3)``."""
