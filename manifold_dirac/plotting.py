@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -74,10 +75,62 @@ def _pyplot() -> ModuleType:
     return plt
 
 
+_OWN_FIGURES: weakref.WeakSet[Figure] = weakref.WeakSet()  # made here: laid out here, once
+
+
 def _finish(fig: Figure, path: str | Path | None) -> Figure:
+    """Plain log-axis labels, the layout, and the file ``path`` if given.
+
+    A figure made here and saved is laid out once (``tight_layout``) and
+    saved as it is: a layout engine would lay it out again in every
+    ``savefig`` (a draw without rendering before the real one), and
+    ``bbox_inches="tight"`` costs another such draw. Not saved, it gets the
+    tight layout engine (laid out when drawn). A figure of the caller's
+    (``ax=``) keeps its layout and is saved with ``bbox_inches="tight"``.
+    """
+    for ax in fig.axes:
+        _plain_log_labels(ax)
+    own = fig in _OWN_FIGURES
+    if own:
+        for ax in fig.axes:  # a title wider than the figure wraps (bbox_inches="tight" used to widen the image)
+            ax.title.set_wrap(True)
+    if own and path is None:
+        fig.set_layout_engine("tight")
+    elif own:
+        fig.tight_layout()
     if path is not None:
-        fig.savefig(Path(path), dpi=110, bbox_inches="tight")
+        fig.savefig(Path(path), dpi=110, bbox_inches=None if own else "tight")
     return fig
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _plain_log_labels(ax: Axes) -> None:
+    """Log-axis tick labels as plain text (``10⁻⁶``, ``2×10⁻⁶``) instead of mathtext.
+
+    The same ticks and the same numbers as matplotlib's default
+    (``LogFormatterSciNotation``), written with Unicode superscripts:
+    parsing the mathtext of every label was about a quarter of a figure's
+    CPU time.
+    """
+    import re
+
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    class PlainLogFormatter(LogFormatterSciNotation):
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            text = super().__call__(x, pos)
+            m = re.fullmatch(r"\$\\mathdefault\{(.*)\}\$", text)
+            if m is None:
+                return text
+            body = m.group(1).replace("\\times", "×")
+            return re.sub(r"\^\{(-?\d+)\}", lambda e: e.group(1).translate(_SUPERSCRIPT), body)
+
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "log" and isinstance(axis.get_major_formatter(), LogFormatterSciNotation):
+            axis.set_major_formatter(PlainLogFormatter())
+            axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False))
 
 
 def _new_axes(ax: Axes | None, projection: str | None = None, figsize: tuple[float, float] = (6.4, 4.8)
@@ -86,6 +139,7 @@ def _new_axes(ax: Axes | None, projection: str | None = None, figsize: tuple[flo
     if ax is not None:
         return ax.figure, ax
     fig = plt.figure(figsize=figsize)
+    _OWN_FIGURES.add(fig)
     return fig, fig.add_subplot(111, projection=projection) if projection else fig.add_subplot(111)
 
 
@@ -482,6 +536,7 @@ def plot_energy_and_constraint(
     plt = _pyplot()
     n_panels = 2 if has_c else 1
     fig, axes = plt.subplots(n_panels, 1, sharex=True, figsize=(6.4, 2.6 + 2.2 * n_panels), squeeze=False)
+    _OWN_FIGURES.add(fig)
     axes = axes[:, 0]
     curves, labels = _per_member(err)
     for c, lab in zip(curves.T, labels):
@@ -499,7 +554,6 @@ def plot_energy_and_constraint(
         axes[1].grid(True, which="both", alpha=0.3)
         axes[1].legend(loc="best", fontsize="small")
     axes[-1].set_xlabel(f"t [{time_unit}]")
-    fig.tight_layout()
     return _finish(fig, path)
 
 
@@ -773,6 +827,26 @@ def _plot_sphere_path(trajectory: Trajectory, *, title: str | None = None, path:
     return _finish(fig, path)
 
 
+def _host_coordinates(Q: Manifold, q: Point) -> np.ndarray:
+    """``Q.to_coordinates(q)`` of a concrete trajectory as a NumPy array, compiling no XLA program.
+
+    Eager ``jax.numpy`` on concrete arrays compiles a small program per
+    operation and shape in every fresh process (``jnp.asarray`` of a NumPy
+    array included); the factors of a product are therefore converted one by
+    one and joined here, a Euclidean factor is its own coordinates, and the
+    other manifolds convert concrete input in NumPy themselves.
+    """
+    from ._manifolds import Euclidean, ProductManifold
+
+    if isinstance(Q, ProductManifold) and isinstance(q, tuple):
+        parts = [_host_coordinates(f, x) for f, x in zip(Q.factors, q)]
+        batch = np.broadcast_shapes(*(p.shape[:-1] for p in parts))
+        return np.concatenate([np.broadcast_to(p, (*batch, p.shape[-1])) for p in parts], -1)
+    if isinstance(Q, Euclidean):
+        return np.asarray(q, dtype=float)
+    return np.asarray(Q.to_coordinates(q), dtype=float)
+
+
 def _plot_coordinates(
     trajectory: Trajectory,
     Q: Manifold | None,
@@ -785,8 +859,8 @@ def _plot_coordinates(
     t = np.asarray(_get(trajectory, "t"), dtype=float)
     q = trajectory.q
     if Q is not None:
-        # the manifolds take leading (time, batch) axes and return jax arrays
-        c = np.asarray(Q.to_coordinates(q), dtype=float)
+        # the manifolds take leading (time, batch) axes
+        c = _host_coordinates(Q, q)
         names = tuple(Q.coordinate_names) or tuple(f"q{i}" for i in range(c.shape[-1]))
     elif isinstance(q, tuple):
         raise ValueError("plot_trajectory: a product trajectory needs system= or manifold= to name its coordinates")

@@ -197,3 +197,122 @@ def test_invalid_inputs_raise_with_a_sentence(sled):
         P.plot_so3_body_axes(np.zeros((4, 3)))
     with pytest.raises(ValueError, match="frame must be"):
         P.plot_angular_momentum_sphere(tr, frame="world")
+
+
+# ------------------------------------------------------------------ cost: no compilation, one layout
+_COMPILES = [0]
+
+
+def _count_compile(event, duration, **kwargs):
+    if event == "/jax/core/compile/backend_compile_duration":
+        _COMPILES[0] += 1
+
+
+@pytest.fixture(scope="module")
+def compiles():
+    """The number of XLA programs compiled so far in this process (a callable)."""
+    from jax import monitoring
+
+    monitoring.register_event_duration_secs_listener(_count_compile)
+    return lambda: _COMPILES[0]
+
+
+@pytest.fixture(scope="module")
+def rigid_product(body, sled):
+    """Real rotations (the free rigid body's run, 301 points x 3 members) on SO(3) x R^3 and as SE(3) poses,
+    the layouts of the catalog's rigid bodies whose coordinates are plotted against time; the sled's poses
+    on SE(2) x R and the bodies' first axes on S^2 x R, the other manifolds with their own coordinates."""
+    from types import SimpleNamespace
+
+    from manifold_dirac import SE2, SE3, Euclidean, ProductManifold, Sphere2
+
+    _, tr = body
+    _, sl = sled
+    R = np.asarray(tr.q)
+    x = np.cumsum(np.ones(R.shape[:-2] + (3,)), axis=0) * 0.01
+    pose = np.zeros(R.shape[:-2] + (4, 4))
+    pose[..., :3, :3], pose[..., :3, 3], pose[..., 3, 3] = R, x, 1.0
+    return [
+        (ProductManifold(SO3(), Euclidean(3)), SimpleNamespace(t=np.asarray(tr.t), q=(R, x), meta={})),
+        (SE3(), SimpleNamespace(t=np.asarray(tr.t), q=pose, meta={})),
+        (ProductManifold(SE2(), Euclidean(1)),
+         SimpleNamespace(t=np.asarray(sl.t), q=(np.asarray(sl.q), np.asarray(sl.t)[:, None]), meta={})),
+        (ProductManifold(Sphere2(), Euclidean(1)), SimpleNamespace(t=np.asarray(tr.t), q=(R[..., 0], x[..., :1]),
+                                                                    meta={})),
+    ]
+
+
+def test_plotting_rotations_compiles_no_xla_program(rigid_product, compiles, tmp_path):
+    """Coordinates of concrete rotations are computed in NumPy: eager jax.numpy would compile a small
+    program per operation and shape (about 40 per SO(3) trajectory, in every fresh process)."""
+    import jax.numpy as jnp
+
+    for Q, tr in rigid_product:
+        before = compiles()
+        fig = P.plot_trajectory(tr, manifold=Q, path=tmp_path / "rot.png")
+        assert compiles() == before, f"{Q!r}: plotting compiled {compiles() - before} XLA programs"
+        assert legend_texts(fig.axes[0]) == list(Q.coordinate_names)
+    # the counter sees compilations: an eager jax.numpy operation on a shape not seen before compiles one
+    before = compiles()
+    jnp.sin(jnp.zeros((3, 1, 7, 11))).block_until_ready()
+    assert compiles() > before
+
+
+def test_host_coordinates_equal_the_traced_ones(rigid_product):
+    """The NumPy path of ``to_coordinates`` gives the traced path's numbers (to round-off) on SO(3)
+    (including rotations near the identity and by pi), SE(3), SE(2) and S^2; a transposed rotation gives
+    other numbers."""
+    import jax
+
+    from manifold_dirac import SE3
+
+    R = np.asarray(rigid_product[0][1].q[0]).reshape(-1, 3, 3)
+    near = np.asarray(SO3().exp(np.array([[1e-9, 0.0, 2e-9], [0.0, 0.0, 0.0], [np.pi - 1e-9, 0.0, 0.0],
+                                          [0.0, np.pi, 0.0], [1.0, 2.0, -0.5]])))
+    R = np.concatenate([R, near])
+    so3 = SO3()
+    host = np.asarray(so3.to_coordinates(R))
+    traced = np.asarray(jax.jit(so3.to_coordinates)(R))
+    np.testing.assert_allclose(host, traced, rtol=0, atol=1e-14)
+    assert np.max(np.abs(np.asarray(so3.to_coordinates(np.swapaxes(R, -1, -2))) - traced)) > 0.1
+    pose = np.asarray(rigid_product[1][1].q).reshape(-1, 4, 4)
+    host = np.asarray(SE3().to_coordinates(pose))
+    np.testing.assert_allclose(host, np.asarray(jax.jit(SE3().to_coordinates)(pose)), rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(host[:, :3], pose[:, :3, 3])
+    for Q, tr in rigid_product[2:]:
+        factor, q = Q.factors[0], tr.q[0]
+        host = np.asarray(factor.to_coordinates(q))
+        np.testing.assert_allclose(host, np.asarray(jax.jit(factor.to_coordinates)(q)), rtol=0, atol=1e-14)
+        assert type(factor.to_coordinates(q)) is type(jax.numpy.zeros(1))  # a jax array, as before
+
+
+def test_log_axis_labels_are_plain_text(sled, tmp_path):
+    """The log axes' tick labels carry the default formatter's numbers without mathtext: 10⁻⁶, not $10^{-6}$."""
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    _, tr = sled
+    fig = P.plot_energy_and_constraint(tr, path=tmp_path / "e.png")
+    fmt = fig.axes[0].yaxis.get_major_formatter()
+    assert fmt(1e-6) == "10⁻⁶" and fmt(1.0) == "10⁰" and fmt(1e12) == "10¹²"
+    assert LogFormatterSciNotation()(1e-6).startswith("$")  # what the default would draw
+    labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
+    assert any("10⁻" in s for s in labels) and not any("$" in s for s in labels)
+
+
+def test_own_figures_are_laid_out_once_and_nothing_is_cut_off(sled, body, tmp_path):
+    """A figure made here is saved at its own size (no bbox_inches='tight' pass) with every label inside;
+    a figure of the caller's (ax=) is still cropped to its content."""
+    from PIL import Image
+
+    s, tr = sled
+    _, trb = body
+    for fig, name in ((P.plot_energy_and_constraint(tr, path=tmp_path / "e.png"), "e.png"),
+                      (P.plot_trajectory(trb, path=tmp_path / "b.png"), "b.png")):
+        w, h = fig.get_size_inches() * 110
+        assert Image.open(tmp_path / name).size == (round(w), round(h))
+        inside = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+        W, H = fig.get_size_inches()
+        assert inside.x0 >= 0 and inside.y0 >= 0 and inside.x1 <= W and inside.y1 <= H, (name, inside)
+    user_fig, ax = plt.subplots(figsize=(8, 8))
+    P.plot_se2_path(tr, ax=ax, path=tmp_path / "u.png")
+    assert Image.open(tmp_path / "u.png").size != (880, 880)

@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import register_retraction
+from .base import concrete_array, register_retraction
 from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
 from .so3 import coefficients, mm
 
@@ -210,9 +210,15 @@ class SE2(MatrixLieGroup):
 
     # ------------------------------------------------------ human coordinates
     def to_coordinates(self, q):
-        """``(x, y, theta)``, ``(*batch, 3)``, ``theta`` in ``(-pi, pi]``."""
-        q = jnp.asarray(q)
-        return jnp.stack([q[..., 0, 2], q[..., 1, 2], jnp.arctan2(q[..., 1, 0], q[..., 0, 0])], -1)
+        """``(x, y, theta)``, ``(*batch, 3)``, ``theta`` in ``(-pi, pi]``.
+
+        Concrete input is converted in NumPy (eager ``jax.numpy`` would compile
+        a program per operation and shape), traced input in ``jax.numpy``.
+        """
+        a = concrete_array(q)
+        xp, q = (jnp, jnp.asarray(q)) if a is None else (np, a)
+        c = xp.stack([q[..., 0, 2], q[..., 1, 2], xp.arctan2(q[..., 1, 0], q[..., 0, 0])], -1)
+        return c if a is None else jax.device_put(c)
 
     def from_coordinates(self, c):
         """The pose with ``(x, y, theta)`` ``(*batch, 3)``."""

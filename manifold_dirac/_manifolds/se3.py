@@ -60,7 +60,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import ArrayLike
-from .base import register_retraction
+from .base import concrete_array, register_retraction
 from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
 from .so3 import SO3, coefficients, mm, rodrigues, rotation_log, skew
 
@@ -325,9 +325,15 @@ class SE3(MatrixLieGroup):
         return jnp.asarray(q)[..., :3, 3]
 
     def to_coordinates(self, q):
-        """``(x, y, z, r_x, r_y, r_z)`` ``(*batch, 6)``: position, then rotation vector (angle in ``[0, pi]``)."""
-        q = jnp.asarray(q)
-        return jnp.concatenate([q[..., :3, 3], rotation_log(q[..., :3, :3])], axis=-1)
+        """``(x, y, z, r_x, r_y, r_z)`` ``(*batch, 6)``: position, then rotation vector (angle in ``[0, pi]``).
+
+        Concrete input is converted in NumPy (no XLA program compiled), traced
+        input in ``jax.numpy``, as :meth:`SO3.to_coordinates`.
+        """
+        a = concrete_array(q)
+        xp, q = (jnp, jnp.asarray(q)) if a is None else (np, a)
+        c = xp.concatenate([q[..., :3, 3], rotation_log(q[..., :3, :3], xp=xp)], axis=-1)
+        return c if a is None else jax.device_put(c)
 
     def from_coordinates(self, c):
         """The pose with ``(x, y, z, r_x, r_y, r_z)`` ``(*batch, 6)``."""

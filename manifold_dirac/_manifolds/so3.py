@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import ArrayLike
-from .base import register_retraction
+from .base import concrete_array, register_retraction
 from .lie_group import Cayley, Exp, MatrixLieGroup
 
 __all__ = ["SO3", "SO3Cayley", "SO3Exp", "rodrigues", "rotation_log"]
@@ -197,8 +197,17 @@ class SO3(MatrixLieGroup):
 
     # ------------------------------------------------------ human coordinates
     def to_coordinates(self, q):
-        """The rotation vector ``(*batch, 3)`` (the principal logarithm)."""
-        return self.log(jnp.asarray(q))
+        """The rotation vector ``(*batch, 3)`` (the principal logarithm).
+
+        Concrete input (a NumPy array, or a JAX array outside any trace) is
+        converted in NumPy, with the same formulas as the traced path: eager
+        ``jax.numpy`` on concrete arrays would compile a small XLA program per
+        operation and shape (dozens per call, on every fresh process), which
+        plotting a trajectory should not cost. Traced input (under ``jit``,
+        ``grad``, ``vmap``) takes the ``jax.numpy`` path.
+        """
+        a = concrete_array(q)
+        return self.log(jnp.asarray(q)) if a is None else jax.device_put(rotation_log(a, xp=np))
 
     def from_coordinates(self, c):
         """The rotation with rotation vector ``c`` ``(*batch, 3)``."""
@@ -214,28 +223,7 @@ class SO3(MatrixLieGroup):
         The largest of ``1 + tr R`` and ``1 + 2 R_ii - tr R`` is the pivot, so
         the result is accurate for every rotation.
         """
-        R = jnp.asarray(g)
-        r00, r11, r22 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
-        tr = r00 + r11 + r22
-        piv = jnp.stack([1 + tr, 1 + 2 * r00 - tr, 1 + 2 * r11 - tr, 1 + 2 * r22 - tr], -1)
-        k = jnp.argmax(piv, axis=-1)
-        d21, d02, d10 = R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]
-        s01, s02, s12 = R[..., 0, 1] + R[..., 1, 0], R[..., 0, 2] + R[..., 2, 0], R[..., 1, 2] + R[..., 2, 1]
-        cand = jnp.stack(
-            [
-                jnp.stack([d21, d02, d10, piv[..., 0]], -1),
-                jnp.stack([piv[..., 1], s01, s02, d21], -1),
-                jnp.stack([s01, piv[..., 2], s12, d02], -1),
-                jnp.stack([s02, s12, piv[..., 3], d10], -1),
-            ],
-            -2,
-        )
-        # select the pivot's row with where (a gather is slow on XLA CPU inside loops)
-        qk = cand[..., 3, :]
-        for i in (2, 1, 0):
-            qk = jnp.where((k == i)[..., None], cand[..., i, :], qk)
-        qk = qk / jnp.linalg.norm(qk, axis=-1, keepdims=True)
-        return jnp.where(qk[..., 3:] < 0, -qk, qk)
+        return _quaternion(jnp.asarray(g), jnp)
 
     @staticmethod
     def from_euler(seq: str, angles: ArrayLike, degrees: bool = False) -> jax.Array:
@@ -351,18 +339,48 @@ def rodrigues(xi: jax.Array) -> jax.Array:
     return _EYE + _c(a) * X + _c(b) * mm(X, X)
 
 
-def rotation_log(g: jax.Array) -> jax.Array:
-    """The principal rotation vector ``(*batch, 3)`` of rotations ``(*batch, 3, 3)`` (unchecked: :meth:`SO3.log` checks)."""
-    q = SO3.as_quaternion(g)  # (x, y, z, w) with w >= 0
+def _quaternion(R, xp):
+    """:meth:`SO3.as_quaternion` of ``R`` ``(*batch, 3, 3)`` with the array module ``xp`` (``jax.numpy``
+    when traced, ``numpy`` for concrete host arrays)."""
+    r00, r11, r22 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
+    tr = r00 + r11 + r22
+    piv = xp.stack([1 + tr, 1 + 2 * r00 - tr, 1 + 2 * r11 - tr, 1 + 2 * r22 - tr], -1)
+    k = xp.argmax(piv, axis=-1)
+    d21, d02, d10 = R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]
+    s01, s02, s12 = R[..., 0, 1] + R[..., 1, 0], R[..., 0, 2] + R[..., 2, 0], R[..., 1, 2] + R[..., 2, 1]
+    cand = xp.stack(
+        [
+            xp.stack([d21, d02, d10, piv[..., 0]], -1),
+            xp.stack([piv[..., 1], s01, s02, d21], -1),
+            xp.stack([s01, piv[..., 2], s12, d02], -1),
+            xp.stack([s02, s12, piv[..., 3], d10], -1),
+        ],
+        -2,
+    )
+    # select the pivot's row with where (a gather is slow on XLA CPU inside loops)
+    qk = cand[..., 3, :]
+    for i in (2, 1, 0):
+        qk = xp.where((k == i)[..., None], cand[..., i, :], qk)
+    qk = qk / xp.linalg.norm(qk, axis=-1, keepdims=True)
+    return xp.where(qk[..., 3:] < 0, -qk, qk)
+
+
+def rotation_log(g: jax.Array, xp=jnp) -> jax.Array:
+    """The principal rotation vector ``(*batch, 3)`` of rotations ``(*batch, 3, 3)`` (unchecked: :meth:`SO3.log` checks).
+
+    ``xp`` is the array module: ``jax.numpy`` (default; traceable), or ``numpy``
+    for concrete host arrays (no XLA program compiled).
+    """
+    q = _quaternion(xp.asarray(g), xp)  # (x, y, z, w) with w >= 0
     v, w = q[..., :3], q[..., 3]
-    s2 = jnp.sum(v * v, axis=-1)
+    s2 = xp.sum(v * v, axis=-1)
     # xi = (2 atan2(s, w) / s) v; at s -> 0, 2 atan(x)/(x w) = (2/w)(1 - x^2/3), x = s/w
     small = s2 < 1e-16 * w * w
-    ws = jnp.where(small, w, 1.0)
+    ws = xp.where(small, w, 1.0)
     series = 2.0 / ws * (1 - s2 / (3 * ws * ws))
-    ss = jnp.sqrt(jnp.where(small, 1.0, s2))
-    direct = 2.0 * jnp.arctan2(ss, w) / ss
-    return jnp.where(small, series, direct)[..., None] * v
+    ss = xp.sqrt(xp.where(small, 1.0, s2))
+    direct = 2.0 * xp.arctan2(ss, w) / ss
+    return xp.where(small, series, direct)[..., None] * v
 
 
 def _parse_euler(seq: str, who: str) -> tuple[list[int], bool]:

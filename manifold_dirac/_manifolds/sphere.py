@@ -275,10 +275,16 @@ class Sphere2(GeomstatsManifold):
         return a
 
     def to_coordinates(self, q):
-        """``(polar, azimuth)``, ``(*batch, 2)``: polar in ``[0, pi]``, azimuth in ``(-pi, pi]``."""
-        q = jnp.asarray(q, dtype=float)
-        polar = jnp.arctan2(jnp.hypot(q[..., 0], q[..., 1]), q[..., 2])
-        return jnp.stack([polar, jnp.arctan2(q[..., 1], q[..., 0])], -1)
+        """``(polar, azimuth)``, ``(*batch, 2)``: polar in ``[0, pi]``, azimuth in ``(-pi, pi]``.
+
+        Concrete input is converted in NumPy (eager ``jax.numpy`` would compile
+        a program per operation and shape), traced input in ``jax.numpy``.
+        """
+        a = concrete_array(q)
+        xp, q = (jnp, jnp.asarray(q, dtype=float)) if a is None else (np, a)
+        polar = xp.arctan2(xp.hypot(q[..., 0], q[..., 1]), q[..., 2])
+        c = xp.stack([polar, xp.arctan2(q[..., 1], q[..., 0])], -1)
+        return c if a is None else jax.device_put(c)
 
     def from_coordinates(self, c):
         """The unit vector with ``(polar, azimuth)`` ``(*batch, 2)``."""
