@@ -158,6 +158,10 @@ RAISES = {
     ("manifold_dirac.get_rule", "ValueError"): lambda: md.get_rule("no_such_rule"),
     ("manifold_dirac.get_scheme", "ValueError"): lambda: md.get_scheme("no_such_scheme"),
     ("manifold_dirac.interconnect", "ValueError"): lambda: md.interconnect(),
+    ("manifold_dirac.linear_interaction", "ValueError"):
+        lambda: md.linear_interaction({("a", 0): float("nan")}),
+    ("manifold_dirac.linear_interaction", "TypeError"):
+        lambda: md.linear_interaction({("a", 0): "one"}),
     ("manifold_dirac.plotting.plot_se2_path", "ValueError"): lambda: md.plot_se2_path(np.zeros((1, 3, 3))),
     ("manifold_dirac.plotting.plot_so3_body_axes", "ValueError"): lambda: md.plot_so3_body_axes(np.zeros((4, 2, 2))),
     ("manifold_dirac.plotting.plot_angular_momentum_sphere", "ValueError"):
