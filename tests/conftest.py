@@ -38,6 +38,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 # says the same for users.
 import gc  # noqa: E402
 
+# The suite measures what the programs compute, not how they reach the process: with the disk layer of
+# serialized programs on, every bundled system's first compile would also export and write its programs
+# (~0.4 s each, a minute or more of CI). tests/test_exported.py switches the layer on for its own tests
+# (a directory of its own) and compares loaded programs with traced ones.
+os.environ.setdefault("MANIFOLD_DIRAC_EXPORT", "0")
+
 import jax  # noqa: E402
 import pytest  # noqa: E402
 

@@ -57,8 +57,8 @@ def test_a_floor_function_of_its_own_gives_the_same_answer():
 
 
 def test_the_floor_test_is_a_branch_for_one_member_and_shares_the_linearization_under_vmap():
-    """One member's step evaluates the floor in a branch that only a probe trip takes (its Newton matrix is
-    ``dr/dz`` alone); under ``vmap``, where a branch would run at every trip, the floor comes from Newton's
+    """One member's step evaluates the floor in a conditional that only a probe trip takes (its Newton matrix is
+    ``dr/dz`` alone); under ``vmap``, where a conditional would run at every trip, the floor comes from Newton's
     own linearization and the compiled heavy-top step holds no conditional. Each route is the other's
     sensitivity check: the check sees a conditional where there is one."""
     from manifold_dirac import systems as S
