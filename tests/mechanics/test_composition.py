@@ -338,6 +338,7 @@ def test_rollout_composed_matches_integrate_and_finite_differences():
     assert abs(float(g2 @ dv) - float(fd)) > 1e-6
 
 
+@pytest.mark.slow  # ~16 s: a batched composed program of its own
 def test_batch_equals_members():
     ex = EXAMPLES["rolling_disk"]
     sysm = ex.system("exp")

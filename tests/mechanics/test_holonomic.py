@@ -285,6 +285,7 @@ def test_project_position_and_velocity_give_consistent_four_bar_data(fourbar):
 
 
 # ------------------------------------------------------------- rolling disk
+@pytest.mark.slow  # ~16 s: an order measurement on the 3-D rolling disk
 def test_rolling_disk_contact_height_held_and_second_order(disk):
     q0, v0 = rolling_disk_3d_initial()
     tr = integrate(disk, q0, v0=v0, h=0.01, n_steps=200)
