@@ -9,12 +9,15 @@ compiles the cell's program in a warm-up before the clock starts):
    wall(2) (target >= 1.8 on two cores), and wall(1) / wall(2). Each worker runs XLA
    single-threaded (``PJRT_NPROC=1``: one thread in XLA's intra-op pool), so that one worker is one
    core, as the workers ``md.sweep`` starts itself, with this process's ``XLA_FLAGS`` (the same
-   programs and cache keys).
+   programs and cache keys), and the cluster has the Dask settings ``md.sweep`` gives the cluster it
+   starts itself (``manifold_dirac._sweep.QUIET_CLUSTER``: no per-worker stack profiler, slower monitors).
    Each worker counts the programs it compiles or loads from the cache: the cell's program once
    per worker (in the warm-up), none during the sweep.
 2. **Overhead per cell.** ``1 - sum(cell times) / (workers x wall)`` of the sweeps above, and a
-   sweep of 2000 empty cells: the wall time per cell with the default grouping (about 4 tasks
-   per worker) and with one cell per task.
+   sweep of 2000 empty cells: the wall time per cell with the default grouping (tasks that shrink
+   along the grid) and with one cell per task, and the CPU time per task of this process (client
+   and scheduler) and of the workers (the fixed cost of a task, which the load of other jobs on the
+   machine changes far less than the wall time).
 3. **Batched ensembles.** ``--members`` heavy tops (perturbed initial data) in this process:
    one cell per member (``integrate`` of one trajectory each) against one cell per batch of
    all members (one ``vmap`` batch, ``md.sweep(..., members=M)``).
@@ -25,7 +28,7 @@ compiles the cell's program in a warm-up before the clock starts):
 
 The machine must be quiet: on shared cores the scaling number measures the other load (the
 results file records the load average before and after each measurement). Only the public API
-(``import manifold_dirac as md``) is used.
+(``import manifold_dirac as md``) is used, and the Dask settings of the cluster ``md.sweep`` starts.
 """
 
 from __future__ import annotations
@@ -105,6 +108,10 @@ def _compiled(dask_worker=None) -> int:
     return len(_programs(dask_worker))
 
 
+def _cpu() -> float:
+    return time.process_time()
+
+
 def worker_env() -> dict:
     """Environment of the benchmark's worker processes.
 
@@ -117,7 +124,10 @@ def worker_env() -> dict:
 
 
 def scaling(args) -> dict:
+    import dask
     import distributed
+
+    from manifold_dirac._sweep import QUIET_CLUSTER  # the settings of the cluster md.sweep starts itself
 
     out = {}
     # serial: the same cells one after the other in this process (what a sweep without workers does);
@@ -135,8 +145,9 @@ def scaling(args) -> dict:
     for n in (1, 2):
         lo = load()
         env = worker_env()
-        with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                      env=env) as cluster, distributed.Client(cluster) as client:
+        with dask.config.set(QUIET_CLUSTER), distributed.LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", env=env) as cluster, \
+                distributed.Client(cluster) as client:
             warm = client.run(_warm, args.steps)
             ds = md.sweep(partial(heavy_top_cell, steps=args.steps), {"case": list(range(args.cells))}, client=client,
                        progress=False)
@@ -144,10 +155,15 @@ def scaling(args) -> dict:
             compiled = client.run(_compiled)
             empty = {}
             for label, per in (("grouped", None), ("one per task", 1)):
+                w0, c0 = client.run(_cpu), time.process_time()
                 e = md.sweep(empty_cell, {"i": list(range(args.empty))}, client=client, progress=False,
                           cells_per_task=per)
-                empty[label] = {"tasks": e.attrs["tasks"], "wall_s": e.attrs["wall_time"] - e.attrs["startup_time"],
-                                "us_per_cell": 1e6 * (e.attrs["wall_time"] - e.attrs["startup_time"]) / args.empty}
+                c1, w1 = time.process_time(), client.run(_cpu)
+                tasks = e.attrs["tasks"]
+                empty[label] = {"tasks": tasks, "wall_s": e.attrs["wall_time"] - e.attrs["startup_time"],
+                                "us_per_cell": 1e6 * (e.attrs["wall_time"] - e.attrs["startup_time"]) / args.empty,
+                                "client_cpu_ms_per_task": 1e3 * (c1 - c0) / tasks,
+                                "workers_cpu_ms_per_task": 1e3 * sum(w1[k] - w0[k] for k in w0) / tasks}
         wall = ds.attrs["wall_time"] - ds.attrs["startup_time"]
         out[n] = {"wall_s": wall, "cell_time_s": ds.attrs["cell_time"], "tasks": ds.attrs["tasks"],
                   "overhead": ds.attrs["overhead"],
@@ -162,7 +178,9 @@ def scaling(args) -> dict:
         print(f"    programs compiled (or loaded from the cache) per worker: {sorted(warm.values())} in the "
               f"warm-up, {sorted(compiled.values())} in all (the sweep's cells compiled nothing more if equal)")
         for label, e in empty.items():
-            print(f"    {args.empty} empty cells, {label} ({e['tasks']} tasks): {e['us_per_cell']:.0f} µs per cell")
+            print(f"    {args.empty} empty cells, {label} ({e['tasks']} tasks): {e['us_per_cell']:.0f} µs per cell; "
+                  f"CPU per task {e['client_cpu_ms_per_task']:.2f} ms here (client, scheduler), "
+                  f"{e['workers_cpu_ms_per_task']:.2f} ms in the workers")
     out["worker_xla_flags"] = env["XLA_FLAGS"]
     out["speedup_2_vs_1"] = out[1]["wall_s"] / out[2]["wall_s"]
     out["speedup_2_vs_serial"] = out["serial"]["wall_s"] / out[2]["wall_s"]
