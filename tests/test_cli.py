@@ -269,6 +269,17 @@ def test_tour_tasks_in_two_worker_processes_give_what_one_process_gives(tmp_path
     assert names == sorted(f.name for f in (tmp_path / "there").glob("*.png")) and len(names) == 4
 
 
+def test_tour_tasks_are_the_study_then_every_example_once_longest_first():
+    """The order the tour's workers take its tasks in (the benchmark's per-task profile uses it too)."""
+    from manifold_dirac import cli
+    from manifold_dirac.systems.catalog import EXAMPLES
+
+    tasks = cli._tour_tasks(EXAMPLES)
+    assert tasks[0] == ("study", "inclined_knife_edge") and len(tasks) == len(EXAMPLES) + 1
+    assert sorted(n for k, n in tasks[1:] if k == "example") == sorted(EXAMPLES)
+    assert [n for _, n in tasks[1:]] == list(EXAMPLES)[::-1]  # the catalog's last (largest) systems first
+
+
 def test_tour_jobs_option(tmp_path, monkeypatch, capsys):
     """``--jobs`` reaches the tour (default: two worker processes on two CPUs or more, else one:
     this process); zero or a non-number is a usage error."""
