@@ -12,7 +12,10 @@ compiles the cell's program in a warm-up before the clock starts):
    programs and cache keys), and the cluster has the Dask settings ``md.sweep`` gives the cluster it
    starts itself (``manifold_dirac._sweep.QUIET_CLUSTER``: no per-worker stack profiler, slower monitors).
    Each worker counts the programs it compiles or loads from the cache: the cell's program once
-   per worker (in the warm-up), none during the sweep.
+   per worker (in the warm-up), none during the sweep. Each cell records its process and when it
+   started and finished: per worker, its cells and their time, and how long the first worker to
+   finish waited for the last (``tail_s``: the end's imbalance) and the last to start for the first
+   (``head_s``).
 2. **Overhead per cell.** ``1 - sum(cell times) / (workers x wall)`` of the sweeps above, and a
    sweep of 2000 empty cells: the wall time per cell with the default grouping (tasks that shrink
    along the grid) and with one cell per task, and the CPU time per task of this process (client
@@ -61,10 +64,28 @@ def _initial(index: np.ndarray, n_members: int = 4096):
 
 def heavy_top_cell(case: int, *, steps: int) -> dict:
     """One heavy top (initial condition ``case``), ``steps`` steps at h = 0.01: CPU-bound."""
+    started = time.time()
     sysm = md.example_system(md.get_example("heavy_top"), "exp")
     q0, v0 = _initial(np.array([case]))
     tr = md.integrate(sysm, q0[0], v0=v0[0], h=0.01, n_steps=steps, stride=steps)
-    return {"energy_error": float(tr.energy_error), "iterations": float(tr.meta["total_iterations"])}
+    return {"energy_error": float(tr.energy_error), "iterations": float(tr.meta["total_iterations"]),
+            "process": float(os.getpid()), "started": started, "finished": time.time()}
+
+
+def _timeline(ds) -> dict:
+    """Per worker process: cells, their summed time, when it started its first cell and finished its last
+    (seconds from the sweep's first start); ``tail_s``: how long the first worker to finish sat idle
+    before the last one finished (an unbalanced end), ``head_s``: the same at the start."""
+    proc, t0, t1 = ds.process.values, ds.started.values, ds.finished.values
+    start = float(t0.min())
+    per = {}
+    for pid in np.unique(proc):
+        m = proc == pid
+        per[str(int(pid))] = {"cells": int(m.sum()), "cell_time_s": float(np.sum(ds.wall_time.values[m])),
+                              "first_start_s": float(t0[m].min() - start), "last_finish_s": float(t1[m].max() - start)}
+    ends = [w["last_finish_s"] for w in per.values()]
+    starts = [w["first_start_s"] for w in per.values()]
+    return {"workers": per, "tail_s": max(ends) - min(ends), "head_s": max(starts) - min(starts)}
 
 
 def heavy_top_batch_cell(kind: str, members: np.ndarray, *, steps: int) -> dict:
@@ -169,12 +190,17 @@ def scaling(args) -> dict:
                   "overhead": ds.attrs["overhead"],
                   "overhead_per_cell_ms": 1e3 * (n * wall - ds.attrs["cell_time"]) / args.cells,
                   "cell_ms_median": 1e3 * float(np.median(ds.wall_time.values)), "empty_cells": empty,
+                  "timeline": _timeline(ds),
                   "programs_per_worker_warmup": sorted(warm.values()),
                   "programs_per_worker_total": sorted(compiled.values()),
                   "load_before": lo, "load_after": load()}
         print(f"{n} worker(s): {args.cells} cells of {args.steps} heavy-top steps in {wall:.2f} s "
               f"({ds.attrs['tasks']} tasks; median cell {out[n]['cell_ms_median']:.0f} ms; overhead "
               f"{100 * ds.attrs['overhead']:.1f} % = {out[n]['overhead_per_cell_ms']:.1f} ms per cell)")
+        tl = out[n]["timeline"]
+        print(f"    per worker: {[(w['cells'], round(w['cell_time_s'], 2)) for w in tl['workers'].values()]} "
+              f"(cells, s); the first to finish idle {1e3 * tl['tail_s']:.0f} ms before the last, the last to "
+              f"start {1e3 * tl['head_s']:.0f} ms after the first")
         print(f"    programs compiled (or loaded from the cache) per worker: {sorted(warm.values())} in the "
               f"warm-up, {sorted(compiled.values())} in all (the sweep's cells compiled nothing more if equal)")
         for label, e in empty.items():
