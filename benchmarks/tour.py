@@ -97,9 +97,9 @@ class Names(logging.Handler):
         if m.startswith("Finished XLA compilation of "):
             programs.append(m[len("Finished XLA compilation of "):].split(" in ")[0])
 
-jax.config.update("jax_log_compiles", True)
-logger = logging.getLogger("jax._src.interpreters.pxla")
-logger.addHandler(Names()); logger.setLevel(logging.DEBUG); logger.propagate = False
+jax.config.update("jax_log_compiles", True)  # its messages are caught here, not printed
+logger = logging.getLogger("jax")
+logger.addHandler(Names()); logger.propagate = False
 figures = [0.0]
 draw = cli._figures
 

@@ -247,6 +247,41 @@ def _split(todo: list, sizes: list[int]) -> list[list]:
     return out
 
 
+def _rows(todo: list[tuple[dict, _Block]], names: list[str]) -> list[int]:
+    """Lengths of the runs of consecutive cells of ``todo`` that differ only in the last axis (and member block).
+
+    With several axes, the last one is the fastest and, as the docs ask, a traced one (step size, initial
+    data): a row shares its compiled program. With one axis, every cell is its own row.
+    """
+    lead = names[:-1]
+    if not lead:
+        return [1] * len(todo)
+    runs: list[int] = []
+    prev = None
+    for coords, _ in todo:
+        key = tuple(coords[n] for n in lead)
+        if runs and key == prev:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+        prev = key
+    return runs
+
+
+def _dask_tasks(todo: list[tuple[dict, _Block]], names: list[str], workers: int, per: int | None) -> list[list]:
+    """The Dask tasks of ``todo``: ``per`` cells each, or guided sizes (:func:`_task_sizes`) counted in whole
+    rows (:func:`_rows`) when there are at least ``GUIDED_SHARE * workers`` of them -- a program is then
+    compiled by one worker, not by two that share its row -- else counted in cells."""
+    rows = _rows(todo, names)
+    if per is not None or len(rows) < GUIDED_SHARE * workers:
+        return _split(todo, _task_sizes(len(todo), workers, per))
+    sizes, a = [], 0
+    for k in _task_sizes(len(rows), workers, None):
+        sizes.append(sum(rows[a:a + k]))
+        a += k
+    return _split(todo, sizes)
+
+
 # ------------------------------------------------------------------ the store
 def _describe(x: object) -> object:
     """A stable, JSON-able description of a value bound to a cell (what defines its cells)."""
@@ -503,7 +538,8 @@ def sweep(
     cells_per_task : int, optional
         Cells per Dask task. Default: on Dask, tasks that shrink along the grid (each takes
         ``1 / (2 * workers)`` of the cells not yet given out, the last ones a single cell, so that
-        the workers finish together); without workers, about ``TASKS_PER_WORKER`` tasks.
+        the workers finish together), in whole rows of the last axis when the grid has several
+        axes and at least ``2 * workers`` rows; without workers, about ``TASKS_PER_WORKER`` tasks.
     progress : bool
         A progress bar (tqdm) over the cells, shown after a second.
     attrs : mapping, optional
@@ -629,7 +665,7 @@ def sweep(
                 c.run(_warm_worker)  # import the library on every worker before the clock of the cells starts
                 n_workers = _n_workers(c)
                 startup = time.perf_counter() - t0
-                tasks = _split(todo, _task_sizes(len(todo), n_workers, cells_per_task))
+                tasks = _dask_tasks(todo, list(grid), n_workers, cells_per_task)
                 n_tasks = len(tasks)
                 blob, digest = _packed_cell(cell)
                 futures = {c.submit(_run_packed_task, blob, digest, t, pure=False): t for t in tasks}

@@ -187,6 +187,30 @@ def test_guided_task_sizes_shrink_to_single_cells():
     assert _split(list("abcdefg"), [3, 3, 1]) == [list("abc"), list("def"), ["g"]]
 
 
+def test_guided_tasks_keep_rows_of_the_last_axis_together():
+    """A study's grid (program-changing axes first, the step size last): no row -- one compiled program --
+    is split between two tasks, so no program is compiled on two workers; with fewer rows than
+    ``2 * workers``, or one axis, the tasks are counted in cells."""
+    from manifold_dirac._sweep import _dask_tasks, _units
+
+    grid = {"retraction": ["exp", "cayley", "so2xr2"], "scheme": ["symmetric", "plus"], "h": [0.1, 0.05, 0.025]}
+    todo = [(c, b) for _, c, b in _units(grid, None)]
+    tasks = _dask_tasks(todo, list(grid), 2, None)
+    assert [len(t) for t in tasks] == [6, 3, 3, 3, 3]
+    for t in tasks:
+        assert len({(c["retraction"], c["scheme"]) for c, _ in t}) == len(t) // 3  # whole rows only
+    # counted in cells, a row would be split (the check can fail)
+    cells = _dask_tasks(todo, list(grid), 2, 1)
+    assert any(len({(c["retraction"], c["scheme"]) for c, _ in t}) * 3 != len(t) for t in cells)
+    # a resumed grid (some cells done): rows are runs of what is left
+    tasks = _dask_tasks(todo[1:], list(grid), 2, None)
+    assert [len(t) for t in tasks] == [5, 3, 3, 3, 3]
+    # few rows (4 < 2 * 3 workers), or one axis: guided in cells
+    assert [len(t) for t in _dask_tasks(todo[:12], list(grid), 3, None)] == [2, 2, 2, 1, 1, 1, 1, 1, 1]
+    single = [({"i": i}, None) for i in range(48)]
+    assert [len(t) for t in _dask_tasks(single, ["i"], 2, None)] == [12, 9, 7, 5, 4, 3, 2, 2, 1, 1, 1, 1]
+
+
 def test_in_process_and_embedded_cluster_give_the_same_dataset():
     ds0 = sweep(pendulum_cell, AXES, workers=0, progress=False)
     ds1 = sweep(pendulum_cell, AXES, workers=1, processes=False, progress=False)  # the embedded LocalCluster
