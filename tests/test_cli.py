@@ -188,9 +188,9 @@ def test_study_on_a_scheduler_address_gives_the_in_process_table(capsys):
 
     here = retraction_study("pendulum", schemes=("symmetric",), hs=(0.3, 0.15), T=0.9, long_steps=3)
     with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
-        assert "run_task" not in cluster.scheduler.task_prefixes
+        assert "run_packed_task" not in cluster.scheduler.task_prefixes
         assert main([*STUDY, "--scheduler", cluster.scheduler_address]) == 0
-        assert "run_task" in cluster.scheduler.task_prefixes  # the cells ran there (the task of _run_task)
+        assert "run_packed_task" in cluster.scheduler.task_prefixes  # the cells ran there (a sweep's task)
     out = capsys.readouterr().out
     assert f"| {here.rows[0].errors[-1]:.2e} |" in out
     # sensitivity: another T is another error, and would not be found in the table
