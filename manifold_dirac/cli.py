@@ -30,7 +30,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -381,7 +381,7 @@ def _cmd_tour(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tour_tasks(examples: Sequence[str]) -> list[tuple[str, str]]:
+def _tour_tasks(examples: Iterable[str]) -> list[tuple[str, str]]:
     """The tour's tasks in the order the workers take them: ``("study", name)`` and ``("example", name)``.
 
     The examples are independent: each is a task, and so is the study. Workers take the tasks in this
