@@ -9,12 +9,18 @@ compiles the cell's program in a warm-up before the clock starts):
    wall(2) (target >= 1.8 on two cores), and wall(1) / wall(2). Each worker runs XLA
    single-threaded (``PJRT_NPROC=1``: one thread in XLA's intra-op pool), so that one worker is one
    core, as the workers ``md.sweep`` starts itself, with this process's ``XLA_FLAGS`` (the same
-   programs and cache keys).
+   programs and cache keys), and the cluster has the Dask settings ``md.sweep`` gives the cluster it
+   starts itself (``manifold_dirac._sweep.QUIET_CLUSTER``: no per-worker stack profiler, slower monitors).
    Each worker counts the programs it compiles or loads from the cache: the cell's program once
-   per worker (in the warm-up), none during the sweep.
+   per worker (in the warm-up), none during the sweep. Each cell records its process and when it
+   started and finished: per worker, its cells and their time, and how long the first worker to
+   finish waited for the last (``tail_s``: the end's imbalance) and the last to start for the first
+   (``head_s``).
 2. **Overhead per cell.** ``1 - sum(cell times) / (workers x wall)`` of the sweeps above, and a
-   sweep of 2000 empty cells: the wall time per cell with the default grouping (about 4 tasks
-   per worker) and with one cell per task.
+   sweep of 2000 empty cells: the wall time per cell with the default grouping (tasks that shrink
+   along the grid) and with one cell per task, and the CPU time per task of this process (client
+   and scheduler) and of the workers (the fixed cost of a task, which the load of other jobs on the
+   machine changes far less than the wall time).
 3. **Batched ensembles.** ``--members`` heavy tops (perturbed initial data) in this process:
    one cell per member (``integrate`` of one trajectory each) against one cell per batch of
    all members (one ``vmap`` batch, ``md.sweep(..., members=M)``).
@@ -25,7 +31,7 @@ compiles the cell's program in a warm-up before the clock starts):
 
 The machine must be quiet: on shared cores the scaling number measures the other load (the
 results file records the load average before and after each measurement). Only the public API
-(``import manifold_dirac as md``) is used.
+(``import manifold_dirac as md``) is used, and the Dask settings of the cluster ``md.sweep`` starts.
 """
 
 from __future__ import annotations
@@ -58,10 +64,28 @@ def _initial(index: np.ndarray, n_members: int = 4096):
 
 def heavy_top_cell(case: int, *, steps: int) -> dict:
     """One heavy top (initial condition ``case``), ``steps`` steps at h = 0.01: CPU-bound."""
+    started = time.time()
     sysm = md.example_system(md.get_example("heavy_top"), "exp")
     q0, v0 = _initial(np.array([case]))
     tr = md.integrate(sysm, q0[0], v0=v0[0], h=0.01, n_steps=steps, stride=steps)
-    return {"energy_error": float(tr.energy_error), "iterations": float(tr.meta["total_iterations"])}
+    return {"energy_error": float(tr.energy_error), "iterations": float(tr.meta["total_iterations"]),
+            "process": float(os.getpid()), "started": started, "finished": time.time()}
+
+
+def _timeline(ds) -> dict:
+    """Per worker process: cells, their summed time, when it started its first cell and finished its last
+    (seconds from the sweep's first start); ``tail_s``: how long the first worker to finish sat idle
+    before the last one finished (an unbalanced end), ``head_s``: the same at the start."""
+    proc, t0, t1 = ds.process.values, ds.started.values, ds.finished.values
+    start = float(t0.min())
+    per = {}
+    for pid in np.unique(proc):
+        m = proc == pid
+        per[str(int(pid))] = {"cells": int(m.sum()), "cell_time_s": float(np.sum(ds.wall_time.values[m])),
+                              "first_start_s": float(t0[m].min() - start), "last_finish_s": float(t1[m].max() - start)}
+    ends = [w["last_finish_s"] for w in per.values()]
+    starts = [w["first_start_s"] for w in per.values()]
+    return {"workers": per, "tail_s": max(ends) - min(ends), "head_s": max(starts) - min(starts)}
 
 
 def heavy_top_batch_cell(kind: str, members: np.ndarray, *, steps: int) -> dict:
@@ -105,6 +129,10 @@ def _compiled(dask_worker=None) -> int:
     return len(_programs(dask_worker))
 
 
+def _cpu() -> float:
+    return time.process_time()
+
+
 def worker_env() -> dict:
     """Environment of the benchmark's worker processes.
 
@@ -117,7 +145,10 @@ def worker_env() -> dict:
 
 
 def scaling(args) -> dict:
+    import dask
     import distributed
+
+    from manifold_dirac._sweep import QUIET_CLUSTER  # the settings of the cluster md.sweep starts itself
 
     out = {}
     # serial: the same cells one after the other in this process (what a sweep without workers does);
@@ -135,8 +166,9 @@ def scaling(args) -> dict:
     for n in (1, 2):
         lo = load()
         env = worker_env()
-        with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                      env=env) as cluster, distributed.Client(cluster) as client:
+        with dask.config.set(QUIET_CLUSTER), distributed.LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", env=env) as cluster, \
+                distributed.Client(cluster) as client:
             warm = client.run(_warm, args.steps)
             ds = md.sweep(partial(heavy_top_cell, steps=args.steps), {"case": list(range(args.cells))}, client=client,
                        progress=False)
@@ -144,25 +176,37 @@ def scaling(args) -> dict:
             compiled = client.run(_compiled)
             empty = {}
             for label, per in (("grouped", None), ("one per task", 1)):
+                w0, c0 = client.run(_cpu), time.process_time()
                 e = md.sweep(empty_cell, {"i": list(range(args.empty))}, client=client, progress=False,
                           cells_per_task=per)
-                empty[label] = {"tasks": e.attrs["tasks"], "wall_s": e.attrs["wall_time"] - e.attrs["startup_time"],
-                                "us_per_cell": 1e6 * (e.attrs["wall_time"] - e.attrs["startup_time"]) / args.empty}
+                c1, w1 = time.process_time(), client.run(_cpu)
+                tasks = e.attrs["tasks"]
+                empty[label] = {"tasks": tasks, "wall_s": e.attrs["wall_time"] - e.attrs["startup_time"],
+                                "us_per_cell": 1e6 * (e.attrs["wall_time"] - e.attrs["startup_time"]) / args.empty,
+                                "client_cpu_ms_per_task": 1e3 * (c1 - c0) / tasks,
+                                "workers_cpu_ms_per_task": 1e3 * sum(w1[k] - w0[k] for k in w0) / tasks}
         wall = ds.attrs["wall_time"] - ds.attrs["startup_time"]
         out[n] = {"wall_s": wall, "cell_time_s": ds.attrs["cell_time"], "tasks": ds.attrs["tasks"],
                   "overhead": ds.attrs["overhead"],
                   "overhead_per_cell_ms": 1e3 * (n * wall - ds.attrs["cell_time"]) / args.cells,
                   "cell_ms_median": 1e3 * float(np.median(ds.wall_time.values)), "empty_cells": empty,
+                  "timeline": _timeline(ds),
                   "programs_per_worker_warmup": sorted(warm.values()),
                   "programs_per_worker_total": sorted(compiled.values()),
                   "load_before": lo, "load_after": load()}
         print(f"{n} worker(s): {args.cells} cells of {args.steps} heavy-top steps in {wall:.2f} s "
               f"({ds.attrs['tasks']} tasks; median cell {out[n]['cell_ms_median']:.0f} ms; overhead "
               f"{100 * ds.attrs['overhead']:.1f} % = {out[n]['overhead_per_cell_ms']:.1f} ms per cell)")
+        tl = out[n]["timeline"]
+        print(f"    per worker: {[(w['cells'], round(w['cell_time_s'], 2)) for w in tl['workers'].values()]} "
+              f"(cells, s); the first to finish idle {1e3 * tl['tail_s']:.0f} ms before the last, the last to "
+              f"start {1e3 * tl['head_s']:.0f} ms after the first")
         print(f"    programs compiled (or loaded from the cache) per worker: {sorted(warm.values())} in the "
               f"warm-up, {sorted(compiled.values())} in all (the sweep's cells compiled nothing more if equal)")
         for label, e in empty.items():
-            print(f"    {args.empty} empty cells, {label} ({e['tasks']} tasks): {e['us_per_cell']:.0f} µs per cell")
+            print(f"    {args.empty} empty cells, {label} ({e['tasks']} tasks): {e['us_per_cell']:.0f} µs per cell; "
+                  f"CPU per task {e['client_cpu_ms_per_task']:.2f} ms here (client, scheduler), "
+                  f"{e['workers_cpu_ms_per_task']:.2f} ms in the workers")
     out["worker_xla_flags"] = env["XLA_FLAGS"]
     out["speedup_2_vs_1"] = out[1]["wall_s"] / out[2]["wall_s"]
     out["speedup_2_vs_serial"] = out["serial"]["wall_s"] / out[2]["wall_s"]

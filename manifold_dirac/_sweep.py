@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -68,7 +69,9 @@ SHAPE_ERROR = "MetricShapeError"
 """The status of a cell whose metric has another shape than in the other cells (its values are dropped)."""
 RESERVED = ("status", "message", "wall_time", "member")
 TASKS_PER_WORKER = 4
-"""Default grouping: about this many tasks per worker (fewer, larger tasks cost less scheduling)."""
+"""Grouping without workers (``workers=0``): about this many tasks (the store is written after each)."""
+GUIDED_SHARE = 2
+"""Default grouping on Dask: a task takes ``1 / (GUIDED_SHARE * workers)`` of the cells not yet given out."""
 _STORE_VERSION = 1
 
 
@@ -175,6 +178,108 @@ def _run_task(cell: Callable, units: list[tuple[dict, _Block]]) -> list[dict]:
     import manifold_dirac  # noqa: F401 - float64 and the persistent compilation cache in this worker
 
     return [_run_cell(cell, coords, block) for coords, block in units]
+
+
+_CELLS: dict[str, Callable] = {}
+"""A worker's cells, unpickled once per sweep and reused by every task of it (by the digest of their pickle)."""
+_CELLS_KEPT = 4
+_CELLS_LOCK = threading.Lock()
+
+
+def _packed_cell(cell: Callable) -> tuple[bytes, str]:
+    """The cell pickled once in the client (as Dask pickles a task's function) and the digest of the bytes.
+
+    Dask would pickle the cell again for every task: a function of a script travels by value, and
+    cloudpickle walks its globals each time (a few milliseconds per task for a cell that names a few
+    helpers of its script).
+    """
+    import hashlib
+
+    from distributed.protocol.pickle import dumps
+
+    blob = dumps(cell)
+    return blob, hashlib.sha256(blob).hexdigest()
+
+
+def _unpacked_cell(blob: bytes, digest: str) -> Callable:
+    """In a worker: the cell of ``blob``, unpickled on the sweep's first task there and then reused
+    (as a sweep without workers calls one cell object for every cell)."""
+    with _CELLS_LOCK:  # the workers of a threaded cluster share this process
+        cell = _CELLS.get(digest)
+        if cell is None:
+            from distributed.protocol.pickle import loads
+
+            cell = loads(blob)
+            while len(_CELLS) >= _CELLS_KEPT:  # the oldest sweeps' cells go first
+                _CELLS.pop(next(iter(_CELLS)))
+            _CELLS[digest] = cell
+        return cell
+
+
+def _run_packed_task(blob: bytes, digest: str, units: list[tuple[dict, _Block]]) -> list[dict]:
+    """One Dask task of a sweep whose cell was pickled once (:func:`_packed_cell`)."""
+    return _run_task(_unpacked_cell(blob, digest), units)
+
+
+def _task_sizes(n: int, workers: int, per: int | None) -> list[int]:
+    """Cells per task, in order: ``per`` each, or by default sizes that decrease along the grid.
+
+    The default is guided self-scheduling: each task takes ``ceil(remaining / (2 * workers))`` cells, so
+    the first tasks are large (few tasks, little scheduling) and the last ones single cells: workers take
+    tasks in order as they become free, and they finish within about one cell of each other (equal tasks
+    of several cells each leave one worker idle for up to a whole task at the end).
+    """
+    if per is not None:
+        return [min(per, n - a) for a in range(0, n, per)]
+    sizes, left = [], n
+    while left > 0:
+        k = max(1, math.ceil(left / (GUIDED_SHARE * workers)))
+        sizes.append(k)
+        left -= k
+    return sizes
+
+
+def _split(todo: list, sizes: list[int]) -> list[list]:
+    out, a = [], 0
+    for k in sizes:
+        out.append(todo[a:a + k])
+        a += k
+    return out
+
+
+def _rows(todo: list[tuple[dict, _Block]], names: list[str]) -> list[int]:
+    """Lengths of the runs of consecutive cells of ``todo`` that differ only in the last axis (and member block).
+
+    With several axes, the last one is the fastest and, as the docs ask, a traced one (step size, initial
+    data): a row shares its compiled program. With one axis, every cell is its own row.
+    """
+    lead = names[:-1]
+    if not lead:
+        return [1] * len(todo)
+    runs: list[int] = []
+    prev = None
+    for coords, _ in todo:
+        key = tuple(coords[n] for n in lead)
+        if runs and key == prev:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+        prev = key
+    return runs
+
+
+def _dask_tasks(todo: list[tuple[dict, _Block]], names: list[str], workers: int, per: int | None) -> list[list]:
+    """The Dask tasks of ``todo``: ``per`` cells each, or guided sizes (:func:`_task_sizes`) counted in whole
+    rows (:func:`_rows`) when there are at least ``GUIDED_SHARE * workers`` of them -- a program is then
+    compiled by one worker, not by two that share its row -- else counted in cells."""
+    rows = _rows(todo, names)
+    if per is not None or len(rows) < GUIDED_SHARE * workers:
+        return _split(todo, _task_sizes(len(todo), workers, per))
+    sizes, a = [], 0
+    for k in _task_sizes(len(rows), workers, None):
+        sizes.append(sum(rows[a:a + k]))
+        a += k
+    return _split(todo, sizes)
 
 
 # ------------------------------------------------------------------ the store
@@ -311,19 +416,45 @@ def _client(client: Client | str | None, workers: int | None, processes: bool) -
                             f"got {type(client).__name__}")
         return client, []
     n = cpu_count() if workers is None else workers
+    cluster, shown = _local_cluster(n, processes)
+    c = distributed.Client(cluster)
+    return c, [c, cluster] + ([shown] if shown is not None else [])
+
+
+QUIET_CLUSTER = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "2s",
+}
+"""Dask settings of the local cluster a sweep starts: less bookkeeping on the cores the cells run on.
+
+By default every Dask worker samples its task thread's stack every 10 ms (the dashboard's profile),
+the nanny measures the worker's memory every 100 ms, and every server wakes up every 20 ms to check
+that its event loop is responsive: on two cores with two workers, these take a few per cent of the
+CPU the cells need. Here the profile is off and the others run every second or two (the memory
+limits still apply). A cluster the user passes (``client=``) keeps its own settings."""
+
+
+def _local_cluster(n: int, processes: bool) -> tuple[object, object | None]:
+    """A ``LocalCluster`` of ``n`` single-threaded workers as :func:`sweep` starts it (processes: one XLA thread
+    each, the main script hidden; :data:`QUIET_CLUSTER`); and what restores the script (None for threads)."""
+    distributed = _require("distributed")
+    import dask
+
     refuse_in_bootstrapping_worker("sweep")
     # the workers do not run the script again (no __main__ guard needed)
     shown = hide_main_script() if processes else None
     extra = {"env": worker_env()} if processes else {}
     try:
-        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                                           dashboard_address=":0", **extra)
+        with dask.config.set(QUIET_CLUSTER):
+            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
+                                               dashboard_address=":0", **extra)
     except BaseException:
         if shown is not None:
             shown.close()
         raise
-    c = distributed.Client(cluster)
-    return c, [c, cluster] + ([shown] if shown is not None else [])
+    return cluster, shown
 
 
 def _warm_worker() -> None:
@@ -405,7 +536,10 @@ def sweep(
         ``LocalCluster(processes=False)``: no start-up cost, but the cells
         share one interpreter).
     cells_per_task : int, optional
-        Cells per Dask task (default: about ``TASKS_PER_WORKER`` tasks per worker).
+        Cells per Dask task. Default: on Dask, tasks that shrink along the grid (each takes
+        ``1 / (2 * workers)`` of the cells not yet given out, the last ones a single cell, so that
+        the workers finish together), in whole rows of the last axis when the grid has several
+        axes and at least ``2 * workers`` rows; without workers, about ``TASKS_PER_WORKER`` tasks.
     progress : bool
         A progress bar (tqdm) over the cells, shown after a second.
     attrs : mapping, optional
@@ -531,10 +665,10 @@ def sweep(
                 c.run(_warm_worker)  # import the library on every worker before the clock of the cells starts
                 n_workers = _n_workers(c)
                 startup = time.perf_counter() - t0
-                per = cells_per_task or max(1, math.ceil(len(todo) / (TASKS_PER_WORKER * n_workers)))
-                tasks = [todo[i:i + per] for i in range(0, len(todo), per)]
+                tasks = _dask_tasks(todo, list(grid), n_workers, cells_per_task)
                 n_tasks = len(tasks)
-                futures = {c.submit(_run_task, cell, t, pure=False): t for t in tasks}
+                blob, digest = _packed_cell(cell)
+                futures = {c.submit(_run_packed_task, blob, digest, t, pure=False): t for t in tasks}
                 try:
                     for fut in distributed.as_completed(futures):
                         try:

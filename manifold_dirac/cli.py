@@ -30,7 +30,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -350,10 +350,7 @@ def _cmd_tour(args: argparse.Namespace) -> int:
 
     out = _writable_folder(args.out)
     start = time.perf_counter()
-    # the examples are independent: each is a task, and so is the study. Workers take the tasks in this order
-    # as they become free: the longest first (the study; the catalog lists the simplest systems first, so its
-    # end first), and the short ones fill in at the end. The table keeps the catalog's order.
-    tasks: list[tuple[str, str]] = [("study", "inclined_knife_edge")] + [("example", n) for n in reversed(EXAMPLES)]
+    tasks = _tour_tasks(EXAMPLES)
     jobs = args.jobs if args.jobs is not None else _default_jobs()
     results = dict(zip(tasks, _run_tour_tasks(tasks, out, args.quick, jobs)))
     rows = [results["example", name] for name in EXAMPLES]
@@ -382,6 +379,16 @@ def _cmd_tour(args: argparse.Namespace) -> int:
     print(study_table)
     print(f"figures and tables written to {out.resolve()}/ ({time.perf_counter() - start:.0f} s)")
     return 0
+
+
+def _tour_tasks(examples: Iterable[str]) -> list[tuple[str, str]]:
+    """The tour's tasks in the order the workers take them: ``("study", name)`` and ``("example", name)``.
+
+    The examples are independent: each is a task, and so is the study. Workers take the tasks in this
+    order as they become free: the longest first (the study; the catalog lists the simplest systems
+    first, so its end first), and the short ones fill in at the end. The table keeps the catalog's order.
+    """
+    return [("study", "inclined_knife_edge")] + [("example", n) for n in reversed(list(examples))]
 
 
 def _default_jobs() -> int:

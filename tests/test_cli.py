@@ -188,9 +188,9 @@ def test_study_on_a_scheduler_address_gives_the_in_process_table(capsys):
 
     here = retraction_study("pendulum", schemes=("symmetric",), hs=(0.3, 0.15), T=0.9, long_steps=3)
     with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
-        assert "run_task" not in cluster.scheduler.task_prefixes
+        assert "run_packed_task" not in cluster.scheduler.task_prefixes
         assert main([*STUDY, "--scheduler", cluster.scheduler_address]) == 0
-        assert "run_task" in cluster.scheduler.task_prefixes  # the cells ran there (the task of _run_task)
+        assert "run_packed_task" in cluster.scheduler.task_prefixes  # the cells ran there (a sweep's task)
     out = capsys.readouterr().out
     assert f"| {here.rows[0].errors[-1]:.2e} |" in out
     # sensitivity: another T is another error, and would not be found in the table
@@ -267,6 +267,17 @@ def test_tour_tasks_in_two_worker_processes_give_what_one_process_gives(tmp_path
     assert _without_times(there[0]) != _without_times(here[1])  # the check sees a difference
     names = sorted(f.name for f in (tmp_path / "here").glob("*.png"))
     assert names == sorted(f.name for f in (tmp_path / "there").glob("*.png")) and len(names) == 4
+
+
+def test_tour_tasks_are_the_study_then_every_example_once_longest_first():
+    """The order the tour's workers take its tasks in (the benchmark's per-task profile uses it too)."""
+    from manifold_dirac import cli
+    from manifold_dirac.systems.catalog import EXAMPLES
+
+    tasks = cli._tour_tasks(EXAMPLES)
+    assert tasks[0] == ("study", "inclined_knife_edge") and len(tasks) == len(EXAMPLES) + 1
+    assert sorted(n for k, n in tasks[1:] if k == "example") == sorted(EXAMPLES)
+    assert [n for _, n in tasks[1:]] == list(EXAMPLES)[::-1]  # the catalog's last (largest) systems first
 
 
 def test_tour_jobs_option(tmp_path, monkeypatch, capsys):

@@ -76,6 +76,15 @@ def dies_once(a, flag):
     return {"x": 10.0 * a, "pid": float(os.getpid())}
 
 
+_CALLS: list[int] = []
+
+
+def counting_cell(a):
+    """How many cells this cell object has run (its module's globals travel with it, by value)."""
+    _CALLS.append(a)
+    return {"calls": float(len(_CALLS))}
+
+
 def where_imported():
     import manifold_dirac
 
@@ -127,7 +136,8 @@ def test_sweep_on_threads_records_metrics_and_failures(threads):
     ds = sweep(pendulum_cell, AXES, client=threads, progress=False)
     _check_pendulum_dataset(ds)
     assert ds.attrs["cells"] == ds.attrs["cells_run"] == 6 and ds.attrs["cells_resumed"] == 0
-    assert ds.attrs["workers"] == 2 and ds.attrs["tasks"] == 6
+    # guided grouping on 2 workers: tasks of ceil(remaining / 4) cells, 2 + 1 + 1 + 1 + 1
+    assert ds.attrs["workers"] == 2 and ds.attrs["tasks"] == 5
 
 
 def test_sweep_on_processes_imports_this_package_and_matches(processes):
@@ -143,6 +153,62 @@ def test_sweep_on_processes_imports_this_package_and_matches(processes):
     for h in (0.1, 0.05):
         assert float(ds.q_end.sel(h=h, amplitude=1.0)) == pytest.approx(direct_q_end(h, 1.0), rel=1e-12)
     assert abs(float(ds.q_end.sel(h=0.1, amplitude=1.0)) - direct_q_end(0.05, 1.0)) > 1e-4
+
+
+def test_a_worker_unpickles_the_cell_once_per_sweep_as_a_serial_run_calls_one_cell(processes):
+    """The cell is pickled once in the client and unpickled once per worker: the tasks of a sweep share
+    one cell object there, as the cells of a sweep without workers do, and a new sweep of another cell
+    object (here a ``partial`` of it) starts from that object's own state (the counts restart at 1)."""
+    _CALLS.clear()
+    serial = sweep(counting_cell, {"a": [0, 1, 2, 3]}, workers=0, cells_per_task=1, progress=False)
+    assert serial.calls.values.tolist() == [1.0, 2.0, 3.0, 4.0] and serial.attrs["tasks"] == 4
+    _CALLS.clear()  # the cell travels by value, with the list as it is here
+    ds = sweep(counting_cell, {"a": [0, 1, 2, 3]}, client=processes, cells_per_task=1, progress=False)
+    assert ds.attrs["tasks"] == 4 and ds.attrs["workers"] == 1
+    np.testing.assert_array_equal(ds.calls.values, serial.calls.values)
+    # another sweep of the same cell reuses the worker's object; another cell is another object
+    again = sweep(counting_cell, {"a": [4, 5]}, client=processes, progress=False)
+    assert again.calls.values.tolist() == [5.0, 6.0]
+    _CALLS.clear()
+    other = sweep(partial(counting_cell), {"a": [0]}, client=processes, progress=False)
+    assert other.calls.values.tolist() == [1.0]
+
+
+def test_guided_task_sizes_shrink_to_single_cells():
+    from manifold_dirac._sweep import _split, _task_sizes
+
+    assert _task_sizes(48, 2, None) == [12, 9, 7, 5, 4, 3, 2, 2, 1, 1, 1, 1]
+    for n in (1, 2, 7, 48, 2000):
+        for w in (1, 2, 5):
+            sizes = _task_sizes(n, w, None)
+            assert sum(sizes) == n and sizes == sorted(sizes, reverse=True) and sizes[-1] == 1
+            assert sizes[0] == -(-n // (2 * w)) and len(sizes) <= 2 * w * (1 + np.log(n)) + 1
+    assert _task_sizes(7, 2, 3) == [3, 3, 1]
+    assert _split(list("abcdefg"), [3, 3, 1]) == [list("abc"), list("def"), ["g"]]
+
+
+def test_guided_tasks_keep_rows_of_the_last_axis_together():
+    """A study's grid (program-changing axes first, the step size last): no row -- one compiled program --
+    is split between two tasks, so no program is compiled on two workers; with fewer rows than
+    ``2 * workers``, or one axis, the tasks are counted in cells."""
+    from manifold_dirac._sweep import _dask_tasks, _units
+
+    grid = {"retraction": ["exp", "cayley", "so2xr2"], "scheme": ["symmetric", "plus"], "h": [0.1, 0.05, 0.025]}
+    todo = [(c, b) for _, c, b in _units(grid, None)]
+    tasks = _dask_tasks(todo, list(grid), 2, None)
+    assert [len(t) for t in tasks] == [6, 3, 3, 3, 3]
+    for t in tasks:
+        assert len({(c["retraction"], c["scheme"]) for c, _ in t}) == len(t) // 3  # whole rows only
+    # counted in cells, a row would be split (the check can fail)
+    cells = _dask_tasks(todo, list(grid), 2, 1)
+    assert any(len({(c["retraction"], c["scheme"]) for c, _ in t}) * 3 != len(t) for t in cells)
+    # a resumed grid (some cells done): rows are runs of what is left
+    tasks = _dask_tasks(todo[1:], list(grid), 2, None)
+    assert [len(t) for t in tasks] == [5, 3, 3, 3, 3]
+    # few rows (4 < 2 * 3 workers), or one axis: guided in cells
+    assert [len(t) for t in _dask_tasks(todo[:12], list(grid), 3, None)] == [2, 2, 2, 1, 1, 1, 1, 1, 1]
+    single = [({"i": i}, None) for i in range(48)]
+    assert [len(t) for t in _dask_tasks(single, ["i"], 2, None)] == [12, 9, 7, 5, 4, 3, 2, 2, 1, 1, 1, 1]
 
 
 def test_in_process_and_embedded_cluster_give_the_same_dataset():

@@ -25,11 +25,18 @@ def _flags() -> dict[str, str]:
     return {k: os.environ.get(k, "") for k in ("XLA_FLAGS", "PJRT_NPROC")}
 
 
+def _dask_settings() -> dict[str, object]:
+    import dask
+
+    return {k: dask.config.get(k) for k in SW.QUIET_CLUSTER}
+
+
 def test_workers_started_by_a_sweep_run_xla_single_threaded():
     pytest.importorskip("distributed")
     client, to_close = SW._client(None, 1, True)
     try:
         env = list(client.run(_flags).values())
+        settings = list(client.run(_dask_settings).values())
     finally:
         for c in to_close:
             c.close()
@@ -37,6 +44,10 @@ def test_workers_started_by_a_sweep_run_xla_single_threaded():
     assert env[0]["XLA_FLAGS"] == SP.worker_xla_flags() == os.environ.get("XLA_FLAGS", SP.worker_xla_flags())
     assert ("xla_cpu_small_while_loop_byte_threshold" in env[0]["XLA_FLAGS"]
             or os.environ.get("MANIFOLD_DIRAC_XLA_FLAGS") == "0")
+    # the workers' Dask bookkeeping is quieter than Dask's defaults (no stack profile every 10 ms, ...),
+    # and this process's settings are Dask's own
+    assert settings == [SW.QUIET_CLUSTER] and settings[0]["distributed.worker.profile.enabled"] is False
+    assert _dask_settings() != SW.QUIET_CLUSTER
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task") or len(os.sched_getaffinity(0)) < 2,
