@@ -62,6 +62,8 @@ class _Fingerprint(tuple):
     tens of microseconds for a system with a few functions.
     """
 
+    _hash: int
+
     def __new__(cls, parts: tuple) -> _Fingerprint:
         self = super().__new__(cls, parts)
         self._hash = tuple.__hash__(self)
