@@ -13,6 +13,8 @@ into one array (:func:`_pack`); the host unpacks each chunk into a :class:`_Stor
 
 from __future__ import annotations
 
+import functools
+import math
 from types import ModuleType
 from typing import NamedTuple
 
@@ -261,15 +263,29 @@ def _pack(tree: PyTree, spec: list, lead: int) -> jax.Array:
 
 
 def _unpack(flat: np.ndarray | jax.Array, spec: tuple, xp: ModuleType = np) -> PyTree:
-    """Inverse of :func:`_pack` on arrays ``(..., F)``: host arrays (``xp = numpy``) or traced ones (``jax.numpy``)."""
+    """Inverse of :func:`_pack` on arrays ``(..., F)``: host arrays (``xp = numpy``) or traced ones (``jax.numpy``).
+
+    On the host the parts are views of ``flat`` (a copy only where the dtype
+    is not float64: the integer fields).
+    """
     treedef, shapes = spec
+    lead = flat.shape[:-1]
+    out = []
+    for start, stop, shape, dtype in _layout(tuple(shapes)):
+        part = flat[..., start:stop].reshape(*lead, *shape)
+        out.append(part.astype(dtype, copy=False) if xp is np else part.astype(dtype))
+    return jax.tree.unflatten(treedef, out)
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(shapes: tuple) -> tuple:
+    """``(start, stop, shape, dtype)`` of each leaf in a packed row (computed once per layout, not per call)."""
     out, i = [], 0
     for shape, dtype in shapes:
-        size = int(np.prod(shape))
-        part = flat[..., i:i + size].reshape(*flat.shape[:-1], *shape)
-        out.append(part.astype(dtype, copy=False) if xp is np else part.astype(dtype))
+        size = math.prod(shape)
+        out.append((i, i + size, tuple(shape), np.dtype(dtype)))
         i += size
-    return jax.tree.unflatten(treedef, out)
+    return tuple(out)
 
 
 _FIELDS = ("t", "is_step", "point", "record", "slot_iterations")
