@@ -241,7 +241,7 @@ SYSTEMS = {"rolling_disk": rolling_disk, "chaplygin_sled": chaplygin_sled, "heav
 N_ORDER2 = [20, 67, 200, 667, 2000]
 N_COMPOSED = {"triple_jump4": [5, 7, 10, 14, 20, 28, 40, 56, 80],
               "kahan_li6": [1, 2, 3, 4, 5, 6, 8, 10, 12, 16],
-              "kahan_li8": [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16]}
+              "kahan_li8": [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20]}
 N_GAUSS = {"gauss4": [5, 10, 20, 40], "gauss6": [2, 4, 8, 16]}
 TOLS = [10.0 ** -k for k in range(3, 13)]
 
@@ -327,6 +327,7 @@ def ivp_methods(case, quick):
 
 
 def measure(name, quick, repeats):
+    load_before = [round(x, 2) for x in os.getloadavg()]
     case = SYSTEMS[name]()
     calls = {**methods(case, quick), **ivp_methods(case, quick)}
     compile_s = {}
@@ -369,7 +370,8 @@ def measure(name, quick, repeats):
         matched[f"{tgt:.0e}"] = row
     print(f"[composition] {name}: done (load {os.getloadavg()})", file=sys.stderr, flush=True)
     return {"label": case["label"], "reference": case["reference"], "runs": runs, "matched": matched,
-            "first_call_s": compile_s}
+            "first_call_s": compile_s, "load_before": load_before,
+            "load_after": [round(x, 2) for x in os.getloadavg()]}
 
 
 def _best(row, pred):
@@ -383,8 +385,9 @@ def _ms(x):
 
 
 def table(out) -> str:
-    lines = [f"Machine: {out['machine']}; load average before/after: {out['load_before']} / "
-             f"{out['load_after']}; minimum of {out['repeats']} interleaved rounds (each the fastest of {INNER} "
+    lines = [f"Machine: {out['machine']}; load average before/after the run: {out['load_before']} / "
+             f"{out['load_after']} (a run of some systems keeps the others' results, each with its own load); "
+             f"minimum of {out['repeats']} interleaved rounds (each the fastest of {INNER} "
              f"back-to-back calls), compile excluded; T = {T:g}.", "",
              "Wall time (ms) per call of the fastest run with error at T <= target; `integrate`: one "
              "`md.integrate` call; `jit rollout`: `jax.jit` of `md.rollout` (one XLA call); ratios to DOP853.",
@@ -393,7 +396,11 @@ def table(out) -> str:
     comp_fast = lambda m: m.startswith("split +") and m.endswith(FAST)  # noqa: E731
     for name, d in out["systems"].items():
         gauss = any(m.startswith("gauss") for m in next(iter(d["matched"].values())))
-        lines += [f"### {d['label']}", "",
+        load = (f"Load average before/after this system: {d['load_before']} / {d['load_after']}."
+                if "load_before" in d else
+                "From an earlier run, whose library times include the evaluation of the error at T (later runs "
+                "time the call alone): re-run this system to replace them.")
+        lines += [f"### {d['label']}", "", load, "",
                   "| target | DOP853 | Radau | split midpoint (jit rollout) | composed, integrate | "
                   "composed, jit rollout | " + ("gauss4/6, jit rollout | " if gauss else "") +
                   "integrate / DOP853 | jit rollout / DOP853 |",
@@ -541,7 +548,8 @@ def main(argv=None):
         prev = json.loads(old.read_text())
         out["systems"] = {**{k: v for k, v in prev.get("systems", {}).items() if k not in out["systems"]},
                           **out["systems"]}
-        out["load_before"] = prev.get("load_before", out["load_before"])
+        out["load_before"] = prev.get("load_before", out["load_before"])  # of the whole run; each system has its own
+        out["systems"] = {k: out["systems"][k] for k in SYSTEMS if k in out["systems"]}
     (res / f"composition{suffix}.json").write_text(json.dumps(out, indent=1))
     txt = table(out)
     (res / f"composition{suffix}.md").write_text(txt + "\n")
