@@ -422,6 +422,39 @@ def table(out) -> str:
     return "\n".join(lines)
 
 
+DOCS_TARGETS = ("1e-03", "1e-06", "1e-08", "1e-10")
+DOCS_NAMES = {"rolling_disk": "rolling disk", "chaplygin_sled": "Chaplygin sled", "heavy_top": "heavy top",
+              "satellite": "satellite with a reaction wheel"}
+
+
+def docs_rows(out) -> str:
+    """The rows of the table in ``docs/composition.md`` (``--figure-only`` prints them after the results table)."""
+    def ms_ratio(x, dop, label=""):
+        if x is None:
+            return "not reached"
+        r = f"{x / dop:.2g}×" if dop else ""
+        inner = ", ".join(v for v in (label, r) if v)
+        return f"{_ms(x)} ({inner})"
+
+    comp_int = lambda m: m.startswith("split +") and not m.endswith(FAST)  # noqa: E731
+    comp_fast = lambda m: m.startswith("split +") and m.endswith(FAST)  # noqa: E731
+    lines = []
+    for name, d in out["systems"].items():
+        gauss = any(m.startswith("gauss") for m in next(iter(d["matched"].values())))
+        for j, tgt in enumerate(DOCS_TARGETS):
+            row = d["matched"][tgt]
+            dop = row.get("DOP853")
+            cf, cf_m = _best(row, comp_fast)
+            ci, _ = _best(row, comp_int)
+            g, g_m = _best(row, lambda m: m.startswith("gauss") and m.endswith(FAST))
+            label = f"`{cf_m.removeprefix('split + ').removesuffix(' ' + FAST)}`" if cf else ""
+            gcell = (f"{_ms(g)} (`{g_m.removesuffix(' ' + FAST)}`)" if g else "not reached") if gauss else "—"
+            lines.append(f"| {DOCS_NAMES.get(name, name) if j == 0 else ''} | $10^{{-{int(tgt[3:])}}}$ | "
+                         f"{_ms(dop)} | {_ms(row.get('Radau'))} | {ms_ratio(cf, dop, label)} | "
+                         f"{ms_ratio(ci, dop)} | {gcell} |")
+    return "\n".join(lines)
+
+
 _STYLE = {"DOP853": ("k", "--", "s"), "Radau": ("0.5", "--", "D"), "split midpoint": ("tab:gray", "-", "o"),
           "split + triple_jump4": ("tab:blue", "-", "o"), "split + kahan_li6": ("tab:orange", "-", "o"),
           "split + kahan_li8": ("tab:red", "-", "o"), "gauss4": ("tab:green", "-", "^"),
@@ -527,6 +560,7 @@ def main(argv=None):
     if args.figure_only:
         out = json.loads((HERE / "results" / "composition.json").read_text())
         print(table(out))
+        print("Rows of the table in docs/composition.md:\n\n" + docs_rows(out))
         figure(out, ROOT / "docs" / "figures" / "composition_wp.png",
                ROOT / "docs" / "figures" / "composition_call.png")
         return
