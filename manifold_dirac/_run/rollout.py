@@ -260,7 +260,7 @@ def _initial_unknowns(sm: StepMap, q0: Any, p0: jax.Array, xi0: jax.Array) -> ja
     return z.at[:n].set(xi0)
 
 
-def composed_predictor(gammas: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The static tables of a composed rollout's Newton starts (see :func:`rollout`'s ``warm_start``).
 
     Returns ``(ratio, mirror, mirror_before, first)``, each of shape ``(s,)``: ``ratio[i] = gamma_i /
