@@ -42,6 +42,12 @@ all in one process, so the ratios are side by side. The
 matched-accuracy table gives, for each target error, the fastest run of
 each method whose error is at most the target.
 
+``--cost`` measures where one ``jax.jit(rollout)`` call's CPU time goes on
+the rolling disk and the sled (a trivial jitted function of the same
+inputs, one uncomposed step, ``kahan_li8`` over 1 and 4 steps: the fixed
+cost of a call and the cost of a sub-step), to
+``benchmarks/results/composition_cost.md``.
+
 ``--adjoint`` measures instead whether each base map is self-adjoint: one
 step of ``h = 0.1`` from the catalog's initial data and the step of ``-h``
 back, ``Phi_{-h}(Phi_h(q0, p0)) - (q0, p0)``, for the ``symmetric`` and the
@@ -549,6 +555,51 @@ def adjoint_table() -> str:
     return "\n".join(lines)
 
 
+def cost_table(names, calls=200, rounds=5) -> str:
+    """Where a ``jax.jit(rollout)`` call's time goes: CPU time of the process per call (``--cost``).
+
+    For each system: a trivial jitted function of the same inputs (the
+    dispatch floor), the uncomposed rollout of one step, and ``kahan_li8``
+    rollouts of 1 and 4 steps at ``h = 0.5``, with their Newton iterations.
+    ``(4 steps - 1 step) / (3 s)`` is the cost of a sub-step after the first
+    step; the one-step run minus its sub-steps is the fixed cost of a call.
+    CPU time of the process (``time.process_time``), minimum of ``calls``
+    back-to-back calls in each of ``rounds`` interleaved rounds: less
+    sensitive to other jobs on the machine than wall time.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    lines = ["CPU time of the process per call (us), minimum of interleaved rounds; h = 0.5.", "",
+             "| system | trivial jit | rollout, 1 step | kahan_li8, 1 step | kahan_li8, 4 steps | "
+             "per sub-step after the first step |", "|---|---|---|---|---|---|"]
+    for name in names:
+        case = SYSTEMS[name]()
+        sysm = case["system"]
+        q, v, h = jax.tree.map(jnp.asarray, case["q0"]), jnp.asarray(case["v0"], jnp.float64), jnp.float64(0.5)
+        fs = {"trivial": jax.jit(lambda q, v, h: (jax.tree.map(lambda a: a * h, q), v * h))}
+        for comp, n in ((None, 1), ("kahan_li8", 1), ("kahan_li8", 4)):
+            fs[(comp, n)] = jax.jit(lambda q, v, hh, comp=comp, n=n: rollout(
+                sysm, q, v, h=hh, n_steps=n, scheme="split", composition=comp))
+        its = {k: (None if k == "trivial" else np.asarray(jax.block_until_ready(f(q, v, h)).iterations).tolist())
+               for k, f in fs.items()}
+        best = {k: math.inf for k in fs}
+        for _ in range(rounds):
+            for k, f in fs.items():
+                jax.block_until_ready(f(q, v, h))
+                for _ in range(calls):
+                    t0 = time.process_time()
+                    jax.block_until_ready(f(q, v, h))
+                    best[k] = min(best[k], time.process_time() - t0)
+        us = {k: 1e6 * b for k, b in best.items()}
+        per = (us[("kahan_li8", 4)] - us[("kahan_li8", 1)]) / (3 * 17)
+        cell = lambda k: f"{us[k]:.0f} ({sum(its[k])} iterations)"  # noqa: E731
+        lines.append(f"| {name} | {us['trivial']:.0f} | {cell((None, 1))} | {cell(('kahan_li8', 1))} | "
+                     f"{cell(('kahan_li8', 4))} | {per:.1f} |")
+        print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -556,7 +607,19 @@ def main(argv=None):
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--adjoint", action="store_true", help="measure the self-adjointness of the base maps instead")
     ap.add_argument("--figure-only", action="store_true", help="redraw the table and figure from the stored results")
+    ap.add_argument("--cost", action="store_true",
+                    help="where one jax.jit(rollout) call's CPU time goes (fixed cost, per sub-step), "
+                         "to benchmarks/results/composition_cost.md")
     args = ap.parse_args(argv)
+    if args.cost:
+        names = [n for n in args.systems.split(",") if n in ("rolling_disk", "chaplygin_sled")] or ["rolling_disk"]
+        txt = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}; the process "
+               f"runs on CPUs {sorted(os.sched_getaffinity(0))} (pin it, e.g. `taskset -c 0`, to compare runs); "
+               f"load average before: {[round(x, 2) for x in os.getloadavg()]}.\n\n" + cost_table(names))
+        txt += f"\n\nLoad average after: {[round(x, 2) for x in os.getloadavg()]}.\n"
+        (HERE / "results" / "composition_cost.md").write_text(txt)
+        print(txt)
+        return
     if args.figure_only:
         out = json.loads((HERE / "results" / "composition.json").read_text())
         print(table(out))
