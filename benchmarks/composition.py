@@ -4,6 +4,8 @@ Run (from the repository root)::
 
     PYTHONPATH=$PWD python benchmarks/composition.py            # full: errors 1e-3 ... 1e-10
     PYTHONPATH=$PWD python benchmarks/composition.py --quick    # two step sizes each, smoke run
+    PYTHONPATH=$PWD python benchmarks/composition.py --systems rolling_disk,chaplygin_sled
+                                                      # some systems: the others' stored results are kept
 
 For each system, to ``T = 2`` (the rolling disk, the Chaplygin sled, the
 heavy top, and a satellite with a reaction wheel driven by a motor, built
@@ -12,8 +14,9 @@ here on ``SO(3) x R``):
 * the library: the ``split`` scheme with the midpoint rule (``exp``; its
   positions are those of ``symmetric`` to round-off, and so are its errors
   and its cost), alone and composed (``triple_jump4``, ``kahan_li6``,
-  ``kahan_li8``), over step sizes that put the error at ``T`` between
-  ``1e-2`` and ``1e-11``; on the heavy top and the satellite (no
+  ``kahan_li8``), over step sizes ``h = T / n`` that put the error at
+  ``T`` between ``1e-2`` and ``1e-11`` (dense where the error crosses the
+  targets: every step count from 1 to 8 composed); on the heavy top and the satellite (no
   constraints: the Galerkin rules apply) also ``gauss4`` and ``gauss6``.
   Each run is timed through two public paths: one
   :func:`~manifold_dirac.integrate` call, and ``jax.jit`` of
@@ -26,14 +29,24 @@ here on ``SO(3) x R``):
 Errors are measured at ``T`` against a DOP853 solve at ``rtol = atol =
 1e-14`` of the same reduced equations (the rolling disk: its closed form).
 Times are the **wall time of one call** (``integrate``, the jitted
-``rollout`` until its result is ready, or ``solve_ivp``), compilation
-excluded (a first call of each program is made and not counted), minimum of
+``rollout`` on device arrays until its result is ready, or ``solve_ivp``),
+and of the call alone: the error at ``T`` and the work are computed once,
+outside the timing, for every method alike. Compilation is
+excluded (a first call of each program is made and not counted); a setting
+whose run fails (a step too large for the system) is left out, with a
+message on stderr. Minimum of
 ``--repeats`` interleaved rounds (round ``r`` calls the methods in an order
 rotated by ``r``, and in each round the fastest of three back-to-back
 calls; the minimum, because on a shared machine the load only adds time),
 all in one process, so the ratios are side by side. The
 matched-accuracy table gives, for each target error, the fastest run of
 each method whose error is at most the target.
+
+``--cost`` measures where one ``jax.jit(rollout)`` call's CPU time goes on
+the rolling disk and the sled (a trivial jitted function of the same
+inputs, one uncomposed step, ``kahan_li8`` over 1 and 4 steps: the fixed
+cost of a call and the cost of a sub-step), to
+``benchmarks/results/composition_cost.md``.
 
 ``--adjoint`` measures instead whether each base map is self-adjoint: one
 step of ``h = 0.1`` from the catalog's initial data and the step of ``-h``
@@ -228,62 +241,72 @@ def satellite():
 SYSTEMS = {"rolling_disk": rolling_disk, "chaplygin_sled": chaplygin_sled, "heavy_top": heavy_top,
            "satellite": satellite}
 
-# step sizes per library method (errors from ~1e-2 down to ~1e-11 at T = 2)
-H_ORDER2 = [0.1, 0.03, 0.01, 0.003, 0.001]
-H_COMPOSED = {"triple_jump4": [0.4, 0.2, 0.1, 0.05, 0.025],
-              "kahan_li6": [1.0, 0.5, 0.25, 0.125],
-              "kahan_li8": [1.0, 0.5, 0.25, 0.125]}
-H_GAUSS = {"gauss4": [0.4, 0.2, 0.1, 0.05], "gauss6": [1.0, 0.5, 0.25, 0.125]}
+# step counts to T per library method (h = T / n; errors from ~1e-2 down to ~1e-11 at T = 2): the
+# composed grids are dense where a method's error crosses the targets, so that the matched-accuracy
+# table picks the fewest steps that reach each target (a doubling grid wastes up to 2x)
+N_ORDER2 = [20, 67, 200, 667, 2000]
+N_COMPOSED = {"triple_jump4": [5, 7, 10, 14, 20, 28, 40, 56, 80],
+              "kahan_li6": [1, 2, 3, 4, 5, 6, 8, 10, 12, 16],
+              "kahan_li8": [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20]}
+N_GAUSS = {"gauss4": [5, 10, 20, 40], "gauss6": [2, 4, 8, 16]}
 TOLS = [10.0 ** -k for k in range(3, 13)]
 
 
 def methods(case, quick):
-    """``{(method, setting): callable}`` of the library runs (each returns ``(error, Newton iterations)``).
+    """``{(method, setting): (call, evaluate)}`` of the library runs.
 
-    Every library method twice: through :func:`~manifold_dirac.integrate`
-    (one call with its checks, the stored points on the host), and as
-    ``jax.jit`` of :func:`~manifold_dirac.rollout` (``method [jit rollout]``:
-    the same discrete map as one XLA call, what a user repeating a run with
-    other initial data, ``h`` or parameters calls). ``integrate`` stores only
+    ``call()`` is what is timed: one :func:`~manifold_dirac.integrate` call
+    (with its checks, the stored points on the host), or one call of
+    ``jax.jit`` of :func:`~manifold_dirac.rollout` until its result is ready
+    (``method [jit rollout]``: the same discrete map as one XLA call, what a
+    user repeating a run with other initial data, ``h`` or parameters calls;
+    its inputs are device arrays made once). ``evaluate(result)`` gives
+    ``(error at T, Newton iterations)`` outside the timing (the error of a
+    run is computed once, for every method alike). ``integrate`` stores only
     the end point (``stride = n_steps``), so its record has the first step's
     iterations only: the work reported is the rollout's (the same map).
     """
     import jax
+    import jax.numpy as jnp
 
     out = {}
     sysm, q0, v0 = case["system"], case["q0"], case["v0"]
+    q0_dev, v0_dev = jax.tree.map(jnp.asarray, q0), jnp.asarray(v0, jnp.float64)
 
-    def lib(h, comp, scheme, rule):
-        n = int(round(T / h))
+    def lib(n, comp, scheme, rule):
+        h = T / n
 
-        def run():
-            tr = integrate(sysm, q0, v0, h=h, n_steps=n, stride=n, scheme=scheme, discrete_lagrangian=rule,
-                           composition=comp)
-            return case["err_lib"](tr), None
-        return run
+        def call():
+            return integrate(sysm, q0, v0, h=h, n_steps=n, stride=n, scheme=scheme, discrete_lagrangian=rule,
+                             composition=comp)
 
-    def fast(h, comp, scheme, rule):
-        n = int(round(T / h))
+        return call, lambda tr: (case["err_lib"](tr), None)
+
+    def fast(n, comp, scheme, rule):
         f = jax.jit(lambda q, v, hh: rollout(sysm, q, v, h=hh, n_steps=n, scheme=scheme,
                                              discrete_lagrangian=rule, composition=comp))
+        h_dev = jnp.float64(T / n)
 
-        def run():
-            r = jax.block_until_ready(f(q0, v0, h))
+        def call():
+            return jax.block_until_ready(f(q0_dev, v0_dev, h_dev))
+
+        def evaluate(r):
             if int(r.status) != 0:
                 raise RuntimeError(f"rollout failed: status {int(r.status)} at step {int(r.fail_step)}")
             return case["err_lib"](r), int(np.sum(r.iterations))
-        return run
 
-    pick = (lambda hs: hs[1:3]) if quick else (lambda hs: hs)
-    settings = [("split midpoint", h, None, "split", "midpoint") for h in pick(H_ORDER2)]
+        return call, evaluate
+
+    pick = (lambda ns: ns[1:3]) if quick else (lambda ns: ns)
+    settings = [("split midpoint", n, None, "split", "midpoint") for n in pick(N_ORDER2)]
     for comp in COMPOSED:
-        settings += [(f"split + {comp}", h, comp, "split", "midpoint") for h in pick(H_COMPOSED[comp])]
+        settings += [(f"split + {comp}", n, comp, "split", "midpoint") for n in pick(N_COMPOSED[comp])]
     if case.get("gauss"):
-        for rule, hs in H_GAUSS.items():
-            settings += [(rule, h, None, "symmetric", rule) for h in pick(hs)]
-    for name, h, comp, scheme, rule in settings:
-        out[(name, h)] = lib(h, comp, scheme, rule)
-        out[(f"{name} {FAST}", h)] = fast(h, comp, scheme, rule)
+        for rule, ns in N_GAUSS.items():
+            settings += [(rule, n, None, "symmetric", rule) for n in pick(ns)]
+    for name, n, comp, scheme, rule in settings:
+        out[(name, T / n)] = lib(n, comp, scheme, rule)
+        out[(f"{name} {FAST}", T / n)] = fast(n, comp, scheme, rule)
     return out
 
 
@@ -295,29 +318,38 @@ FAST = "[jit rollout]"
 
 
 def ivp_methods(case, quick):
+    """``{(method, rtol): (call, evaluate)}`` of ``solve_ivp`` (as :func:`methods`: the call alone is timed)."""
     from scipy.integrate import solve_ivp
 
     out = {}
     tols = TOLS[::5] if quick else TOLS
     for meth in ("DOP853", "Radau"):
         for r in tols:
-            def run(meth=meth, r=r):
-                sol = solve_ivp(case["rhs"], (0.0, T), case["y0"], method=meth, rtol=r, atol=r)
-                return case["err_ivp"](sol.y[:, -1]), int(sol.nfev)
-            out[(meth, r)] = run
+            def call(meth=meth, r=r):
+                return solve_ivp(case["rhs"], (0.0, T), case["y0"], method=meth, rtol=r, atol=r)
+
+            out[(meth, r)] = (call, lambda sol: (case["err_ivp"](sol.y[:, -1]), int(sol.nfev)))
     return out
 
 
 def measure(name, quick, repeats):
+    load_before = [round(x, 2) for x in os.getloadavg()]
     case = SYSTEMS[name]()
     calls = {**methods(case, quick), **ivp_methods(case, quick)}
     compile_s = {}
     results = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for key, f in calls.items():  # first calls: compile each library program once (not timed)
+        for key, (call, evaluate) in list(calls.items()):  # first calls: compile each program once (not timed)
             t0 = time.perf_counter()
-            results[key] = f()
+            try:
+                out = call()
+                results[key] = evaluate(out)  # error and work, once, outside every timing
+            except Exception as e:  # a step too large for this system: the setting is left out, and said so
+                print(f"[composition] {name}: {key[0]} at h = {key[1]:.4g} left out: {type(e).__name__}: {e}"[:300],
+                      file=sys.stderr, flush=True)
+                del calls[key]
+                continue
             m = key[0]
             if m not in compile_s:
                 compile_s[m] = time.perf_counter() - t0
@@ -327,9 +359,10 @@ def measure(name, quick, repeats):
             j = (r * 7) % len(keys)
             for k in keys[j:] + keys[:j]:
                 best = math.inf
+                call = calls[k][0]
                 for _ in range(INNER):  # back-to-back calls: the least disturbed one is kept
                     t0 = time.perf_counter()
-                    calls[k]()
+                    call()
                     best = min(best, time.perf_counter() - t0)
                 walls[k].append(best)
     runs = [{"method": k[0], "setting": k[1], "error": results[k][0], "work": results[k][1],
@@ -343,7 +376,8 @@ def measure(name, quick, repeats):
         matched[f"{tgt:.0e}"] = row
     print(f"[composition] {name}: done (load {os.getloadavg()})", file=sys.stderr, flush=True)
     return {"label": case["label"], "reference": case["reference"], "runs": runs, "matched": matched,
-            "first_call_s": compile_s}
+            "first_call_s": compile_s, "load_before": load_before,
+            "load_after": [round(x, 2) for x in os.getloadavg()]}
 
 
 def _best(row, pred):
@@ -357,8 +391,9 @@ def _ms(x):
 
 
 def table(out) -> str:
-    lines = [f"Machine: {out['machine']}; load average before/after: {out['load_before']} / "
-             f"{out['load_after']}; minimum of {out['repeats']} interleaved rounds (each the fastest of {INNER} "
+    lines = [f"Machine: {out['machine']}; load average before/after the run: {out['load_before']} / "
+             f"{out['load_after']} (a run of some systems keeps the others' results, each with its own load); "
+             f"minimum of {out['repeats']} interleaved rounds (each the fastest of {INNER} "
              f"back-to-back calls), compile excluded; T = {T:g}.", "",
              "Wall time (ms) per call of the fastest run with error at T <= target; `integrate`: one "
              "`md.integrate` call; `jit rollout`: `jax.jit` of `md.rollout` (one XLA call); ratios to DOP853.",
@@ -367,7 +402,11 @@ def table(out) -> str:
     comp_fast = lambda m: m.startswith("split +") and m.endswith(FAST)  # noqa: E731
     for name, d in out["systems"].items():
         gauss = any(m.startswith("gauss") for m in next(iter(d["matched"].values())))
-        lines += [f"### {d['label']}", "",
+        load = (f"Load average before/after this system: {d['load_before']} / {d['load_after']}."
+                if "load_before" in d else
+                "From an earlier run, whose library times include the evaluation of the error at T (later runs "
+                "time the call alone): re-run this system to replace them.")
+        lines += [f"### {d['label']}", "", load, "",
                   "| target | DOP853 | Radau | split midpoint (jit rollout) | composed, integrate | "
                   "composed, jit rollout | " + ("gauss4/6, jit rollout | " if gauss else "") +
                   "integrate / DOP853 | jit rollout / DOP853 |",
@@ -386,6 +425,39 @@ def table(out) -> str:
             cells += [f"{x / dop:.2f}" if x and dop else "-" for x in (ci, cf)]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+    return "\n".join(lines)
+
+
+DOCS_TARGETS = ("1e-03", "1e-06", "1e-08", "1e-10")
+DOCS_NAMES = {"rolling_disk": "rolling disk", "chaplygin_sled": "Chaplygin sled", "heavy_top": "heavy top",
+              "satellite": "satellite with a reaction wheel"}
+
+
+def docs_rows(out) -> str:
+    """The rows of the table in ``docs/composition.md`` (``--figure-only`` prints them after the results table)."""
+    def ms_ratio(x, dop, label=""):
+        if x is None:
+            return "not reached"
+        r = f"{x / dop:.2g}×" if dop else ""
+        inner = ", ".join(v for v in (label, r) if v)
+        return f"{_ms(x)} ({inner})"
+
+    comp_int = lambda m: m.startswith("split +") and not m.endswith(FAST)  # noqa: E731
+    comp_fast = lambda m: m.startswith("split +") and m.endswith(FAST)  # noqa: E731
+    lines = []
+    for name, d in out["systems"].items():
+        gauss = any(m.startswith("gauss") for m in next(iter(d["matched"].values())))
+        for j, tgt in enumerate(DOCS_TARGETS):
+            row = d["matched"][tgt]
+            dop = row.get("DOP853")
+            cf, cf_m = _best(row, comp_fast)
+            ci, _ = _best(row, comp_int)
+            g, g_m = _best(row, lambda m: m.startswith("gauss") and m.endswith(FAST))
+            label = f"`{cf_m.removeprefix('split + ').removesuffix(' ' + FAST)}`" if cf else ""
+            gcell = (f"{_ms(g)} (`{g_m.removesuffix(' ' + FAST)}`)" if g else "not reached") if gauss else "—"
+            lines.append(f"| {DOCS_NAMES.get(name, name) if j == 0 else ''} | $10^{{-{int(tgt[3:])}}}$ | "
+                         f"{_ms(dop)} | {_ms(row.get('Radau'))} | {ms_ratio(cf, dop, label)} | "
+                         f"{ms_ratio(ci, dop)} | {gcell} |")
     return "\n".join(lines)
 
 
@@ -483,6 +555,51 @@ def adjoint_table() -> str:
     return "\n".join(lines)
 
 
+def cost_table(names, calls=200, rounds=5) -> str:
+    """Where a ``jax.jit(rollout)`` call's time goes: CPU time of the process per call (``--cost``).
+
+    For each system: a trivial jitted function of the same inputs (the
+    dispatch floor), the uncomposed rollout of one step, and ``kahan_li8``
+    rollouts of 1 and 4 steps at ``h = 0.5``, with their Newton iterations.
+    ``(4 steps - 1 step) / (3 s)`` is the cost of a sub-step after the first
+    step; the one-step run minus its sub-steps is the fixed cost of a call.
+    CPU time of the process (``time.process_time``), minimum of ``calls``
+    back-to-back calls in each of ``rounds`` interleaved rounds: less
+    sensitive to other jobs on the machine than wall time.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    lines = ["CPU time of the process per call (us), minimum of interleaved rounds; h = 0.5.", "",
+             "| system | trivial jit | rollout, 1 step | kahan_li8, 1 step | kahan_li8, 4 steps | "
+             "per sub-step after the first step |", "|---|---|---|---|---|---|"]
+    for name in names:
+        case = SYSTEMS[name]()
+        sysm = case["system"]
+        q, v, h = jax.tree.map(jnp.asarray, case["q0"]), jnp.asarray(case["v0"], jnp.float64), jnp.float64(0.5)
+        fs = {"trivial": jax.jit(lambda q, v, h: (jax.tree.map(lambda a: a * h, q), v * h))}
+        for comp, n in ((None, 1), ("kahan_li8", 1), ("kahan_li8", 4)):
+            fs[(comp, n)] = jax.jit(lambda q, v, hh, comp=comp, n=n: rollout(
+                sysm, q, v, h=hh, n_steps=n, scheme="split", composition=comp))
+        its = {k: (None if k == "trivial" else np.asarray(jax.block_until_ready(f(q, v, h)).iterations).tolist())
+               for k, f in fs.items()}
+        best = {k: math.inf for k in fs}
+        for _ in range(rounds):
+            for k, f in fs.items():
+                jax.block_until_ready(f(q, v, h))
+                for _ in range(calls):
+                    t0 = time.process_time()
+                    jax.block_until_ready(f(q, v, h))
+                    best[k] = min(best[k], time.process_time() - t0)
+        us = {k: 1e6 * b for k, b in best.items()}
+        per = (us[("kahan_li8", 4)] - us[("kahan_li8", 1)]) / (3 * 17)
+        cell = lambda k: f"{us[k]:.0f} ({sum(its[k])} iterations)"  # noqa: E731
+        lines.append(f"| {name} | {us['trivial']:.0f} | {cell((None, 1))} | {cell(('kahan_li8', 1))} | "
+                     f"{cell(('kahan_li8', 4))} | {per:.1f} |")
+        print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -490,10 +607,23 @@ def main(argv=None):
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--adjoint", action="store_true", help="measure the self-adjointness of the base maps instead")
     ap.add_argument("--figure-only", action="store_true", help="redraw the table and figure from the stored results")
+    ap.add_argument("--cost", action="store_true",
+                    help="where one jax.jit(rollout) call's CPU time goes (fixed cost, per sub-step), "
+                         "to benchmarks/results/composition_cost.md")
     args = ap.parse_args(argv)
+    if args.cost:
+        names = [n for n in args.systems.split(",") if n in ("rolling_disk", "chaplygin_sled")] or ["rolling_disk"]
+        txt = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}; the process "
+               f"runs on CPUs {sorted(os.sched_getaffinity(0))} (pin it, e.g. `taskset -c 0`, to compare runs); "
+               f"load average before: {[round(x, 2) for x in os.getloadavg()]}.\n\n" + cost_table(names))
+        txt += f"\n\nLoad average after: {[round(x, 2) for x in os.getloadavg()]}.\n"
+        (HERE / "results" / "composition_cost.md").write_text(txt)
+        print(txt)
+        return
     if args.figure_only:
         out = json.loads((HERE / "results" / "composition.json").read_text())
         print(table(out))
+        print("Rows of the table in docs/composition.md:\n\n" + docs_rows(out))
         figure(out, ROOT / "docs" / "figures" / "composition_wp.png",
                ROOT / "docs" / "figures" / "composition_call.png")
         return
@@ -515,7 +645,8 @@ def main(argv=None):
         prev = json.loads(old.read_text())
         out["systems"] = {**{k: v for k, v in prev.get("systems", {}).items() if k not in out["systems"]},
                           **out["systems"]}
-        out["load_before"] = prev.get("load_before", out["load_before"])
+        out["load_before"] = prev.get("load_before", out["load_before"])  # of the whole run; each system has its own
+        out["systems"] = {k: out["systems"][k] for k in SYSTEMS if k in out["systems"]}
     (res / f"composition{suffix}.json").write_text(json.dumps(out, indent=1))
     txt = table(out)
     (res / f"composition{suffix}.md").write_text(txt + "\n")

@@ -260,6 +260,25 @@ def _initial_unknowns(sm: StepMap, q0: Any, p0: jax.Array, xi0: jax.Array) -> ja
     return z.at[:n].set(xi0)
 
 
+def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The static tables of a composed rollout's Newton starts (see :func:`rollout`'s ``warm_start``).
+
+    Returns ``(ratio, mirror, mirror_before, first)``, each of shape ``(s,)``: ``ratio[i] = gamma_i /
+    gamma_(i-1)`` (``gamma_1 / gamma_s`` for ``i = 0``); on the first step, ``mirror[i]`` is the sub-step of
+    the first half with the same coefficient as sub-step ``i`` of the second half (``s - 1 - i``, or -1:
+    none, or the coefficients are not a palindrome), ``mirror_before[i]`` the mirror of sub-step ``i - 1``
+    when it is solved before sub-step ``i`` (else -1), and ``first[i]`` whether ``i`` is the first sub-step.
+    """
+    g = np.asarray(gammas, dtype=float)
+    s = g.size
+    ratio = g / np.roll(g, 1)
+    idx = np.arange(s)
+    palindrome = bool(np.allclose(g, g[::-1], rtol=0, atol=1e-15))
+    mirror = np.where(palindrome & (s - 1 - idx < idx), s - 1 - idx, -1)
+    mirror_before = np.where((mirror >= 0) & (s - idx <= idx - 1), s - idx, -1)
+    return ratio, mirror.astype(np.int32), mirror_before.astype(np.int32), idx == 0
+
+
 def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrolled_iterations: int,
            checkpoint: bool, warm_start: bool, gammas: tuple[float, ...] | None = None) -> Callable:
     """The compiled rollout for one step map and one set of static choices.
@@ -286,8 +305,10 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             xi0 = jnp.zeros(n, jnp.float64)  # a first guess only: the solution does not depend on it
         z0 = _initial_unknowns(sm, q0, p0, jax.lax.stop_gradient(xi0))
         if gammas is not None:
-            # every sub-step's guess on the first step: the state's unknowns scaled by gamma_i
-            z0 = jnp.asarray(gammas, jnp.float64)[:, None] * z0[None, :]
+            # the solutions of every sub-step on the last two steps (the predictor's history, below); before the
+            # first step: the state's unknowns scaled by gamma_i
+            z0 = jnp.broadcast_to(jnp.asarray(gammas, jnp.float64)[None, :, None] * z0[None, None, :],
+                                  (2, len(gammas), z0.shape[0]))
 
         def start_status(c: _Carry):
             # a singular Newton matrix at the first step's start: the steps are undetermined (integrate refuses
@@ -295,7 +316,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             # first (sub-)step's matrix at its Newton start, as integrate's start checks it. Evaluated inside
             # the loop on its first trip: there it is part of the loop's compiled kernel (outside, its
             # hundred-odd small operations cost more than the rest of a short run)
-            z, hh = (c.z, h) if gammas is None else (c.z[0], gammas[0] * h)
+            z, hh = (c.z, h) if gammas is None else (c.z[0, 0], gammas[0] * h)
             cond, _ = step_conditioning(sm, c.q, c.p, z, t0, hh, params, direction=False)
             singular = ~(cond <= _SINGULAR_STEP)
             return (jnp.where(singular, Status.ILL_POSED, c.status).astype(jnp.int32),
@@ -309,23 +330,35 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             if gammas is None:
                 return sub_step(c, k, t, h, u, c.z)
             g = np.asarray(gammas)
-            ratio = g / np.roll(g, 1)  # gamma_i / gamma_(i-1) (gamma_1 / gamma_s for i = 1)
+            s = len(g)
             t_sub = np.concatenate([np.zeros(1), np.cumsum(g)[:-1]])
-            prev = c.z  # (s, N_z): every sub-step's solution on the previous step (gamma_i z0 before the first)
+            ratio, mirror, mirror_before, first = composed_predictor(g)
+            z1, z2 = c.z[0], c.z[1]  # (s, N_z) each: every sub-step's solution on steps k - 1 and k - 2
+            # the predicted solution of every sub-step from the same sub-step on the last two steps: linear
+            # extrapolation from step k >= 2, the last value on step 1 (and gamma_i z0, unused, on step 0)
+            P = jnp.where(k >= 2, 2.0 * z1 - z2, z1)
 
             def one(carry, x):
-                cc, last = carry  # last: the previous sub-step's solution on this step
-                gi, ti, ri, prev_i, prev_before = x
-                # Newton's start: the same sub-step's solution on the previous step, moved by the change the
-                # previous sub-step saw between the two steps scaled by gamma_i / gamma_(i-1) (on the first step
-                # this is that sub-step's solution scaled, and gamma_1 z0 for the first sub-step)
-                guess = prev_i + ri * (last - prev_before)
-                cc, (q1, p1, z1, it) = sub_step(cc._replace(z=prev_i), k, t + h * ti, gi * h, u, guess)
-                return (cc, cc.z), (cc.z, z1, it)
+                cc, zs, last = carry  # zs: this step's sub-step solutions so far; last: the previous one's
+                i, gi, ti, ri, Pi, P_before, mi, mbi, fi = x
+                # Newton's start: the predicted solution, corrected by gamma_i / gamma_(i-1) times the error of
+                # that prediction on the sub-step before (which has just been solved: what the prediction
+                # missed there, it misses here scaled by the ratio of the steps)
+                later = Pi + ri * (last - P_before)
+                # on the first step there is no history: a sub-step of the second half starts from its mirror
+                # in the first half (the same coefficient, gamma_i = gamma_(s+1-i)), corrected as above by the
+                # sub-step before and its mirror; a sub-step of the first half from the sub-step before scaled
+                # by gamma_i / gamma_(i-1) (the first one: gamma_1 z0)
+                start = jnp.where(mi >= 0, zs[jnp.maximum(mi, 0)] + jnp.where(
+                    mbi >= 0, ri * (last - zs[jnp.maximum(mbi, 0)]), 0.0), jnp.where(fi, Pi, ri * last))
+                guess = jnp.where(k == 0, start, later)
+                cc, (q1, p1, z1_, it) = sub_step(cc._replace(z=Pi), k, t + h * ti, gi * h, u, guess)
+                return (cc, zs.at[i].set(cc.z), cc.z), (z1_, it)
 
-            xs = (jnp.asarray(g), jnp.asarray(t_sub), jnp.asarray(ratio), prev, jnp.roll(prev, 1, axis=0))
-            (c, _), (zs, zout, its) = jax.lax.scan(one, (c._replace(z=prev[0]), prev[-1]), xs)
-            c = c._replace(z=zs)
+            xs = (jnp.arange(s), jnp.asarray(g), jnp.asarray(t_sub), jnp.asarray(ratio), P, jnp.roll(P, 1, axis=0),
+                  jnp.asarray(mirror), jnp.asarray(mirror_before), jnp.asarray(first))
+            (c, zs, _), (zout, its) = jax.lax.scan(one, (c._replace(z=P[0]), z1, P[-1]), xs)
+            c = c._replace(z=jnp.stack([zs, z1]))
             return c, (c.q, c.p, zout, jnp.sum(its).astype(jnp.int32))
 
         def sub_step(c: _Carry, k, t, h, u, guess):
@@ -430,11 +463,17 @@ def rollout(
         Newton starts each step from the previous step's solution (True) or
         from ``z = 0`` (False, more iterations): the values and derivatives
         agree to the solve's accuracy either way. Composed, sub-step ``i``
-        starts from its own solution on the previous step plus
-        ``gamma_i / gamma_{i-1}`` times the change of sub-step ``i - 1``'s
-        solution between the two steps (on the first step: sub-step
-        ``i - 1``'s solution scaled by ``gamma_i / gamma_{i-1}``, as
-        :class:`~manifold_dirac._mechanics.composition.ComposedStepMap` does).
+        starts from a prediction ``P_i`` of its solution corrected by
+        ``gamma_i / gamma_{i-1}`` times what the prediction of sub-step
+        ``i - 1`` missed (``z_{i-1} - P_{i-1}``, just solved): ``P_i`` is
+        the same sub-step's solution on the previous step (on the second
+        step), extrapolated linearly from the last two steps (from the
+        third). On the first step, a sub-step of the second half of a
+        palindromic composition starts from its mirror in the first half
+        (the same coefficient), corrected likewise; one of the first half
+        from sub-step ``i - 1``'s solution scaled by ``gamma_i / gamma_{i-1}``
+        (as :class:`~manifold_dirac._mechanics.composition.ComposedStepMap`
+        does), the first from ``gamma_1 (h v_0, 0)``.
 
     Returns
     -------

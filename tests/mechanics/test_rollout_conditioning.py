@@ -8,8 +8,11 @@
   the null direction that the error message names is computed only for a
   singular matrix, and is one;
 * a composed rollout starts each sub-step's Newton iteration from the
-  same sub-step of the previous step: on the rolling disk (uniform motion)
-  one update per sub-step, with the positions of ``integrate``.
+  same sub-step of the previous steps: on the rolling disk (uniform motion)
+  at most one update per sub-step, with the positions of ``integrate``; on
+  the first step a sub-step of the second half starts from its mirror in
+  the first half (the tables of these starts are checked on a palindrome of
+  odd and of even length, and refused for a composition that is not one).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from manifold_dirac._mechanics.newton import SolverOptions
 from manifold_dirac._mechanics.rules import get_rule
 from manifold_dirac._mechanics.schemes import get_scheme
 from manifold_dirac._mechanics.step import StepMap
-from manifold_dirac._run.rollout import _initial_unknowns
+from manifold_dirac._run.rollout import _initial_unknowns, composed_predictor
 from manifold_dirac._run.start import _SINGULAR_STEP, equilibrated_condition
 from manifold_dirac.systems.catalog import EXAMPLES
 
@@ -95,13 +98,16 @@ def test_start_condition_flags_singular_matrices_only(name):
 
 @pytest.mark.slow  # about 11 s (two programs of the disk compiled)
 def test_composed_rollout_starts_each_sub_step_from_the_previous_step():
-    """The rolling disk composed with kahan_li6 at h = 0.5: one Newton update per sub-step after the first step.
+    """The rolling disk composed with kahan_li6 at h = 0.5: at most one Newton update per sub-step after the first.
 
     The disk's body velocity is constant, so every sub-step of a step solves
     the equations of the same sub-step of the step before, from the state
-    moved along: started there, Newton converges in one update (started from
-    the previous sub-step's solution scaled by the ratio of the coefficients,
-    it took 25 updates for the 9 sub-steps). The positions are those of
+    moved along: started there, Newton converges in one update or none
+    (started from the previous sub-step's solution scaled by the ratio of
+    the coefficients, it took 25 updates for the 9 sub-steps). On the first
+    step the four sub-steps of the second half start from their mirrors in
+    the first half (the same coefficient, the same equations moved along):
+    19 updates where the scaled start took 27. The positions are those of
     ``integrate`` (which starts from the scaled previous sub-step) to round-off.
     """
     ex = EXAMPLES["rolling_disk"]
@@ -114,6 +120,9 @@ def test_composed_rollout_starts_each_sub_step_from_the_previous_step():
     assert r.ok and r.z.shape[:2] == (n, s)
     its = np.asarray(r.iterations)
     assert np.all(its[1:] <= s + 1), its.tolist()
+    # the first half's five sub-steps from scaled starts (about three updates each), the second half's four
+    # from their mirrors (one each): 27 updates without the mirrors
+    assert its[0] <= 20, its.tolist()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tr = md.integrate(sysm, q0, v0, h=h, n_steps=n, scheme="split", composition=comp)
@@ -124,3 +133,47 @@ def test_composed_rollout_starts_each_sub_step_from_the_previous_step():
     other = fast(q0, v0, h * (1 + 1e-6))
     assert max(float(np.max(np.abs(np.asarray(a)[-1] - np.asarray(b)[-1])))
                for a, b in zip(jax.tree.leaves(other.q), jax.tree.leaves(tr.q))) > 1e-10
+
+
+def test_composed_predictor_tables():
+    """The first step's mirrors: sub-step ``i`` of the second half starts from sub-step ``s - 1 - i``.
+
+    ``kahan_li8`` (17 sub-steps, odd): the middle one has no mirror, the one
+    after it is corrected by the middle's own solution (``mirror_before`` is
+    the middle itself: no correction). A palindrome of even length: the first
+    sub-step of the second half has no solved mirror before it. A composition
+    that is not a palindrome has no mirrors at all.
+    """
+    ratio, mirror, before, first = composed_predictor(get_composition("kahan_li8").coefficients)
+    assert mirror.tolist() == [-1] * 9 + list(range(7, -1, -1))
+    assert before.tolist() == [-1] * 9 + list(range(8, 0, -1))
+    assert first.tolist() == [True] + [False] * 16
+    g = np.asarray(get_composition("kahan_li8").coefficients)
+    np.testing.assert_allclose(ratio[1:], g[1:] / g[:-1], rtol=1e-15)
+    for i in range(9, 17):  # a mirror has the same coefficient, and so has the mirror of the sub-step before
+        assert g[mirror[i]] == g[i] and g[before[i]] == g[i - 1]
+    _, mirror, before, _ = composed_predictor((0.3, 0.2, 0.2, 0.3))
+    assert mirror.tolist() == [-1, -1, 1, 0] and before.tolist() == [-1, -1, -1, 1]
+    _, mirror, before, _ = composed_predictor((0.3, 0.2, 0.5))  # not a palindrome: no mirror
+    assert mirror.tolist() == [-1, -1, -1] and before.tolist() == [-1, -1, -1]
+
+
+@pytest.mark.slow  # ~7 s each on a loaded machine (a rollout and an integrate program); the sled's composed
+@pytest.mark.parametrize("coefficients", [(0.3, 0.2, 0.2, 0.3), (0.3, 0.2, 0.5)])  # rollout in the default tier
+def test_composed_rollout_of_any_coefficients_matches_integrate(coefficients):
+    """A palindrome of even length and a composition that is not one: the positions of ``integrate``.
+
+    The pendulum, whose steps change: the Newton starts from mirrors and
+    from the extrapolation of the last two steps converge to the solutions
+    that ``integrate`` (scaled starts) finds, to round-off.
+    """
+    sysm = md.systems.pendulum()
+    q0, v0 = np.array([1.0]), np.array([0.5])
+    run = jax.jit(lambda q, v, h: md.rollout(sysm, q, v, h=h, n_steps=6, composition=coefficients))
+    r = run(q0, v0, 0.3)
+    assert r.ok
+    tr = md.integrate(sysm, q0, v0, h=0.3, n_steps=6, composition=coefficients)
+    np.testing.assert_allclose(np.asarray(r.q), np.asarray(tr.q), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(r.p), np.asarray(tr.p), rtol=0, atol=1e-12)
+    # sensitivity: another step moves the end point by more than the tolerance
+    assert abs(float(np.asarray(run(q0, v0, 0.3 * (1 + 1e-6)).q)[-1, 0]) - float(np.asarray(tr.q)[-1, 0])) > 1e-9
