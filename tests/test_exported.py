@@ -152,8 +152,8 @@ def test_a_run_loads_what_an_earlier_one_exported_and_computes_the_same(disk, tr
 
 
 def _is_start(entry) -> bool:
-    """Whether a file holds a start program (its packed values hold the first step's condition number)."""
-    return "step_cond" in str(entry.spec[0][0])
+    """Whether a file holds a start program (its packed values hold the first step's Newton matrix)."""
+    return "step_matrix" in str(entry.spec[0][0])
 
 
 def test_the_loaded_program_is_what_computes(disk, traced):
