@@ -87,3 +87,72 @@ def test_a_singular_start_is_still_refused_with_its_direction():
     tr = md.integrate(LagrangeDiracSystem(Euclidean(2), lambda q, v: 0.5 * v @ v - 0.5 * q @ q), np.array([0.1, 0.0]),
                       v0=np.array([0.0, 0.0]), h=0.1, n_steps=3)
     assert tr.ok
+
+
+# ------------------------------------------------------------------------- the start's compiler options
+def _pendulum_run(options: dict) -> np.ndarray:
+    from manifold_dirac._mechanics import compile_cache
+    from manifold_dirac._run import start
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(start, "START_COMPILER_OPTIONS", options)
+        compile_cache.clear()
+        tr = md.integrate(md.systems.pendulum(), np.array([[1.0], [0.3]]), p0=np.array([[0.2], [-0.1]]), h=0.05,
+                          n_steps=200, stride=7)
+    compile_cache.clear()
+    return np.concatenate([tr.q.ravel(), tr.p.ravel(), tr.v.ravel(), tr.energy.ravel()])
+
+
+def test_the_start_compiled_without_llvm_optimization_computes_the_same():
+    """The start is compiled with ``xla_backend_optimization_level=0``: the same run, bit for bit, as with XLA's
+    defaults (a batch started from momenta: the Legendre inverse and the checks run in that program)."""
+    from manifold_dirac._run import start
+
+    assert start.START_COMPILER_OPTIONS == {"xla_backend_optimization_level": 0}
+    fast, default = _pendulum_run(dict(start.START_COMPILER_OPTIONS)), _pendulum_run({})
+    np.testing.assert_array_equal(fast, default)
+    # sensitivity: a run that differs in its last bits is told apart
+    assert not np.array_equal(fast, fast * (1.0 + 1e-15 * np.sign(fast)))
+
+
+_KEY_CHILD = """
+import json, sys
+import numpy as np
+import jax
+import manifold_dirac as md
+from manifold_dirac._run import start
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # the small start is cached too
+hits = []
+jax.monitoring.register_event_listener(lambda e, **k: hits.append(e) if e == "/jax/compilation_cache/cache_hits" else None)
+start.START_COMPILER_OPTIONS = json.loads(sys.argv[1])
+md.Integrator(md.systems.pendulum(), 0.1).initial_state(np.array([0.5]), v0=np.array([0.0]))
+print(json.dumps({"hits": len(hits)}))
+"""
+
+
+@pytest.mark.slow  # three fresh interpreters (~10 s)
+@pytest.mark.parametrize("export", ["0", "1"])
+def test_the_start_compiler_options_are_in_the_persistent_cache_key(tmp_path, export):
+    """A start compiled with other XLA options is not served the executable compiled with these (and is with
+    the same ones), with the serialized programs' layer off and on."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "MANIFOLD_DIRAC_JAX_CACHE": str(tmp_path),
+           "MANIFOLD_DIRAC_EXPORT": export}
+
+    def hits(options: dict) -> int:
+        res = subprocess.run([sys.executable, "-c", _KEY_CHILD, json.dumps(options)], capture_output=True, text=True,
+                             env=env, timeout=600, check=False)
+        assert res.returncode == 0, res.stderr[-3000:]
+        return json.loads(res.stdout.strip().splitlines()[-1])["hits"]
+
+    o0 = {"xla_backend_optimization_level": 0}
+    assert hits(o0) == 0  # an empty cache
+    same = hits(o0)  # the start's executable from the cache, with the small programs' around it
+    assert same >= 1
+    assert hits({}) == same - 1  # XLA's defaults: the start is another key (the small programs still hit)

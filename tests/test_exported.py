@@ -240,6 +240,26 @@ def test_user_systems_are_traced_as_before(disk):
     assert exported.stats["unkeyed"] == before["unkeyed"] + 2 and exported.stats["loaded"] == before["loaded"]
 
 
+def test_the_start_is_compiled_with_its_options_whether_loaded_or_exported(disk, traced, monkeypatch):
+    """The start program's XLA options (no LLVM optimization) apply to a loaded or exported start as to a traced one;
+    the loop keeps XLA's defaults."""
+    from manifold_dirac._run.start import START_COMPILER_OPTIONS
+
+    seen = []
+    original = exported.DiskProgram._executable
+    monkeypatch.setattr(exported.DiskProgram, "_executable",
+                        staticmethod(lambda entry, sig, options=None: seen.append(
+                            (_is_start(entry), options)) or original(entry, sig, options)))
+    out, d = _run()  # loaded
+    assert d["loaded"] == 2 and sorted(seen, key=str) == sorted([(True, START_COMPILER_OPTIONS), (False, None)], key=str)
+    np.testing.assert_array_equal(out, traced)
+    for p in _files(disk):
+        p.unlink()
+    seen.clear()
+    out, d = _run()  # exported
+    assert d["exported"] == 2 and sorted(seen, key=str) == sorted([(True, START_COMPILER_OPTIONS), (False, None)], key=str)
+
+
 def test_clearing_jax_caches_drops_the_executables(disk):
     _run()
     programs = [fn for _, fn in compile_cache.entries() if isinstance(fn, exported.DiskProgram)]

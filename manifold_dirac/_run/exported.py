@@ -100,7 +100,8 @@ import numpy as np
 from .._config import cache_directory
 from .._mechanics import compile_cache
 
-__all__ = ["FORMAT", "KINDS", "MAX_FILES", "SUBDIRECTORY", "DiskProgram", "directory", "key_text", "program",
+__all__ = ["FORMAT", "KINDS", "MAX_FILES", "SUBDIRECTORY", "DiskProgram", "compiler_options", "directory", "key_text",
+           "program",
            "source_hash", "static_key", "stats"]
 
 FORMAT = 1
@@ -442,12 +443,15 @@ class DiskProgram:
     exports it, and writes the file), compiles it ahead of time (the
     executable from JAX's persistent cache when it is there) and keeps the
     executable; a failure of any of this falls back to ``build()`` itself.
+    ``options`` are the XLA compiler options the jitted function was built
+    with (the start's), applied to the loaded or exported program too.
     ``spec`` is the jitted function's ``spec`` list (the recording's layout,
     filled by a trace), filled from the file on a load.
     """
 
-    def __init__(self, static: str, build: Callable[[], Callable], where: Path):
+    def __init__(self, static: str, build: Callable[[], Callable], where: Path, options: dict | None = None):
         self._static, self._build, self._where = static, build, where
+        self._xla_options = dict(options) if options else None  # XLA compiler options, as the jitted program's
         self._built: Callable | None = None
         self._runs: dict[_Signature, Callable] = {}
         self.spec: list = []
@@ -490,7 +494,7 @@ class DiskProgram:
         entry = _load(path, key) if path.exists() else None
         if entry is not None:
             try:
-                run = self._executable(entry, sig)
+                run = self._executable(entry, sig, self._xla_options)
             except Exception as exc:  # noqa: BLE001  (another platform, jaxlib, CPU: traced again)
                 _log.debug("could not load %s: %s", path, exc)
             else:
@@ -500,7 +504,7 @@ class DiskProgram:
                 return run
         try:
             entry = self._export(sig)
-            run = self._executable(entry, sig)
+            run = self._executable(entry, sig, self._xla_options)
         except Exception as exc:  # noqa: BLE001  (not exportable: the jitted program as it is)
             _log.debug("could not export a program: %s", exc)
             stats["fallback"] += 1
@@ -524,6 +528,8 @@ class DiskProgram:
 
     def _export(self, sig: _Signature) -> _Entry:
         fn, tree = self._jitted(), sig.tree
+        if self._xla_options:  # a nested jit may not carry XLA options: its function, traced here
+            fn = getattr(fn, "__wrapped__", fn)
         out_trees: list = []
 
         def flat(*leaves):
@@ -536,8 +542,8 @@ class DiskProgram:
         return _Entry(exported, out_trees[0], list(self.spec))
 
     @staticmethod
-    def _executable(entry: _Entry, sig: _Signature) -> Callable:
-        compiled = jax.jit(entry.exported.call).lower(*_shapes(sig)).compile()
+    def _executable(entry: _Entry, sig: _Signature, options: dict | None = None) -> Callable:
+        compiled = jax.jit(entry.exported.call).lower(*_shapes(sig)).compile(compiler_options=options)
         out_tree = entry.out_tree
 
         def run(*leaves):
@@ -573,4 +579,13 @@ def program(parts: Sequence[object], kind: Hashable, build: Callable[[], Callabl
     if static is None:
         stats["unkeyed"] += 1
         return build()
-    return DiskProgram(static, build, where)
+    return DiskProgram(static, build, where, compiler_options(kind))
+
+
+def compiler_options(kind: Hashable) -> dict | None:
+    """The XLA compiler options of a program of ``kind`` (the start's: :data:`~.start.START_COMPILER_OPTIONS`)."""
+    if isinstance(kind, tuple) and kind and kind[0] == "start":
+        from .start import START_COMPILER_OPTIONS
+
+        return dict(START_COMPILER_OPTIONS)
+    return None

@@ -57,6 +57,18 @@ _SECONDARY_RTOL = 1e-8
 """Relative violation of an algebraic equation of motion at ``q0`` that refuses a start."""
 
 
+START_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
+"""XLA options of the start program (:func:`build_start`): no LLVM optimization.
+
+The start runs once per call, so its compile time is what counts: without
+LLVM's optimization passes it compiled in about 30% less CPU time (heavy
+top, knife edge, heavy top with ``gauss4``: ``benchmarks/first_call.py``)
+and runs a fraction of a millisecond either way. The options are part of the
+persistent cache's key. The loop keeps XLA's defaults (its run time is what
+counts: ``xla_backend_optimization_level`` 1 ran the knife edge's loop 2.4x
+slower)."""
+
+
 def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Callable:
     """The compiled start of a run: ``A(q0)``, ``p0 = dL/dv(q0, v0)``, the degeneracy test, the state.
 
@@ -132,7 +144,7 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
         members = _flatten_batch(res.pop("members"), nb)
         return members, _pack_values(res, nb, spec)
 
-    compiled = jax.jit(start)
+    compiled = jax.jit(start, compiler_options=START_COMPILER_OPTIONS)  # on disk too: exported.compiler_options
     compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
     return compiled
 
