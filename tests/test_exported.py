@@ -260,6 +260,23 @@ def test_the_start_is_compiled_with_its_options_whether_loaded_or_exported(disk,
     assert d["exported"] == 2 and sorted(seen, key=str) == sorted([(True, START_COMPILER_OPTIONS), (False, None)], key=str)
 
 
+def test_a_loaded_program_initializes_lapack_only_if_it_calls_it(disk, traced, monkeypatch):
+    """Embedding a serialized program without a LAPACK call skips JAX's LAPACK initialization (a SciPy import): of
+    the oscillator's two programs, the start calls LAPACK (the singular value decomposition of its algebraic-equation
+    check) and initializes it, the loop does not (without the skip, both would: two initializations)."""
+    from jax._src.lax import linalg
+
+    entries = {_is_start(e): e for e in (exported._load(p, p.stem) for p in _files(disk))}
+    assert exported._calls_lapack(bytes(entries[True].exported.mlir_module_serialized))
+    assert not exported._calls_lapack(bytes(entries[False].exported.mlir_module_serialized))
+    calls = []
+    original = linalg.initialize_lapack
+    monkeypatch.setattr(linalg, "initialize_lapack", lambda: calls.append(1) or original())
+    out, d = _run()
+    assert d["loaded"] == 2 and len(calls) == 1
+    np.testing.assert_array_equal(out, traced)
+
+
 def test_clearing_jax_caches_drops_the_executables(disk):
     _run()
     programs = [fn for _, fn in compile_cache.entries() if isinstance(fn, exported.DiskProgram)]

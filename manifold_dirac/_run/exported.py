@@ -80,6 +80,7 @@ the persistent compilation cache is (``MANIFOLD_DIRAC_JAX_CACHE=0``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -89,8 +90,9 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 import types
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -543,13 +545,77 @@ class DiskProgram:
 
     @staticmethod
     def _executable(entry: _Entry, sig: _Signature, options: dict | None = None) -> Callable:
-        compiled = jax.jit(entry.exported.call).lower(*_shapes(sig)).compile(compiler_options=options)
+        with _lapack_initialization(_calls_lapack(bytes(entry.exported.mlir_module_serialized))):
+            lowered = jax.jit(entry.exported.call).lower(*_shapes(sig))
+        compiled = lowered.compile(compiler_options=options)
         out_tree = entry.out_tree
 
         def run(*leaves):
             return jax.tree.unflatten(out_tree, compiled(*leaves))
 
         return run
+
+
+_local = threading.local()
+
+
+@functools.cache
+def _lapack_targets() -> tuple[bytes, ...] | None:
+    """The names of jaxlib's CPU calls that need LAPACK initialized (``lapack_dgesdd_ffi``, ...), or None if unknown."""
+    try:
+        from jaxlib.cpu import _lapack
+
+        return tuple(name.encode() for name in _lapack.registrations())
+    except Exception:  # noqa: BLE001  # pragma: no cover  (another jaxlib layout: every program initializes it)
+        return None
+
+
+def _calls_lapack(module: bytes) -> bool:
+    """Whether a serialized module may call LAPACK: it names one of :func:`_lapack_targets` (True when unknown)."""
+    targets = _lapack_targets()
+    return targets is None or not targets or any(t in module for t in targets)
+
+
+@contextlib.contextmanager
+def _lapack_initialization(needed: bool) -> Iterator[None]:
+    """Embedding a serialized program initializes LAPACK only if the program calls it.
+
+    JAX initializes jaxlib's LAPACK calls whenever it embeds a serialized CPU
+    program, which imports SciPy's LAPACK (about 0.1 s of CPU time, a third
+    of a first call from the cache, ``benchmarks/first_call.py``), whether
+    or not the program has a LAPACK call; a traced program initializes it
+    when it lowers one. A program whose module names none of jaxlib's
+    LAPACK calls (:func:`_calls_lapack`) does not need it. Only this
+    thread's embedding skips it (a thread-local flag read by a wrapper of
+    JAX's function); if JAX's or jaxlib's layout is not the one expected,
+    nothing is skipped.
+    """
+    if needed or not _wrap_lapack_initialization():
+        yield
+        return
+    _local.skip_lapack = True
+    try:
+        yield
+    finally:
+        _local.skip_lapack = False
+
+
+@functools.cache
+def _wrap_lapack_initialization() -> bool:
+    try:
+        from jax._src.export import _export as jax_export
+
+        original = jax_export._ensure_backends_initialized
+    except (ImportError, AttributeError):  # pragma: no cover  (another JAX layout: LAPACK initialized as JAX does)
+        return False
+
+    def ensure_backends_initialized(platforms, *args, **kwargs):
+        if getattr(_local, "skip_lapack", False):
+            return None
+        return original(platforms, *args, **kwargs)
+
+    jax_export._ensure_backends_initialized = ensure_backends_initialized
+    return True
 
 
 def _register_with_jax(program: DiskProgram) -> None:
