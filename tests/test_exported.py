@@ -152,8 +152,8 @@ def test_a_run_loads_what_an_earlier_one_exported_and_computes_the_same(disk, tr
 
 
 def _is_start(entry) -> bool:
-    """Whether a file holds a start program (its packed values hold the first step's condition number)."""
-    return "step_cond" in str(entry.spec[0][0])
+    """Whether a file holds a start program (its packed values hold the first step's Newton matrix)."""
+    return "step_matrix" in str(entry.spec[0][0])
 
 
 def test_the_loaded_program_is_what_computes(disk, traced):
@@ -238,6 +238,43 @@ def test_user_systems_are_traced_as_before(disk):
     tr = md.integrate(LagrangeDiracSystem(Euclidean(1), _spring), Q0, v0=V0, h=0.1, n_steps=5)
     assert tr.ok and len(_files(disk)) == 2
     assert exported.stats["unkeyed"] == before["unkeyed"] + 2 and exported.stats["loaded"] == before["loaded"]
+
+
+def test_the_start_is_compiled_with_its_options_whether_loaded_or_exported(disk, traced, monkeypatch):
+    """The start program's XLA options (no LLVM optimization) apply to a loaded or exported start as to a traced one;
+    the loop keeps XLA's defaults."""
+    from manifold_dirac._run.start import START_COMPILER_OPTIONS
+
+    seen = []
+    original = exported.DiskProgram._executable
+    monkeypatch.setattr(exported.DiskProgram, "_executable",
+                        staticmethod(lambda entry, sig, options=None: seen.append(
+                            (_is_start(entry), options)) or original(entry, sig, options)))
+    out, d = _run()  # loaded
+    assert d["loaded"] == 2 and sorted(seen, key=str) == sorted([(True, START_COMPILER_OPTIONS), (False, None)], key=str)
+    np.testing.assert_array_equal(out, traced)
+    for p in _files(disk):
+        p.unlink()
+    seen.clear()
+    out, d = _run()  # exported
+    assert d["exported"] == 2 and sorted(seen, key=str) == sorted([(True, START_COMPILER_OPTIONS), (False, None)], key=str)
+
+
+def test_a_loaded_program_initializes_lapack_only_if_it_calls_it(disk, traced, monkeypatch):
+    """Embedding a serialized program without a LAPACK call skips JAX's LAPACK initialization (a SciPy import): of
+    the oscillator's two programs, the start calls LAPACK (the singular value decomposition of its algebraic-equation
+    check) and initializes it, the loop does not (without the skip, both would: two initializations)."""
+    from jax._src.lax import linalg
+
+    entries = {_is_start(e): e for e in (exported._load(p, p.stem) for p in _files(disk))}
+    assert exported._calls_lapack(bytes(entries[True].exported.mlir_module_serialized))
+    assert not exported._calls_lapack(bytes(entries[False].exported.mlir_module_serialized))
+    calls = []
+    original = linalg.initialize_lapack
+    monkeypatch.setattr(linalg, "initialize_lapack", lambda: calls.append(1) or original())
+    out, d = _run()
+    assert d["loaded"] == 2 and len(calls) == 1
+    np.testing.assert_array_equal(out, traced)
 
 
 def test_clearing_jax_caches_drops_the_executables(disk):

@@ -80,6 +80,7 @@ the persistent compilation cache is (``MANIFOLD_DIRAC_JAX_CACHE=0``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -89,8 +90,9 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 import types
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -100,7 +102,8 @@ import numpy as np
 from .._config import cache_directory
 from .._mechanics import compile_cache
 
-__all__ = ["FORMAT", "KINDS", "MAX_FILES", "SUBDIRECTORY", "DiskProgram", "directory", "key_text", "program",
+__all__ = ["FORMAT", "KINDS", "MAX_FILES", "SUBDIRECTORY", "DiskProgram", "compiler_options", "directory", "key_text",
+           "program",
            "source_hash", "static_key", "stats"]
 
 FORMAT = 1
@@ -442,12 +445,15 @@ class DiskProgram:
     exports it, and writes the file), compiles it ahead of time (the
     executable from JAX's persistent cache when it is there) and keeps the
     executable; a failure of any of this falls back to ``build()`` itself.
+    ``options`` are the XLA compiler options the jitted function was built
+    with (the start's), applied to the loaded or exported program too.
     ``spec`` is the jitted function's ``spec`` list (the recording's layout,
     filled by a trace), filled from the file on a load.
     """
 
-    def __init__(self, static: str, build: Callable[[], Callable], where: Path):
+    def __init__(self, static: str, build: Callable[[], Callable], where: Path, options: dict | None = None):
         self._static, self._build, self._where = static, build, where
+        self._xla_options = dict(options) if options else None  # XLA compiler options, as the jitted program's
         self._built: Callable | None = None
         self._runs: dict[_Signature, Callable] = {}
         self.spec: list = []
@@ -490,7 +496,7 @@ class DiskProgram:
         entry = _load(path, key) if path.exists() else None
         if entry is not None:
             try:
-                run = self._executable(entry, sig)
+                run = self._executable(entry, sig, self._xla_options)
             except Exception as exc:  # noqa: BLE001  (another platform, jaxlib, CPU: traced again)
                 _log.debug("could not load %s: %s", path, exc)
             else:
@@ -500,7 +506,7 @@ class DiskProgram:
                 return run
         try:
             entry = self._export(sig)
-            run = self._executable(entry, sig)
+            run = self._executable(entry, sig, self._xla_options)
         except Exception as exc:  # noqa: BLE001  (not exportable: the jitted program as it is)
             _log.debug("could not export a program: %s", exc)
             stats["fallback"] += 1
@@ -524,6 +530,8 @@ class DiskProgram:
 
     def _export(self, sig: _Signature) -> _Entry:
         fn, tree = self._jitted(), sig.tree
+        if self._xla_options:  # a nested jit may not carry XLA options: its function, traced here
+            fn = getattr(fn, "__wrapped__", fn)
         out_trees: list = []
 
         def flat(*leaves):
@@ -536,14 +544,78 @@ class DiskProgram:
         return _Entry(exported, out_trees[0], list(self.spec))
 
     @staticmethod
-    def _executable(entry: _Entry, sig: _Signature) -> Callable:
-        compiled = jax.jit(entry.exported.call).lower(*_shapes(sig)).compile()
+    def _executable(entry: _Entry, sig: _Signature, options: dict | None = None) -> Callable:
+        with _lapack_initialization(_calls_lapack(bytes(entry.exported.mlir_module_serialized))):
+            lowered = jax.jit(entry.exported.call).lower(*_shapes(sig))
+        compiled = lowered.compile(compiler_options=options)
         out_tree = entry.out_tree
 
         def run(*leaves):
             return jax.tree.unflatten(out_tree, compiled(*leaves))
 
         return run
+
+
+_local = threading.local()
+
+
+@functools.cache
+def _lapack_targets() -> tuple[bytes, ...] | None:
+    """The names of jaxlib's CPU calls that need LAPACK initialized (``lapack_dgesdd_ffi``, ...), or None if unknown."""
+    try:
+        from jaxlib.cpu import _lapack
+
+        return tuple(name.encode() for name in _lapack.registrations())
+    except Exception:  # noqa: BLE001  # pragma: no cover  (another jaxlib layout: every program initializes it)
+        return None
+
+
+def _calls_lapack(module: bytes) -> bool:
+    """Whether a serialized module may call LAPACK: it names one of :func:`_lapack_targets` (True when unknown)."""
+    targets = _lapack_targets()
+    return targets is None or not targets or any(t in module for t in targets)
+
+
+@contextlib.contextmanager
+def _lapack_initialization(needed: bool) -> Iterator[None]:
+    """Embedding a serialized program initializes LAPACK only if the program calls it.
+
+    JAX initializes jaxlib's LAPACK calls whenever it embeds a serialized CPU
+    program, which imports SciPy's LAPACK (about 0.1 s of CPU time, a third
+    of a first call from the cache, ``benchmarks/first_call.py``), whether
+    or not the program has a LAPACK call; a traced program initializes it
+    when it lowers one. A program whose module names none of jaxlib's
+    LAPACK calls (:func:`_calls_lapack`) does not need it. Only this
+    thread's embedding skips it (a thread-local flag read by a wrapper of
+    JAX's function); if JAX's or jaxlib's layout is not the one expected,
+    nothing is skipped.
+    """
+    if needed or not _wrap_lapack_initialization():
+        yield
+        return
+    _local.skip_lapack = True
+    try:
+        yield
+    finally:
+        _local.skip_lapack = False
+
+
+@functools.cache
+def _wrap_lapack_initialization() -> bool:
+    try:
+        from jax._src.export import _export as jax_export
+
+        original = jax_export._ensure_backends_initialized
+    except (ImportError, AttributeError):  # pragma: no cover  (another JAX layout: LAPACK initialized as JAX does)
+        return False
+
+    def ensure_backends_initialized(platforms, *args, **kwargs):
+        if getattr(_local, "skip_lapack", False):
+            return None
+        return original(platforms, *args, **kwargs)
+
+    jax_export._ensure_backends_initialized = ensure_backends_initialized
+    return True
 
 
 def _register_with_jax(program: DiskProgram) -> None:
@@ -573,4 +645,13 @@ def program(parts: Sequence[object], kind: Hashable, build: Callable[[], Callabl
     if static is None:
         stats["unkeyed"] += 1
         return build()
-    return DiskProgram(static, build, where)
+    return DiskProgram(static, build, where, compiler_options(kind))
+
+
+def compiler_options(kind: Hashable) -> dict | None:
+    """The XLA compiler options of a program of ``kind`` (the start's: :data:`~.start.START_COMPILER_OPTIONS`)."""
+    if isinstance(kind, tuple) and kind and kind[0] == "start":
+        from .start import START_COMPILER_OPTIONS
+
+        return dict(START_COMPILER_OPTIONS)
+    return None

@@ -3,8 +3,9 @@
 One compiled program (:func:`build_start`) evaluates at the initial data
 what the checks need -- ``A(q0)``, ``p0 = dL/dv(q0, v0)`` or the Legendre
 inverse of ``p0``, the regularity of ``d2L/dv2`` on the constraint
-distribution, the algebraic equations of motion, the condition of the
-first step's Newton matrix, ``g(q0)`` of holonomic constraints -- and
+distribution, the algebraic equations of motion, the first step's Newton
+matrix (its condition number is computed on the host,
+:func:`host_condition`), ``g(q0)`` of holonomic constraints -- and
 :func:`check_start` checks them on the host, refusing a start with an
 error that says what is wrong and where (the batch member), before any step
 is taken. The program returns the values the checks need packed into one
@@ -54,6 +55,18 @@ _SINGULAR_STEP = 1e13
 
 _SECONDARY_RTOL = 1e-8
 """Relative violation of an algebraic equation of motion at ``q0`` that refuses a start."""
+
+
+START_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
+"""XLA options of the start program (:func:`build_start`): no LLVM optimization.
+
+The start runs once per call, so its compile time is what counts: without
+LLVM's optimization passes it compiled in about 30% less CPU time (heavy
+top, knife edge, heavy top with ``gauss4``: ``benchmarks/first_call.py``)
+and runs a fraction of a millisecond either way. The options are part of the
+persistent cache's key. The loop keeps XLA's defaults (its run time is what
+counts: ``xla_backend_optimization_level`` 1 ran the knife edge's loop 2.4x
+slower)."""
 
 
 def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Callable:
@@ -118,9 +131,10 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
         if algebraic_check:
             out["secondary"], out["secondary_direction"] = _secondary_residual(sysm, q, v, N, t0, params)
         out["members"] = sm.initial(q, p, xi0)
-        # the first step's Newton matrix at its warm start: a singular one is refused (_check_step_matrix)
-        out["step_cond"], out["step_null"] = step_conditioning(
-            sm, q, p, sm.warm_start(out["members"]), t0, h, params)
+        # the first step's Newton matrix at its warm start: a singular one is refused (_check_step_matrix); its
+        # condition number is computed on the host (host_condition): compiled here, the inverse and the singular
+        # value decomposition of the null direction were half of this program's compile time
+        out["step_matrix"] = step_matrix(sm, q, p, sm.warm_start(out["members"]), t0, h, params)
         return out
 
     spec: list = []
@@ -130,7 +144,7 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
         members = _flatten_batch(res.pop("members"), nb)
         return members, _pack_values(res, nb, spec)
 
-    compiled = jax.jit(start)
+    compiled = jax.jit(start, compiler_options=START_COMPILER_OPTIONS)  # on disk too: exported.compiler_options
     compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
     return compiled
 
@@ -219,7 +233,8 @@ def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np
         _check_galerkin_degeneracy(sysm, sm.rule, out["degeneracy_full"], out["degenerate_direction"], B)
     if "secondary" in out:
         _check_secondary_constraint(sysm, out["secondary"], out["secondary_direction"], B)
-    _check_step_matrix(sysm, sm.scheme, sm.rule, out["step_cond"], out["step_null"], B)
+    cond, null = host_condition(out["step_matrix"])
+    _check_step_matrix(sysm, sm.scheme, sm.rule, cond, null, B)
     return None if v_legendre is None else _flatten_batch(v_legendre, nb)
 
 
@@ -348,18 +363,62 @@ def equilibrated_condition(J: Matrix, direction: bool = True) -> tuple[jax.Array
     return cond, d
 
 
+def step_matrix(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, h: Scalar, params: Params) -> Matrix:
+    """The step's Newton matrix ``dr/dz`` at ``z`` (one member; traceable), ``(N, N)``; the inputs not differentiated.
+
+    The matrix Newton's first iteration solves with on the first step
+    (``z`` its warm start): the discrete equations of the scheme (Parks &
+    Leok 2017, (52)-(53) and their symmetric forms) differentiated in the
+    unknowns.
+    """
+    q, p, z, t, h, params = jax.lax.stop_gradient((q, p, z, t, h, params))
+    return jax.jacfwd(lambda zz: sm.equations(zz, q, p, t, h, params)[0])(z)
+
+
+def host_condition(J: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(cond, direction)`` of Newton matrices ``J (*B, N, N)`` on the host, as :func:`equilibrated_condition`.
+
+    The same quantities as the traced :func:`equilibrated_condition` (and
+    :func:`step_conditioning`), computed with NumPy where a run's start
+    checks them: the 1-norm condition number of ``J`` scaled by rows then
+    columns, ``inf`` for a singular matrix, and ``1`` for a matrix with a
+    non-finite entry (the step's own failure, diagnosed there); the
+    direction ``(*B, N)``, the right singular vector of the smallest
+    singular value in the unknowns' units, only for the members above the
+    start's threshold (zeros elsewhere). The inverse is LAPACK's here and
+    the unrolled elimination there: the two agree to rounding.
+    """
+    J = np.asarray(J, dtype=np.float64)
+    B, N = J.shape[:-2], J.shape[-1]
+    if N == 0:
+        return np.ones(B), np.zeros((*B, 0))
+    finite = np.all(np.isfinite(J), axis=(-2, -1))
+    J = np.where(finite[..., None, None], J, 0.0)
+    Je = J / np.maximum(np.max(np.abs(J), axis=-1, keepdims=True), 1e-300)
+    col = np.maximum(np.max(np.abs(Je), axis=-2, keepdims=True), 1e-300)
+    Je = Je / col
+    with np.errstate(all="ignore"):
+        cond = np.linalg.cond(Je, 1)  # inf for a singular matrix (a NaN inverse)
+    cond = np.where(finite, np.where(np.isnan(cond), np.inf, cond), 1.0)
+    direction = np.zeros((*B, N))
+    bad = cond > _SINGULAR_STEP
+    if np.any(bad):
+        direction[bad] = np.linalg.svd(Je[bad])[2][..., -1, :] / col[bad][..., 0, :]
+    return cond, direction
+
+
 def step_conditioning(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, h: Scalar,
                       params: Params, direction: bool = True) -> tuple[jax.Array, Vector]:
     """``(cond, direction)`` of the step's equilibrated Newton matrix ``dr/dz`` at ``z`` (one member; traceable).
 
-    Used at the start of a run (:meth:`Integrator.initial_state`,
-    :func:`~manifold_dirac._run.rollout.rollout`) on the first
-    step's warm start; the inputs are not differentiated.
+    Used by :func:`~manifold_dirac._run.rollout.rollout` on the first
+    step's warm start, inside its compiled loop (a run of ``integrate``
+    computes the same on the host from :func:`step_matrix`:
+    :func:`host_condition`); the inputs are not differentiated.
     :func:`equilibrated_condition` gives both; ``direction=False`` skips the
     direction (zeros), which only an error message uses.
     """
-    q, p, z, t, h, params = jax.lax.stop_gradient((q, p, z, t, h, params))
-    J = jax.jacfwd(lambda zz: sm.equations(zz, q, p, t, h, params)[0])(z)
+    J = step_matrix(sm, q, p, z, t, h, params)
     if J.size == 0:
         return jnp.ones(()), jnp.zeros(z.shape)
     finite = jnp.all(jnp.isfinite(J))

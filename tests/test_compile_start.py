@@ -1,0 +1,159 @@
+"""The start of a run checks the first step's Newton matrix on the host: the same numbers as the traced check.
+
+The compiled start returns the first step's Newton matrix ``dr/dz`` at its
+warm start, and its condition number (the 1-norm one of the matrix
+equilibrated by rows then columns) and null direction are computed with
+NumPy (``host_condition``), where compiling them cost half of the start
+program's compile time. ``rollout`` computes the same inside its compiled
+loop (``equilibrated_condition``): the two must take the same decisions.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import manifold_dirac as md
+from manifold_dirac._errors import IllPosedSystemError
+from manifold_dirac._manifolds.euclidean import Euclidean
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
+from manifold_dirac._run.start import _SINGULAR_STEP, equilibrated_condition, host_condition
+
+_traced = jax.jit(equilibrated_condition)
+
+
+def _matrices(rng: np.random.Generator, sizes: tuple[int, ...] = (1, 2, 3)) -> list[np.ndarray]:
+    """Regular, ill-conditioned, nearly singular and singular matrices of several sizes and scales."""
+    out = []
+    for N in sizes:
+        A = rng.standard_normal((N, N)) * 10.0 ** rng.uniform(-3, 3, (N, 1))  # rows of other units
+        out.append(A)
+        if N > 1:
+            S = A.copy()
+            S[:, -1] = 2.0 * A[:, 0]  # exactly singular
+            out += [S, S * (1.0 + 1e-15 * rng.standard_normal(S.shape)), S * (1.0 + 1e-7 * rng.standard_normal(S.shape))]
+    out.append(np.zeros((3, 3)))
+    return out
+
+
+@pytest.mark.parametrize("sizes", [(1, 2, 3), pytest.param((6, 9), marks=pytest.mark.slow)])  # ~20 s: compiles
+def test_the_host_condition_number_is_the_traced_one(sizes):
+    rng = np.random.default_rng(11)
+    for M in _matrices(rng, sizes):
+        k_host, d_host = host_condition(M)
+        k_traced, d_traced = (np.asarray(x) for x in _traced(jnp.asarray(M)))
+        assert (k_host > _SINGULAR_STEP) == (k_traced > _SINGULAR_STEP), (k_host, k_traced)
+        if k_traced < 1e10:  # well away from singular: the two inverses agree to rounding times the condition
+            np.testing.assert_allclose(k_host, k_traced, rtol=1e-12 * max(1.0, float(k_traced)))
+        if k_host > _SINGULAR_STEP:  # the direction the error names: a null vector of M, in the unknowns' units
+            d, e = d_host / np.max(np.abs(d_host)), d_traced / np.max(np.abs(d_traced))
+            assert np.max(np.abs(M @ d)) <= 1e-8 * np.max(np.abs(M)), (M, d)
+            assert abs(abs(d @ e) / (np.linalg.norm(d) * np.linalg.norm(e)) - 1.0) < 1e-8
+        else:
+            assert not np.any(d_host)
+
+
+def test_the_host_condition_number_of_a_batch_is_each_members():
+    rng = np.random.default_rng(3)
+    Ms = np.stack([M for M in _matrices(rng) if M.shape == (3, 3)])
+    k, d = host_condition(Ms)
+    assert k.shape == (len(Ms),) and d.shape == (len(Ms), 3)
+    for i, M in enumerate(Ms):
+        ki, di = host_condition(M)
+        assert k[i] == ki and np.array_equal(d[i], di)
+    # sensitivity: a different member gives a different number
+    assert len(set(np.round(np.log10(np.minimum(k, 1e300)), 6))) > 1
+
+
+def test_a_non_finite_matrix_is_left_to_the_step_and_an_empty_one_is_regular():
+    J = np.array([[1.0, np.nan], [0.0, 1.0]])
+    k, d = host_condition(J)
+    assert k == 1.0 and not np.any(d)
+    k, d = host_condition(np.zeros((4, 0, 0)))
+    assert np.array_equal(k, np.ones(4)) and d.shape == (4, 0)
+
+
+def _spinning_point(q, v):
+    """A point with no kinetic term (and no force) in its second coordinate: the step does not determine it."""
+    return 0.5 * v[0] ** 2 - 0.5 * q[0] ** 2
+
+
+def test_a_singular_start_is_still_refused_with_its_direction():
+    sysm = LagrangeDiracSystem(Euclidean(2, names=("x", "y")), _spinning_point, name="spinning_point")
+    with pytest.raises(IllPosedSystemError, match=r"singular at the start .*frame direction \[0\., 1\.\] \(y\)"):
+        md.integrate(sysm, np.array([0.1, 0.0]), v0=np.array([0.0, 0.0]), h=0.1, n_steps=3)
+    # sensitivity: with a kinetic term in y the same start runs
+    tr = md.integrate(LagrangeDiracSystem(Euclidean(2), lambda q, v: 0.5 * v @ v - 0.5 * q @ q), np.array([0.1, 0.0]),
+                      v0=np.array([0.0, 0.0]), h=0.1, n_steps=3)
+    assert tr.ok
+
+
+# ------------------------------------------------------------------------- the start's compiler options
+def _pendulum_run(options: dict) -> np.ndarray:
+    from manifold_dirac._mechanics import compile_cache
+    from manifold_dirac._run import start
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(start, "START_COMPILER_OPTIONS", options)
+        compile_cache.clear()
+        tr = md.integrate(md.systems.pendulum(), np.array([[1.0], [0.3]]), p0=np.array([[0.2], [-0.1]]), h=0.05,
+                          n_steps=200, stride=7)
+    compile_cache.clear()
+    return np.concatenate([tr.q.ravel(), tr.p.ravel(), tr.v.ravel(), tr.energy.ravel()])
+
+
+def test_the_start_compiled_without_llvm_optimization_computes_the_same():
+    """The start is compiled with ``xla_backend_optimization_level=0``: the same run, bit for bit, as with XLA's
+    defaults (a batch started from momenta: the Legendre inverse and the checks run in that program)."""
+    from manifold_dirac._run import start
+
+    assert start.START_COMPILER_OPTIONS == {"xla_backend_optimization_level": 0}
+    fast, default = _pendulum_run(dict(start.START_COMPILER_OPTIONS)), _pendulum_run({})
+    np.testing.assert_array_equal(fast, default)
+    # sensitivity: a run that differs in its last bits is told apart
+    assert not np.array_equal(fast, fast * (1.0 + 1e-15 * np.sign(fast)))
+
+
+_KEY_CHILD = """
+import json, sys
+import numpy as np
+import jax
+import manifold_dirac as md
+from manifold_dirac._run import start
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # the small start is cached too
+hits = []
+jax.monitoring.register_event_listener(lambda e, **k: hits.append(e) if e == "/jax/compilation_cache/cache_hits" else None)
+start.START_COMPILER_OPTIONS = json.loads(sys.argv[1])
+md.Integrator(md.systems.pendulum(), 0.1).initial_state(np.array([0.5]), v0=np.array([0.0]))
+print(json.dumps({"hits": len(hits)}))
+"""
+
+
+@pytest.mark.slow  # three fresh interpreters (~10 s)
+@pytest.mark.parametrize("export", ["0", "1"])
+def test_the_start_compiler_options_are_in_the_persistent_cache_key(tmp_path, export):
+    """A start compiled with other XLA options is not served the executable compiled with these (and is with
+    the same ones), with the serialized programs' layer off and on."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "MANIFOLD_DIRAC_JAX_CACHE": str(tmp_path),
+           "MANIFOLD_DIRAC_EXPORT": export}
+
+    def hits(options: dict) -> int:
+        res = subprocess.run([sys.executable, "-c", _KEY_CHILD, json.dumps(options)], capture_output=True, text=True,
+                             env=env, timeout=600, check=False)
+        assert res.returncode == 0, res.stderr[-3000:]
+        return json.loads(res.stdout.strip().splitlines()[-1])["hits"]
+
+    o0 = {"xla_backend_optimization_level": 0}
+    assert hits(o0) == 0  # an empty cache
+    same = hits(o0)  # the start's executable from the cache, with the small programs' around it
+    assert same >= 1
+    assert hits({}) == same - 1  # XLA's defaults: the start is another key (the small programs still hit)
