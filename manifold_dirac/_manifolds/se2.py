@@ -30,8 +30,14 @@ class with closed forms (``c = cos w``, ``s = sin w``):
   second order with it.
 
 ``J_q = Ad_{tau^{-1}}`` with ``Ad_g = [[1, 0], [(t_y, -t_x), R]]`` (App. C, reordered).
-Small-angle branches below ``w^2 < 1e-3`` share the SO(3) coefficients
-(``sin w/w``, ``(1 - cos w)/w^2``, ...) and their NaN-free double-``where``.
+Small-angle branches below ``w^2 < 1e-3`` share the SO(3) series
+(``sin w/w``, ``(1 - cos w)/w^2``, ...) behind a NaN-free double-``where``.
+Every closed form of ``exp`` reads one ``sin``/``cos`` pair: of ``w`` for
+``tau`` and ``J_r``, of ``w/2`` where ``J_r^{-1}`` needs ``cot(w/2)``
+(``sin w = 2 sin(w/2) cos(w/2)``, ``1 - cos w = 2 sin^2(w/2)``), and the pair
+is computed once in the compiled program (:func:`_sincos`): a midpoint step
+evaluates the end point at ``xi`` and the node at ``xi/2``, whose angle is
+the end point's half angle, so one ``sin``/``cos`` serves the whole residual.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ import numpy as np
 
 from .base import concrete_array, register_retraction
 from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
-from .so3 import coefficients, mm
+from .so3 import _SMALL, _series, computed_once, mm
 
 __all__ = ["SE2", "SE2Cayley", "SE2Exp", "SO2xR2"]
 
@@ -69,10 +75,78 @@ def _parts(xi: jax.Array):
     return xi[..., 0], xi[..., 1], xi[..., 2]
 
 
-def _exp_coefficients(w: jax.Array):
-    """``A, B, C, D, h, k`` of the module docstring, NaN-free at ``w = 0``."""
-    a, d, c3, k = coefficients(w * w, "abck")  # sin/w, (1-cos)/w^2, (w-sin)/w^3, (1-h)/w^2
-    return a, w * d, w * c3, d, 1.0 - w * w * k, k
+@jax.custom_jvp
+def _sincos(x1: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``sin x, cos x`` ``(*batch,)`` of angles ``x1`` ``(*batch, 1)``, each computed once per evaluation.
+
+    Through :func:`~manifold_dirac._manifolds.so3.computed_once` (XLA:CPU
+    would otherwise recompute them in every fused kernel that reads them),
+    with their derivatives from the same two values (a Newton iteration's
+    Jacobian adds no ``sin``/``cos`` of its own). The angle comes with a
+    trailing axis (a slice of the twist, ``xi[..., 0:1]``, not a reshape of
+    it) so that the same angle from two places is one computation for XLA.
+    """
+    s, c = computed_once(jnp.sin(x1), jnp.cos(x1))
+    return s[..., 0], c[..., 0]
+
+
+@_sincos.defjvp
+def _sincos_jvp(primals, tangents):
+    (x1,), (dx1,) = primals, tangents
+    s, c = _sincos(x1)
+    dx = dx1[..., 0]
+    return (s, c), (c * dx, -s * dx)
+
+
+def _angle(xi: jax.Array) -> jax.Array:
+    """The rotation part of twists ``(*batch, 3)`` as ``(*batch, 1)`` (see :func:`_sincos`)."""
+    return jnp.asarray(xi)[..., 0:1]
+
+
+def _small(w: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(w^2, small, w_safe)``: the Taylor branch's flag and ``w`` for the closed forms' divisions (1 where small)."""
+    w2 = w * w
+    small = w2 < _SMALL
+    return w2, small, jnp.where(small, 1.0, w)
+
+
+def _exp_coefficients(w: jax.Array, w1: jax.Array | None = None):
+    """``cos w, sin w, A, B, C, D`` of the module docstring from one ``sin``/``cos`` of ``w``, NaN-free at ``w = 0``.
+
+    ``1 - cos w`` is ``sin^2 w / (1 + cos w)`` where ``cos w >= 0`` (no
+    cancellation at small ``w``), ``1 - cos w`` itself elsewhere. Below
+    ``w^2 < 1e-3`` the Taylor series (SO(3)'s); the closed forms divide by
+    ``w`` made safe there (the double-``where``), so no branch is NaN, in
+    value or derivative. ``w1``: ``w`` as ``(*batch, 1)`` (:func:`_angle`), if at hand.
+    """
+    s, c = _sincos(jnp.asarray(w)[..., None] if w1 is None else w1)
+    w2, small, ws = _small(w)
+    pos = c >= 0.0
+    omc = jnp.where(pos, s * s / jnp.where(pos, 1.0 + c, 1.0), 1.0 - c)  # 1 - cos w
+    a, d, c3 = _series(w2, "abc")  # sin/w, (1 - cos)/w^2, (w - sin)/w^3
+    return (c, s, jnp.where(small, a, s / ws), jnp.where(small, w * d, omc / ws),
+            jnp.where(small, w * c3, (ws - s) / (ws * ws)), jnp.where(small, d, omc / (ws * ws)))
+
+
+def _half_angle_coefficients(w: jax.Array, half1: jax.Array | None = None):
+    """``cos w, sin w, A, B, h, k`` of the module docstring from one ``sin``/``cos`` of ``w/2``, NaN-free at ``w = 0``.
+
+    ``sin w = 2 sin(w/2) cos(w/2)``, ``1 - cos w = 2 sin^2(w/2)`` and
+    ``h = (w/2) cos(w/2) / sin(w/2)``: what ``J_r^{-1}`` needs (``cot(w/2)``,
+    finite up to ``|w| < 2 pi``) with ``tau`` from the same two values. The
+    midpoint node ``tau(xi/2)`` (:func:`_exp_coefficients` of ``w/2``)
+    evaluates the same ``sin``/``cos``, so a step computes them once: ``half1``, ``w/2`` as
+    ``(*batch, 1)`` computed as the node computes its angle (``_angle(0.5 * xi)``), lets XLA see that they
+    are the same.
+    """
+    sh, ch = _sincos(0.5 * jnp.asarray(w)[..., None] if half1 is None else half1)
+    w2, small, ws = _small(w)
+    s, omc = 2.0 * sh * ch, 2.0 * sh * sh
+    h = 0.5 * ws * ch / jnp.where(small, 1.0, sh)
+    a, d, k = _series(w2, "abk")
+    k = jnp.where(small, k, (1.0 - h) / (ws * ws))
+    return (1.0 - omc, s, jnp.where(small, a, s / ws), jnp.where(small, w * d, omc / ws),
+            jnp.where(small, 1.0 - w2 * k, h), k)
 
 
 class SE2(MatrixLieGroup):
@@ -158,24 +232,24 @@ class SE2(MatrixLieGroup):
     # ---------------------------------------------------------------- exp/log
     def exp(self, xi):
         w, vx, vy = _parts(xi)
-        A, B = _exp_coefficients(w)[:2]
-        return _pose(jnp.cos(w), jnp.sin(w), A * vx - B * vy, B * vx + A * vy)
+        c, s, A, B = _exp_coefficients(w, _angle(xi))[:4]
+        return _pose(c, s, A * vx - B * vy, B * vx + A * vy)
 
     def log(self, g):
         """The twist ``(w, v_x, v_y)`` ``(*batch, 3)`` of poses ``g`` ``(*batch, 3, 3)``, ``w`` in ``(-pi, pi]``."""
         w = jnp.arctan2(g[..., 1, 0], g[..., 0, 0])
-        h = _exp_coefficients(w)[4]
+        h = _half_angle_coefficients(w)[4]
         tx, ty = g[..., 0, 2], g[..., 1, 2]
         return jnp.stack([w, h * tx + 0.5 * w * ty, h * ty - 0.5 * w * tx], -1)
 
     def exp_right_jacobian(self, xi):
         w, vx, vy = _parts(xi)
-        A, B, C, D = _exp_coefficients(w)[:4]
+        A, B, C, D = _exp_coefficients(w, _angle(xi))[2:]
         return _m3([[1.0, 0.0, 0.0], [C * vx - D * vy, A, B], [D * vx + C * vy, -B, A]])
 
     def exp_right_jacobian_inv(self, xi):
         w, vx, vy = _parts(xi)
-        h, k = _exp_coefficients(w)[4:]
+        h, k = _half_angle_coefficients(w)[4:]
         return _m3([[1.0, 0.0, 0.0],
                     [k * w * vx + 0.5 * vy, h, -0.5 * w],
                     [k * w * vy - 0.5 * vx, 0.5 * w, h]])
@@ -238,17 +312,16 @@ class SE2Exp(Exp):
 
     def tau_with_inverse_jacobians(self, G, xi):
         w, vx, vy = _parts(xi)
-        A, B, _, _, h, k = _exp_coefficients(w)
+        c, s, A, B, h, k = _half_angle_coefficients(w, _angle(0.5 * jnp.asarray(xi)))
         kw, hw = k * w, 0.5 * w
-        tau = _pose(jnp.cos(w), jnp.sin(w), A * vx - B * vy, B * vx + A * vy)
+        tau = _pose(c, s, A * vx - B * vy, B * vx + A * vy)
         J0 = _m3([[-1.0, 0.0, 0.0], [0.5 * vy - kw * vx, -h, -hw], [-kw * vy - 0.5 * vx, hw, -h]])
         J1 = _m3([[1.0, 0.0, 0.0], [kw * vx + 0.5 * vy, h, -hw], [kw * vy - 0.5 * vx, hw, h]])
         return tau, J0, J1
 
     def tau_with_jacobians(self, G, xi):
         w, vx, vy = _parts(xi)
-        A, B, C, D, _, _ = _exp_coefficients(w)
-        c, s = jnp.cos(w), jnp.sin(w)
+        c, s, A, B, C, D = _exp_coefficients(w, _angle(xi))
         tx, ty = A * vx - B * vy, B * vx + A * vy
         Jxi = _m3([[1.0, 0.0, 0.0], [C * vx - D * vy, A, B], [D * vx + C * vy, -B, A]])
         return _pose(c, s, tx, ty), _ad_inv(c, s, tx, ty), Jxi
@@ -309,14 +382,14 @@ class SO2xR2(GroupRetraction):
 
     def tau(self, G, xi):
         w, vx, vy = _parts(xi)
-        return _pose(jnp.cos(w), jnp.sin(w), vx, vy)
+        s, c = _sincos(_angle(xi))
+        return _pose(c, s, vx, vy)
 
     def tau_inv(self, G, g):
         return jnp.stack([jnp.arctan2(g[..., 1, 0], g[..., 0, 0]), g[..., 0, 2], g[..., 1, 2]], -1)
 
     def right_jacobian(self, G, xi):
-        w = jnp.asarray(xi)[..., 0]
-        c, s = jnp.cos(w), jnp.sin(w)
+        s, c = _sincos(_angle(xi))
         return _m3([[1.0, 0.0, 0.0], [0.0, c, s], [0.0, -s, c]])
 
     def right_jacobian_inv(self, G, xi):
@@ -328,6 +401,6 @@ class SO2xR2(GroupRetraction):
 
     def tau_with_jacobians(self, G, xi):
         w, vx, vy = _parts(xi)
-        c, s = jnp.cos(w), jnp.sin(w)
+        s, c = _sincos(_angle(xi))
         Jxi = _m3([[1.0, 0.0, 0.0], [0.0, c, s], [0.0, -s, c]])
         return _pose(c, s, vx, vy), _ad_inv(c, s, vx, vy), Jxi

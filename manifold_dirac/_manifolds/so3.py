@@ -12,6 +12,7 @@ arguments and then selected, so neither values nor derivatives are NaN.
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
 import jax
@@ -41,14 +42,51 @@ def skew(w: jax.Array) -> jax.Array:
     return jnp.stack([jnp.stack([o, -z, y], -1), jnp.stack([z, o, -x], -1), jnp.stack([-y, x, o], -1)], -2)
 
 
+def computed_once(*xs: jax.Array) -> tuple[jax.Array, ...]:
+    """The arrays ``xs`` (one shape) themselves, each computed once in the compiled program.
+
+    XLA:CPU counts ``sin`` and ``cos`` as cheap and recomputes them in every
+    fused kernel that reads them (each a call of the math library: ~20 per
+    knife-edge step before this, half its time); a reduction counts as
+    expensive and is computed once. So the values go through one: the sum
+    of ``xs`` and ``0 xs`` (exact: the values themselves, NaN included).
+    """
+    t = jnp.stack(xs, -1)
+    t = jnp.sum(jnp.stack([t, 0.0 * t]), axis=0)
+    return tuple(t[..., i] for i in range(len(xs)))
+
+
+_TRIG = {"s": lambda t: jnp.sin(t), "c": lambda t: jnp.cos(t), "sh": lambda t: jnp.sin(0.5 * t),
+         "ch": lambda t: jnp.cos(0.5 * t)}
+_TRIG_DERIVATIVE = {"s": ("c", 1.0), "c": ("s", -1.0), "sh": ("ch", 0.5), "ch": ("sh", -0.5)}
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _trig(t: jax.Array, names: tuple[str, ...]) -> tuple[jax.Array, ...]:
+    """``sin t``, ``cos t``, ``sin(t/2)``, ``cos(t/2)`` (``names`` among ``s, c, sh, ch``, closed under
+    differentiation: ``s`` with ``c``, ``sh`` with ``ch``), each computed once (:func:`computed_once`), their
+    derivatives from the same values: a Newton iteration's Jacobian adds no ``sin``/``cos`` of its own."""
+    return computed_once(*(_TRIG[n](t) for n in names))
+
+
+@_trig.defjvp
+def _trig_jvp(names, primals, tangents):
+    (t,), (dt,) = primals, tangents
+    vals = dict(zip(names, _trig(t, names)))
+    return tuple(vals.values()), tuple(f * vals[d] * dt for d, f in (_TRIG_DERIVATIVE[n] for n in names))
+
+
 def _direct(t2: jax.Array, which: str) -> tuple:
     t = jnp.sqrt(t2)
-    s, sh, ch = jnp.sin(t), jnp.sin(0.5 * t), jnp.cos(0.5 * t)
+    # the sines and cosines the wanted coefficients read (with their derivatives' partners), once
+    full, half = any(w in "ac" for w in which), any(w in "bk" for w in which)
+    names = ("s", "c") * full + ("sh", "ch") * half
+    g = dict(zip(names, _trig(t, names)))
     table = {
-        "a": lambda: s / t,
-        "b": lambda: 2.0 * sh * sh / t2,
-        "c": lambda: (t - s) / (t2 * t),
-        "k": lambda: (1.0 - 0.5 * t * ch / sh) / t2,  # (1 - (t/2) cot(t/2)) / t^2
+        "a": lambda: g["s"] / t,
+        "b": lambda: 2.0 * g["sh"] * g["sh"] / t2,
+        "c": lambda: (t - g["s"]) / (t2 * t),
+        "k": lambda: (1.0 - 0.5 * t * g["ch"] / g["sh"]) / t2,  # (1 - (t/2) cot(t/2)) / t^2
     }
     return tuple(table[w]() for w in which)
 
