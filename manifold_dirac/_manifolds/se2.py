@@ -50,7 +50,7 @@ import numpy as np
 
 from .base import concrete_array, register_retraction
 from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
-from .so3 import _SMALL, _series, computed_once, mm
+from .so3 import _SMALL, _series, _trig, mm
 
 __all__ = ["SE2", "SE2Cayley", "SE2Exp", "SO2xR2"]
 
@@ -75,27 +75,18 @@ def _parts(xi: jax.Array):
     return xi[..., 0], xi[..., 1], xi[..., 2]
 
 
-@jax.custom_jvp
 def _sincos(x1: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``sin x, cos x`` ``(*batch,)`` of angles ``x1`` ``(*batch, 1)``, each computed once per evaluation.
 
-    Through :func:`~manifold_dirac._manifolds.so3.computed_once` (XLA:CPU
-    would otherwise recompute them in every fused kernel that reads them),
-    with their derivatives from the same two values (a Newton iteration's
+    SO(3)'s :func:`~manifold_dirac._manifolds.so3._trig` (XLA:CPU would
+    otherwise recompute them in every fused kernel that reads them), with
+    their derivatives from the same two values (a Newton iteration's
     Jacobian adds no ``sin``/``cos`` of its own). The angle comes with a
     trailing axis (a slice of the twist, ``xi[..., 0:1]``, not a reshape of
     it) so that the same angle from two places is one computation for XLA.
     """
-    s, c = computed_once(jnp.sin(x1), jnp.cos(x1))
+    s, c = _trig(x1, ("s", "c"))
     return s[..., 0], c[..., 0]
-
-
-@_sincos.defjvp
-def _sincos_jvp(primals, tangents):
-    (x1,), (dx1,) = primals, tangents
-    s, c = _sincos(x1)
-    dx = dx1[..., 0]
-    return (s, c), (c * dx, -s * dx)
 
 
 def _angle(xi: jax.Array) -> jax.Array:

@@ -56,8 +56,7 @@ def computed_once(*xs: jax.Array) -> tuple[jax.Array, ...]:
     return tuple(t[..., i] for i in range(len(xs)))
 
 
-_TRIG = {"s": lambda t: jnp.sin(t), "c": lambda t: jnp.cos(t), "sh": lambda t: jnp.sin(0.5 * t),
-         "ch": lambda t: jnp.cos(0.5 * t)}
+_TRIG = {"s": jnp.sin, "c": jnp.cos, "sh": lambda t: jnp.sin(0.5 * t), "ch": lambda t: jnp.cos(0.5 * t)}
 _TRIG_DERIVATIVE = {"s": ("c", 1.0), "c": ("s", -1.0), "sh": ("ch", 0.5), "ch": ("sh", -0.5)}
 
 

@@ -72,12 +72,6 @@ class _Fingerprint(tuple):
     def __hash__(self) -> int:
         return self._hash
 
-    def __eq__(self, other: object) -> bool:
-        return tuple.__eq__(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return tuple.__ne__(self, other)
-
     def __reduce__(self) -> tuple:
         return (_Fingerprint, (tuple(self),))
 

@@ -39,11 +39,8 @@ from .._mechanics.step import FAIL_ENERGY, State, StepMap
 from .._types import Params, Vector
 from .programs import member_map, member_step
 from .recording import Raw, Recording, _pack, _Store, _unpack
-from .reports import Monitor
+from .reports import _OK, Monitor
 from .state import RunState
-
-_OK = int(Status.OK)
-"""``Status.OK`` as a plain int (an enum member's lookup costs ~1 us on the host, several per chunk)."""
 
 CHUNK = 4096
 """Stored points per compiled chunk of a single trajectory (a fixed shape: one compile serves every run length).

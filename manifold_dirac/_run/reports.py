@@ -164,9 +164,7 @@ def refined(integ: Integrator, state: RunState, status: np.ndarray) -> tuple[np.
     status = np.array(status, dtype=np.int32, copy=True)
     flat = status.reshape(-1)
     messages: list[str] = []
-    if not (flat != _OK).any():  # every member ok: nothing to diagnose
-        return status, ()
-    for i in np.flatnonzero(flat != Status.OK):
+    for i in np.flatnonzero(flat != _OK):
         code, msg = diagnosed(integ, state, int(i))
         flat[i] = int(code)
         messages.append(msg)

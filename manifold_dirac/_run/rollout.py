@@ -260,14 +260,14 @@ def _initial_unknowns(sm: StepMap, q0: Any, p0: jax.Array, xi0: jax.Array) -> ja
     return z.at[:n].set(xi0)
 
 
-def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The static tables of a composed rollout's Newton starts (see :func:`rollout`'s ``warm_start``).
 
-    Returns ``(ratio, mirror, mirror_before, first)``, each of shape ``(s,)``: ``ratio[i] = gamma_i /
+    Returns ``(ratio, mirror, mirror_before)``, each of shape ``(s,)``: ``ratio[i] = gamma_i /
     gamma_(i-1)`` (``gamma_1 / gamma_s`` for ``i = 0``); on the first step, ``mirror[i]`` is the sub-step of
     the first half with the same coefficient as sub-step ``i`` of the second half (``s - 1 - i``, or -1:
     none, or the coefficients are not a palindrome), ``mirror_before[i]`` the mirror of sub-step ``i - 1``
-    when it is solved before sub-step ``i`` (else -1), and ``first[i]`` whether ``i`` is the first sub-step.
+    when it is solved before sub-step ``i`` (else -1).
     """
     g = np.asarray(gammas, dtype=float)
     s = g.size
@@ -276,7 +276,7 @@ def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.nd
     palindrome = bool(np.allclose(g, g[::-1], rtol=0, atol=1e-15))
     mirror = np.where(palindrome & (s - 1 - idx < idx), s - 1 - idx, -1)
     mirror_before = np.where((mirror >= 0) & (s - idx <= idx - 1), s - idx, -1)
-    return ratio, mirror.astype(np.int32), mirror_before.astype(np.int32), idx == 0
+    return ratio, mirror.astype(np.int32), mirror_before.astype(np.int32)
 
 
 def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrolled_iterations: int,
@@ -332,7 +332,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             g = np.asarray(gammas)
             s = len(g)
             t_sub = np.concatenate([np.zeros(1), np.cumsum(g)[:-1]])
-            ratio, mirror, mirror_before, first = composed_predictor(g)
+            ratio, mirror, mirror_before = composed_predictor(g)
             z1, z2 = c.z[0], c.z[1]  # (s, N_z) each: every sub-step's solution on steps k - 1 and k - 2
             # the predicted solution of every sub-step from the same sub-step on the last two steps: linear
             # extrapolation from step k >= 2, the last value on step 1 (and gamma_i z0, unused, on step 0)
@@ -340,7 +340,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
 
             def one(carry, x):
                 cc, zs, last = carry  # zs: this step's sub-step solutions so far; last: the previous one's
-                i, gi, ti, ri, Pi, P_before, mi, mbi, fi = x
+                i, gi, ti, ri, Pi, P_before, mi, mbi = x
                 # Newton's start: the predicted solution, corrected by gamma_i / gamma_(i-1) times the error of
                 # that prediction on the sub-step before (which has just been solved: what the prediction
                 # missed there, it misses here scaled by the ratio of the steps)
@@ -350,13 +350,13 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
                 # sub-step before and its mirror; a sub-step of the first half from the sub-step before scaled
                 # by gamma_i / gamma_(i-1) (the first one: gamma_1 z0)
                 start = jnp.where(mi >= 0, zs[jnp.maximum(mi, 0)] + jnp.where(
-                    mbi >= 0, ri * (last - zs[jnp.maximum(mbi, 0)]), 0.0), jnp.where(fi, Pi, ri * last))
+                    mbi >= 0, ri * (last - zs[jnp.maximum(mbi, 0)]), 0.0), jnp.where(i == 0, Pi, ri * last))
                 guess = jnp.where(k == 0, start, later)
                 cc, (q1, p1, z1_, it) = sub_step(cc._replace(z=Pi), k, t + h * ti, gi * h, u, guess)
                 return (cc, zs.at[i].set(cc.z), cc.z), (z1_, it)
 
             xs = (jnp.arange(s), jnp.asarray(g), jnp.asarray(t_sub), jnp.asarray(ratio), P, jnp.roll(P, 1, axis=0),
-                  jnp.asarray(mirror), jnp.asarray(mirror_before), jnp.asarray(first))
+                  jnp.asarray(mirror), jnp.asarray(mirror_before))
             (c, zs, _), (zout, its) = jax.lax.scan(one, (c._replace(z=P[0]), z1, P[-1]), xs)
             c = c._replace(z=jnp.stack([zs, z1]))
             return c, (c.q, c.p, zout, jnp.sum(its).astype(jnp.int32))
