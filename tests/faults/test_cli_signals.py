@@ -16,7 +16,10 @@ import pytest
 from manifold_dirac._run.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
-LONG_RUN = ["run", "pendulum", "--h", "0.001", "--steps", "5000000", "--no-progress"]
+# 1e9 steps (about 400 s at 0.4 us a step) every 1000th stored: the run outlasts any signal's limit
+# below, and what an interrupted run writes stays small (5e6 steps all stored ran in 13 s and left
+# a 420 MB file and figures of 4e6 points to write after the signal, longer than the limit under load)
+LONG_RUN = ["run", "pendulum", "--h", "0.001", "--steps", "1000000000", "--stride", "1000", "--no-progress"]
 
 
 def _start(args: list[str]) -> subprocess.Popen:
@@ -43,7 +46,7 @@ def _signal_after(proc: subprocess.Popen, sig: int, delay: float, limit: float =
 @pytest.mark.parametrize("delay", [0.3, 1.5, 4.0, 8.0])
 def test_ctrl_c_at_any_time_ends_the_run(delay, tmp_path):
     """Early (imports), during the first compile, or while stepping: one Ctrl-C ends the command
-    promptly (the run of 5e6 steps would take far longer than the limit). Once the command has
+    promptly (the run of 1e9 steps would take far longer than the limit). Once the command has
     started it says so and exits with 130; while Python still imports the library (the first
     second or so, longer on a loaded machine) Python's own handling ends it (killed by SIGINT,
     or an ImportError from jaxlib's extension loader)."""
