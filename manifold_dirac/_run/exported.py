@@ -649,14 +649,9 @@ def program(parts: Sequence[object], kind: Hashable, build: Callable[[], Callabl
 
 
 def compiler_options(kind: Hashable) -> dict | None:
-    """The XLA compiler options of a program of ``kind`` (the start's: :data:`~.start.START_COMPILER_OPTIONS`,
-    the loop's: :data:`~.loop.CHUNK_COMPILER_OPTIONS`)."""
+    """The XLA compiler options of a program of ``kind`` (the start's: :data:`~.start.START_COMPILER_OPTIONS`)."""
     if isinstance(kind, tuple) and kind and kind[0] == "start":
         from .start import START_COMPILER_OPTIONS
 
         return dict(START_COMPILER_OPTIONS)
-    if isinstance(kind, tuple) and kind and kind[0] == "chunk":
-        from .loop import CHUNK_COMPILER_OPTIONS
-
-        return dict(CHUNK_COMPILER_OPTIONS)
     return None

@@ -60,16 +60,6 @@ CHUNK_MIN = 8
 CHUNK_STEPS = 2 ** 18
 """Steps per chunk at most, when the stride is large (:func:`drive` runs fewer slots per chunk then)."""
 
-CHUNK_COMPILER_OPTIONS = {"xla_disable_hlo_passes": "while-loop-invariant-code-motion"}
-"""XLA options of the compiled loop (:func:`_build_chunk`): no loop-invariant code motion on XLA's HLO.
-
-The loop is compiled into one kernel on a CPU, whose invariants LLVM hoists itself; XLA's own pass
-over the nested loops (slots, steps, Newton iterations) cost 10-35% of the loop's compile (CPU time:
-knife edge, heavy top, heavy top with ``gauss4``, side by side in one process), and without it the
-runs were as fast, their results the same (bit for bit for a single trajectory; within 1e-15 for a
-batch). The options are part of the persistent cache's key and apply to the serialized loop too
-(:func:`~.exported.compiler_options`)."""
-
 
 def _energy_failure(st: State, k: jax.Array, v: Vector, error: jax.Array) -> State:
     """``st`` frozen with status ``NONFINITE``: the energy at its stored point ``q_k`` is not finite."""
@@ -195,7 +185,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
         # (:func:`_after`), and every output of a call costs its own buffer and conversion
         return (members, q_prev), buf
 
-    compiled = jax.jit(chunk, compiler_options=CHUNK_COMPILER_OPTIONS)  # on disk too: exported.compiler_options
+    compiled = jax.jit(chunk)
     compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
     return compiled
 
