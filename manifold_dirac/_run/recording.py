@@ -109,7 +109,7 @@ def back_from_step(Q: Manifold) -> bool:
     ``-R_{q_k}^{-1}(q_{k-1}) = R_{q_{k-1}}^{-1}(q_k) = xi``, and the compiled
     loop carries the step's ``xi`` instead of recomputing the inverse
     retraction at every stored point (on SE(2) an ``atan2``, a sine and
-    cosine and a group product: about half of what a stored point of the
+    cosine and a group product: about a third of what a stored point of the
     knife edge cost). Otherwise (SE(2)'s ``so2xr2``, SE(3)'s split
     retraction, the sphere's frames) it is :func:`chart_back` of the two
     points.
