@@ -121,8 +121,8 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
     Q = sm.system.Q
     # -R_{q_k}^{-1}(q_{k-1}) of a stored point: with a symmetric retraction the last step's xi, carried from slot to
     # slot (computed from the two points once per chunk, for its first point); otherwise from the two points
-    carried = back_from_step(Q)
-    back_of = functools.partial(chart_back, Q)
+    carried = back_from_step(sm)
+    back_of: Callable = functools.partial(chart_back, Q)
     if batched:
         back_of = member_map(back_of, in_axes=(0, 0))
 

@@ -97,8 +97,8 @@ class Raw(NamedTuple):
     frozen: jax.Array
 
 
-def back_from_step(Q: Manifold) -> bool:
-    """Whether ``-R_{q_k}^{-1}(q_{k-1})`` is the last step's own ``xi`` (``q_k = R_{q_{k-1}}(xi)``) on ``Q``.
+def back_from_step(sm: StepMap) -> bool:
+    """Whether ``-R_{q_k}^{-1}(q_{k-1})`` is the last step's own ``xi`` (``q_k = R_{q_{k-1}}(xi)``) for ``sm``.
 
     It is exactly when the retraction is symmetric,
     ``R_{q_1}^{-1}(q_0) = -R_{q_0}^{-1}(q_1)`` in the frames
@@ -112,9 +112,13 @@ def back_from_step(Q: Manifold) -> bool:
     cosine and a group product: about a third of what a stored point of the
     knife edge cost). Otherwise (SE(2)'s ``so2xr2``, SE(3)'s split
     retraction, the sphere's frames) it is :func:`chart_back` of the two
-    points.
+    points. A composition's step
+    (:class:`~manifold_dirac._mechanics.composition.ComposedStepMap`) is not
+    solved for its ``xi`` but recovers it by an inverse retraction, which
+    keeps the previous ``xi`` where that is not finite: its points take the
+    two-point route, which then reports the non-finite velocity.
     """
-    return bool(Q.retraction.symmetric)
+    return bool(sm.system.Q.retraction.symmetric) and not isinstance(sm, ComposedStepMap)
 
 
 def chart_back(Q: Manifold, q: PointT, q_prev: PointT) -> Vector:
