@@ -25,6 +25,7 @@ CPU, ``jax.vmap`` on a GPU); the step index is shared by all members
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from .._mechanics.status import Status
 from .._mechanics.step import FAIL_ENERGY, State, StepMap
 from .._types import Params, Vector
 from .programs import member_map, member_step
-from .recording import Raw, Recording, _pack, _Store, _unpack
+from .recording import Raw, Recording, _pack, _Store, _unpack, back_from_step, chart_back
 from .reports import _OK, Monitor
 from .state import RunState
 
@@ -98,6 +99,12 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
     chunk. Rows of the output past the live slots are left zero and never
     read.
 
+    The central velocity of a stored point needs ``-R_{q_k}^{-1}(q_{k-1})``
+    (:func:`~manifold_dirac._run.recording.back_from_step`): with a symmetric
+    retraction that is the last step's ``xi``, which the slots carry (it is
+    computed from ``q_k`` and ``q_{k-1}`` once, for the chunk's first point);
+    otherwise each slot computes it from the two points.
+
     A healthy member whose energy at its stored point ``q_k`` is not finite
     fails there, in the slot that finds it: it is frozen at ``q_k`` (the
     slot's steps from ``q_k`` discarded, status ``NONFINITE``), as the step's
@@ -111,6 +118,13 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
         point = member_map(point, in_axes=(None, 0, 0, None, None, 0, None, None))
     lead = 1 if batched else 0
     spec: list = []
+    Q = sm.system.Q
+    # -R_{q_k}^{-1}(q_{k-1}) of a stored point: with a symmetric retraction the last step's xi, carried from slot to
+    # slot (computed from the two points once per chunk, for its first point); otherwise from the two points
+    carried = back_from_step(sm)
+    back_of: Callable = functools.partial(chart_back, Q)
+    if batched:
+        back_of = member_map(back_of, in_axes=(0, 0))
 
     def chunk(members, q_prev, counts, v_init, times, params, controls):
         # the host's scalars come as two small arrays (one argument each, not eight: each argument of a call
@@ -123,7 +137,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
             return None if controls is None else controls[..., jnp.clip(k, 0, controls.shape[-2] - 1), :]
 
         def run_slot(carry):
-            st0, qp0, hp, k = carry
+            st0, qp0, b0, hp, k = carry
             k_end = jnp.minimum(k + stride, n_total)
             n_sub = jnp.maximum(k_end - k, 1)  # the steps of this slot; one (not kept) at the end of the run
 
@@ -140,7 +154,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
             its0 = jnp.zeros_like(rec_init.iterations)
             st, qp, k2, rec, its = jax.lax.fori_loop(0, n_sub, sub, (st0, qp0, k, rec_init, its0))
             status = jnp.where(k >= n_total, st0.status, rec.status)
-            raw = Raw(st0.q, qp0, status, jnp.zeros_like(status, dtype=bool))
+            raw = Raw(st0.q, b0 if carried else back_of(st0.q, qp0), status, jnp.zeros_like(status, dtype=bool))
             pt = point(sm, raw, rec, hp, k == 0, v_init, h, params)
             # a non-finite energy at the stored point of a healthy member is a failure there: the member is frozen
             # at q_k (never ok with a NaN energy), its steps of this slot discarded
@@ -150,9 +164,11 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
             pt = pt._replace(status=jnp.where(frozen, Status.NONFINITE, pt.status).astype(pt.status.dtype))
             shape = jnp.shape(pt.status)
             row = (jnp.full(shape, t0 + k * h), jnp.full(shape, k < n_total), pt, rec, its)
-            return (st, qp, hp | (k2 > k), k2), _pack(row, spec, lead)
+            # the next point's back: the last step's xi (a failed or frozen member's is never read: its v is NaN)
+            b1 = jnp.where(k2 > k, st.xi, b0) if carried else None
+            return (st, qp, b1, hp | (k2 > k), k2), _pack(row, spec, lead)
 
-        carry0 = (members, q_prev, have_prev, k0)
+        carry0 = (members, q_prev, back_of(members.q, q_prev) if carried else None, have_prev, k0)
         # the live slots only (a loop with a traced trip count): a short run does not pay for a whole chunk
         shape = jax.eval_shape(lambda c: run_slot(c)[1], carry0)
         rows = chunk_rows(shape.shape[0] if batched else 1)
@@ -164,7 +180,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
             return carry, jax.lax.dynamic_update_index_in_dim(buf, out, j, 0)
 
         n_live = jnp.clip(n_slots - slot0, 0, rows)
-        (members, q_prev, _, _), buf = jax.lax.fori_loop(0, n_live, slot, (carry0, buf0))
+        (members, q_prev, _, _, _), buf = jax.lax.fori_loop(0, n_live, slot, (carry0, buf0))
         # the step index and "a previous point is known" after the chunk are not outputs: the host knows them
         # (:func:`_after`), and every output of a call costs its own buffer and conversion
         return (members, q_prev), buf

@@ -4,10 +4,10 @@ A :class:`Recording` says what is stored (as diffrax's ``SaveAt``): every
 ``stride``-th point and the last, each a :class:`Point` (``q_k``, the
 reported momentum, velocity and energy, the status, the constraint
 violations) with the record of the step taken from it. The compiled loop
-keeps only the minimum of each stored point (:class:`Raw`: what the step
-produces anyway) and computes the rest after the loop, vectorized over the
-chunk's stored points, with :meth:`Recording.point`; the points are packed
-into one array (:func:`_pack`); the host unpacks each chunk into a :class:`_Store`;
+keeps of each stored point what the step produces anyway (:class:`Raw`)
+and computes the rest in the slot that stores it, with
+:meth:`Recording.point`; the points are packed into one array
+(:func:`_pack`); the host unpacks each chunk into a :class:`_Store`;
 :func:`assemble` makes the :class:`~manifold_dirac._run.trajectory.Trajectory`.
 """
 
@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._manifolds.base import Manifold
 from .._mechanics.composition import ComposedStepMap
 from .._mechanics.small import solve_small
 from .._mechanics.status import Status
@@ -71,16 +72,17 @@ class Raw(NamedTuple):
     """What the compiled loop keeps of a stored point of one member: what the step produces anyway.
 
     The rest of the stored point (:class:`Point`: the velocity, the energy,
-    the constraint violations) is computed from it after the loop, for all
-    the stored points of a chunk at once (:meth:`Recording.point` under
-    ``vmap``).
+    the constraint violations) is computed from it and the step's record
+    (:meth:`Recording.point`), in the slot that stores the point.
 
     Attributes
     ----------
     q : point
         ``q_k``.
-    q_prev : point
-        ``q_{k-1}`` (``q_k`` itself where there is none).
+    back : array, shape=[n]
+        ``-R_{q_k}^{-1}(q_{k-1})``: the chart coordinates of the last step
+        seen from its end (:func:`chart_back`); any finite value where there
+        is no ``q_{k-1}``.
     status : int32 array, shape=[]
         The member's status after the step from ``q_k`` (its status before
         that step at the closing point of a run, where the step is not kept).
@@ -90,16 +92,46 @@ class Raw(NamedTuple):
     """
 
     q: PointT
-    q_prev: PointT
+    back: Vector
     status: jax.Array
     frozen: jax.Array
+
+
+def back_from_step(sm: StepMap) -> bool:
+    """Whether ``-R_{q_k}^{-1}(q_{k-1})`` is the last step's own ``xi`` (``q_k = R_{q_{k-1}}(xi)``) for ``sm``.
+
+    It is exactly when the retraction is symmetric,
+    ``R_{q_1}^{-1}(q_0) = -R_{q_0}^{-1}(q_1)`` in the frames
+    (:attr:`Retraction.symmetric <manifold_dirac._manifolds.base.Retraction.symmetric>`,
+    checked by :func:`manifold_dirac.testing.check_symmetry`): on a Lie group
+    ``tau(-xi) = tau(xi)^{-1}`` (``exp``, ``cayley``), on a vector space
+    ``q + xi``, on a product when every factor's is. Then
+    ``-R_{q_k}^{-1}(q_{k-1}) = R_{q_{k-1}}^{-1}(q_k) = xi``, and the compiled
+    loop carries the step's ``xi`` instead of recomputing the inverse
+    retraction at every stored point (on SE(2) an ``atan2``, a sine and
+    cosine and a group product: about a third of what a stored point of the
+    knife edge cost). Otherwise (SE(2)'s ``so2xr2``, SE(3)'s split
+    retraction, the sphere's frames) it is :func:`chart_back` of the two
+    points. A composition's step
+    (:class:`~manifold_dirac._mechanics.composition.ComposedStepMap`) is not
+    solved for its ``xi`` but recovers it by an inverse retraction, which
+    keeps the previous ``xi`` where that is not finite: its points take the
+    two-point route, which then reports the non-finite velocity.
+    """
+    return bool(sm.system.Q.retraction.symmetric) and not isinstance(sm, ComposedStepMap)
+
+
+def chart_back(Q: Manifold, q: PointT, q_prev: PointT) -> Vector:
+    """``-R_{q}^{-1}(q_prev)`` (one member or a batch, traceable): the last step's chart coordinates at its end."""
+    return -Q.inverse_retract(q, q_prev)
 
 
 def _member_point(sm: StepMap, raw: Raw, rec: StepRecord, have_prev: jax.Array, first: jax.Array, v_init: Vector,
                   h: Scalar, params: Params) -> Point:
     """The stored point at ``q_k``: momentum, velocity, energy, status (one member; traceable).
 
-    ``raw`` and ``rec`` are what the loop kept at ``q_k`` (the step from it);
+    ``raw`` and ``rec`` are what the loop kept at ``q_k`` (the step from it:
+    ``rec.xi = R_{q_k}^{-1}(q_{k+1})``; ``raw.back = -R_{q_k}^{-1}(q_{k-1})``);
     ``have_prev`` says whether ``q_{k-1}`` is known (not at the start of a
     run from ``q0``), ``first`` whether ``k = 0`` (where a given ``v0``,
     ``v_init``, is the velocity when finite).
@@ -119,9 +151,8 @@ def _member_point(sm: StepMap, raw: Raw, rec: StepRecord, have_prev: jax.Array, 
     motion's own slip; the Legendre velocity lies in ``ker C`` by
     construction).
     """
-    Q = sm.system.Q
     fwd_ok = rec.status == Status.OK
-    back = -Q.inverse_retract(raw.q, raw.q_prev)
+    back = raw.back
     fwd = rec.xi
     v = jnp.where(
         have_prev,
@@ -228,11 +259,10 @@ class Recording:
 
     Notes
     -----
-    The compiled loop keeps, per stored point, only what the step produces
+    The compiled loop keeps, per stored point, what the step produces
     anyway (:class:`Raw` and the step's record); :meth:`point` computes the
-    rest (velocity, energy, constraint violations) after the loop, for all
-    the stored points of a chunk at once (``vmap``), in the same compiled
-    program. It is a static method (the same for every recording), so the
+    rest (velocity, energy, constraint violations) in the slot that stores
+    the point. It is a static method (the same for every recording), so the
     loop's program does not depend on the recording.
     """
 

@@ -131,7 +131,7 @@ def _with_failed_state(integ: Integrator, tr: Trajectory, state: RunState, fs: i
     sm, sysm = integ.stepmap, integ.system
     mem = state.members
     _, rec = jax.jit(sm.step)(mem, np.int32(fs), np.float64(t_fail), np.float64(integ.h), integ._params, None)
-    raw = Raw(mem.q, mem.q, mem.status, jnp.zeros((), bool))  # no previous point; the status as frozen
+    raw = Raw(mem.q, jnp.zeros(sysm.dim), mem.status, jnp.zeros((), bool))  # no previous point; the status as frozen
     pt = Recording.point(sm, raw, rec, False, False, jnp.full(sysm.dim, jnp.nan), np.float64(integ.h), integ._params)
     pt = jax.device_get(pt)
     add = lambda a, x: np.concatenate([np.asarray(a), np.asarray(x, dtype=np.asarray(a).dtype)[None]])  # noqa
