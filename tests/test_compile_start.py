@@ -67,6 +67,33 @@ def test_the_host_condition_number_of_a_batch_is_each_members():
     assert len(set(np.round(np.log10(np.minimum(k, 1e300)), 6))) > 1
 
 
+def _condition_by_numpy(J: np.ndarray, columns: bool = True) -> np.ndarray:
+    """``np.linalg.cond(Je, 1)`` of ``J`` equilibrated by rows then (``columns``) columns: the definition, spelled out."""
+    Je = J / np.maximum(np.max(np.abs(J), axis=-1, keepdims=True), 1e-300)
+    if columns:
+        Je = Je / np.maximum(np.max(np.abs(Je), axis=-2, keepdims=True), 1e-300)
+    with np.errstate(all="ignore"):
+        return np.linalg.cond(Je, 1)
+
+
+def test_the_host_condition_number_is_numpys_bit_for_bit():
+    """host_condition computes np.linalg.cond's 1-norm condition with its own inverse: the same bits, singular members included."""
+    rng = np.random.default_rng(5)
+    Ms = [M for M in _matrices(rng, (1, 2, 3, 5)) if M.shape[-1] == 3] + [rng.standard_normal((3, 3))]
+    batch = np.stack(Ms)
+    k, _ = host_condition(batch)
+    ref = _condition_by_numpy(batch)
+    ref = np.where(np.isnan(ref), np.inf, ref)
+    assert np.array_equal(k, ref), (k, ref)
+    assert np.isinf(k).any() and np.isfinite(k).any()  # the batch has singular and regular members
+    for M in _matrices(rng, (1, 2, 4, 7)):
+        ref = _condition_by_numpy(M)
+        assert host_condition(M)[0] == (np.inf if np.isnan(ref) else ref)
+    # sensitivity: without the column scaling the numbers differ
+    regular = [M for M in Ms if np.isfinite(_condition_by_numpy(M))]
+    assert any(host_condition(M)[0] != _condition_by_numpy(M, columns=False) for M in regular)
+
+
 def test_a_non_finite_matrix_is_left_to_the_step_and_an_empty_one_is_regular():
     J = np.array([[1.0, np.nan], [0.0, 1.0]])
     k, d = host_condition(J)

@@ -33,6 +33,13 @@ from .._types import Covector, Matrix, Params, Point, Scalar, Vector
 from .state import _flatten_batch
 from .validate import _nonfinite_word
 
+try:  # the routine of np.linalg.inv and np.linalg.cond, which gives NaN or inf for a singular matrix (no exception)
+    from numpy.linalg import _umath_linalg
+
+    _GUFUNC_INV: Callable | None = _umath_linalg.inv
+except (ImportError, AttributeError):  # pragma: no cover  (another NumPy layout)
+    _GUFUNC_INV = None
+
 _LEGENDRE_ITERATIONS = 12
 """Gauss--Newton iterations of the Legendre inverse at the start of a run from ``p0``."""
 
@@ -392,19 +399,47 @@ def host_condition(J: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     B, N = J.shape[:-2], J.shape[-1]
     if N == 0:
         return np.ones(B), np.zeros((*B, 0))
-    finite = np.all(np.isfinite(J), axis=(-2, -1))
-    J = np.where(finite[..., None, None], J, 0.0)
-    Je = J / np.maximum(np.max(np.abs(J), axis=-1, keepdims=True), 1e-300)
-    col = np.maximum(np.max(np.abs(Je), axis=-2, keepdims=True), 1e-300)
-    Je = Je / col
+    # np.linalg.cond(Je, 1) written out (one inverse, the norms by hand: it runs at every start, and its checks
+    # and wrappers were most of its cost); the same operations, so the same bits
+    finite = np.isfinite(J).all(axis=(-2, -1))
+    if not finite.all():
+        J = np.where(finite[..., None, None], J, 0.0)
+    a = np.abs(J)
+    row = a.max(axis=-1, keepdims=True)
+    np.maximum(row, 1e-300, out=row)
+    a /= row  # |J / row|: the division is exact in sign
+    col = a.max(axis=-2, keepdims=True)
+    np.maximum(col, 1e-300, out=col)
+    a /= col  # |Je|
+    Je = J / row
+    Je /= col
     with np.errstate(all="ignore"):
-        cond = np.linalg.cond(Je, 1)  # inf for a singular matrix (a NaN inverse)
+        inv = _inverse(Je)  # NaN or inf entries for a singular matrix
+        cond = a.sum(axis=-2).max(axis=-1) * np.abs(inv).sum(axis=-2).max(axis=-1)
     cond = np.where(finite, np.where(np.isnan(cond), np.inf, cond), 1.0)
     direction = np.zeros((*B, N))
     bad = cond > _SINGULAR_STEP
-    if np.any(bad):
+    if bad.any():
         direction[bad] = np.linalg.svd(Je[bad])[2][..., -1, :] / col[bad][..., 0, :]
     return cond, direction
+
+
+def _inverse(J: np.ndarray) -> np.ndarray:
+    """``J^{-1}`` of a stack of square matrices by NumPy's own inverse (``np.linalg.cond``'s), NaN or inf if singular.
+
+    ``np.linalg.inv`` raises on a singular matrix; ``np.linalg.cond`` calls
+    the underlying routine, which does not. Where NumPy's layout is not the
+    one expected, the inverse is ``np.linalg.inv``'s, a singular matrix's NaN.
+    """
+    if _GUFUNC_INV is not None:
+        return _GUFUNC_INV(J, signature="d->d")
+    out = np.empty_like(J)  # pragma: no cover  (another NumPy layout: member by member)
+    for i in np.ndindex(J.shape[:-2]):  # pragma: no cover
+        try:
+            out[i] = np.linalg.inv(J[i])
+        except np.linalg.LinAlgError:
+            out[i] = np.nan
+    return out  # pragma: no cover
 
 
 def step_conditioning(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, h: Scalar,
