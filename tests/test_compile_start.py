@@ -117,6 +117,79 @@ def test_a_singular_start_is_still_refused_with_its_direction():
     assert tr.ok
 
 
+# ------------------------------------------------------------------------- no LAPACK call in the start
+def _start_module(sysm, q0, has_v: bool, rule: str = "midpoint") -> str:
+    """The lowered start program of a run (traced and lowered, not compiled)."""
+    from manifold_dirac._run.start import build_start
+
+    integ = md.Integrator(sysm, 0.01, discrete_lagrangian=rule)
+    n = sysm.dim
+    fn = build_start(integ.stepmap, 0, has_v, not integ.rule.degenerate_safe)
+    z = np.zeros(n)
+    return fn.lower(q0, z, z, np.float64(0.01), np.float64(0.0), sysm.params).as_text()
+
+
+def test_the_bundled_starts_make_no_lapack_call():
+    """The knife edge's start (a constraint one-form) and the heavy top's with gauss4 (the degeneracy checks) call
+    no LAPACK routine: the decompositions they need are NumPy's, on the host, so loading them from the cache does
+    not initialize LAPACK. Sensitivity: a start from a momentum (the Legendre inverse's pseudo-inverse) calls it."""
+    knife = md.systems.knife_edge()
+    q0 = np.eye(3)
+    assert "lapack" not in _start_module(knife, q0, True)
+    assert "lapack" not in _start_module(md.systems.heavy_top(), np.eye(3), True, rule="gauss4")
+    assert "lapack" in _start_module(knife, q0, False)
+
+
+def test_the_null_projector_is_the_singular_vectors_one():
+    from manifold_dirac._run.start import _null_projector
+
+    rng = np.random.default_rng(8)
+    proj = jax.jit(_null_projector)
+    for m, n in [(1, 3), (2, 3), (2, 5), (3, 6), (4, 4)]:
+        A = rng.standard_normal((m, n)) * 10.0 ** rng.uniform(-3, 3, (m, 1))
+        N = np.linalg.svd(A)[2][m:].T
+        P = np.asarray(proj(jnp.asarray(A)))
+        np.testing.assert_allclose(P, N @ N.T, atol=1e-13)
+        # sensitivity: another A has another kernel
+        other = A + 0.1 * np.abs(A).max(axis=1, keepdims=True) * rng.standard_normal((m, n))
+        assert np.max(np.abs(np.asarray(proj(jnp.asarray(other))) - N @ N.T)) > 1e-3 or m == n
+
+
+def test_the_host_degeneracy_is_the_compiled_decompositions():
+    """host_degeneracy computes what the compiled start computed with jnp.linalg.svd (to rounding); a member with a
+    non-finite d2L/dv2 gives NaN, not an exception."""
+    from manifold_dirac._run.start import host_degeneracy
+
+    rng = np.random.default_rng(9)
+    n, m = 4, 2
+    H = rng.standard_normal((3, n, n))
+    H = H + np.swapaxes(H, -1, -2)
+    H[1] = np.diag([1.0, 2.0, 0.0, 3.0])  # singular
+    A = rng.standard_normal((3, m, n))
+
+    @jax.jit
+    def traced(H, A):
+        N = jnp.swapaxes(jnp.linalg.svd(A)[2][:, m:], -1, -2)
+        Hr = jnp.swapaxes(N, -1, -2) @ H @ N
+        sv = jnp.linalg.svd(Hr, compute_uv=False)
+        _, svf, Vf = jnp.linalg.svd(H)
+        return sv[:, -1] / jnp.maximum(sv[:, 0], 1e-300), svf[:, -1] / jnp.maximum(svf[:, 0], 1e-300), Vf[:, -1]
+
+    d, dfull, direction = (np.asarray(x) for x in traced(H, A))
+    out = host_degeneracy(H, A, full=True, restricted=True)
+    np.testing.assert_allclose(out["degeneracy"], d, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(out["degeneracy_full"], dfull, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(np.abs(np.sum(out["degenerate_direction"] * direction, axis=-1)), 1.0, rtol=1e-12)
+    assert out["degeneracy_full"][1] == 0.0
+    # sensitivity: on the whole space (no constraint) the restricted number changes
+    assert not np.allclose(host_degeneracy(H, None, full=False, restricted=True)["degeneracy"], d)
+    bad = H.copy()
+    bad[2, 0, 0] = np.nan
+    out = host_degeneracy(bad, A, full=True, restricted=True)
+    assert np.isnan(out["degeneracy"][2]) and np.isnan(out["degeneracy_full"][2])
+    assert np.isfinite(out["degeneracy"][:2]).all()
+
+
 # ------------------------------------------------------------------------- the start's compiler options
 def _pendulum_run(options: dict) -> np.ndarray:
     from manifold_dirac._mechanics import compile_cache

@@ -94,20 +94,30 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
     # fixed velocities at which dL/dv is probed (a Lagrangian without velocity dependence is refused)
     probes = np.random.default_rng(20240610).standard_normal((_N_PROBES, n))
 
+    # an orthonormal basis N of Delta(q0) = ker A(q0) is needed in the program by the Legendre inverse of p0 and
+    # the algebraic equations' check (which call LAPACK anyway); the rest needs only the projector N N^T, computed
+    # without a LAPACK call (a program with none loads from the cache without initializing LAPACK, ~0.1 s); the
+    # singular values of A(q0) and of d2L/dv2 are computed on the host (check_start)
+    needs_basis = bool(m) and (not has_v or algebraic_check)
+
     def one(q, v, p, h, t0, params):
         out = {}
         A = sysm.constraint_matrix(q, params) if m else None
-        N = jnp.eye(n)  # a basis of Delta(q0) = ker A(q0)
+        N = P = jnp.eye(n)  # a basis of Delta(q0) = ker A(q0), and the orthogonal projector onto it
         if m:
-            _, out["A_singular_values"], Vt = jnp.linalg.svd(A)  # the rank of A(q0) is checked on the host
-            N = Vt[m:].T
-            out["A"] = A
+            out["A"] = A  # its rank is checked on the host
+            if needs_basis:
+                N = jnp.linalg.svd(A)[2][m:].T
+                P = N @ N.T
+            else:
+                P = _null_projector(A)
         if sysm.n_holonomic:  # g(q0) = 0 is checked on the host (its differential is in A)
             out["g"] = sysm.holonomic(q, params)
-        # dL/dv on Delta(q0) at v0 (or 0) and at the probe velocities in Delta(q0)
-        W = jnp.concatenate([v[None], probes @ N @ N.T])
+        # dL/dv on Delta(q0) at v0 (or 0) and at the probe velocities in Delta(q0) (only whether it vanishes is
+        # checked: |dL/dv N| = 0 exactly where |dL/dv N N^T| = 0)
+        W = jnp.concatenate([v[None], probes @ P])
         if n > m:
-            out["dLdv_probe"] = jnp.max(jnp.abs(jax.vmap(lambda w: sysm.momentum(q, w, params) @ N)(W)))
+            out["dLdv_probe"] = jnp.max(jnp.abs(jax.vmap(lambda w: sysm.momentum(q, w, params) @ P)(W)))
         else:  # Delta(q0) = 0: nothing to probe (a system that cannot move)
             out["dLdv_probe"] = jnp.ones(())
         if has_v:
@@ -115,21 +125,10 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
             out["p"] = p
         else:
             out["legendre"] = _legendre_solve(sysm, q, p, A, N, params)
-        if check_degenerate:
-            # the smallest singular value of d2L/dv2 on ker A(q0), relative to the largest
-            H = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
-            if m:
-                H = N.T @ H @ N
-            if H.shape[-1]:
-                sv = jnp.linalg.svd(H, compute_uv=False)
-                out["degeneracy"] = sv[-1] / jnp.maximum(sv[0], 1e-300)
-        if stage_check:
-            # the smallest singular value of d2L/dv2 on the whole frame space (the internal stages of a
-            # Galerkin curve are not held in Delta: see _check_galerkin_degeneracy)
-            Hf = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
-            _, svf, Vf = jnp.linalg.svd(Hf)
-            out["degeneracy_full"] = svf[-1] / jnp.maximum(svf[0], 1e-300)
-            out["degenerate_direction"] = Vf[-1]
+        if check_degenerate or stage_check:
+            # d2L/dv2 at (q0, v0): its singular values on ker A(q0) and on the whole frame space are the host's
+            # (host_degeneracy)
+            out["d2L_dv2"] = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
         if has_v:
             xi0 = h * v
         else:  # warm start from the Legendre inverse of p0 (on Delta(q0)), not from rest
@@ -200,7 +199,10 @@ def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np
     if m:
         A = out["A"]
         _check_finite_constraint(sysm, A, B)
-        _check_constraint_rank(sysm, A, out["A_singular_values"])
+        _check_constraint_rank(sysm, A)
+    if "d2L_dv2" in out:
+        out.update(host_degeneracy(out["d2L_dv2"], out.get("A"), full=_galerkin_stages_unconstrained(sm),
+                                   restricted=not sm.rule.degenerate_safe))
     if vv is not None:
         if m:
             viol = np.max(np.abs(np.einsum("...ij,...j->...i", A, vv)), axis=-1)
@@ -243,6 +245,69 @@ def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np
     cond, null = host_condition(out["step_matrix"])
     _check_step_matrix(sysm, sm.scheme, sm.rule, cond, null, B)
     return None if v_legendre is None else _flatten_batch(v_legendre, nb)
+
+
+def _null_projector(A: Matrix) -> Matrix:
+    """``I - Q^T Q``, the orthogonal projector onto ``ker A`` (``A (m, n)`` of full row rank; traceable, no LAPACK).
+
+    ``Q`` holds an orthonormal basis of the rows of ``A`` by modified
+    Gram--Schmidt, unrolled over the static ``m``: the start needs the
+    projector only (the probe velocities of :func:`build_start`), and a
+    singular value decomposition would be the program's only LAPACK call.
+    Dependent rows give a meaningless projector (or NaN entries): the host
+    refuses such an ``A(q0)`` before it reads the probe
+    (:func:`_check_constraint_rank`).
+    """
+    rows: list[jax.Array] = []
+    for i in range(A.shape[0]):
+        r = A[i]
+        for e in rows:
+            r = r - jnp.sum(e * r) * e
+        rows.append(r / jnp.sqrt(jnp.sum(r * r)))
+    Q = jnp.stack(rows)
+    return jnp.eye(A.shape[1], dtype=A.dtype) - jnp.sum(Q[:, :, None] * Q[:, None, :], axis=0)
+
+
+def host_degeneracy(H: np.ndarray, A: np.ndarray | None, full: bool, restricted: bool) -> dict:
+    """How close ``d2L/dv2`` is to singular, on the host: ``H (*B, n, n)`` at ``(q0, v0)``, ``A (*B, m, n)`` or None.
+
+    Returns the entries :func:`check_start` checks: ``degeneracy`` (with
+    ``restricted``, when ``Delta(q0) = ker A(q0)`` is not zero): the smallest
+    singular value of ``N^T H N`` relative to the largest, ``N`` an
+    orthonormal basis of ``ker A(q0)`` (the right singular vectors of ``A``
+    past its rank); ``degeneracy_full`` and ``degenerate_direction`` (with
+    ``full``): the same on the whole frame space, and the right singular
+    vector of the smallest one. NumPy's decompositions of a few small
+    matrices: compiled into the start, they were its only LAPACK calls.
+    """
+    out = {}
+    H = np.asarray(H, dtype=np.float64)
+    if restricted:
+        Hr = H
+        if A is not None:
+            m = A.shape[-2]
+            Nt = np.linalg.svd(A)[2][..., m:, :]  # (*B, n - m, n): the rows of N^T (A is finite: checked before)
+            Hr = Nt @ H @ np.swapaxes(Nt, -1, -2)
+        if Hr.shape[-1]:
+            sv = _svd(Hr, compute_uv=False)
+            out["degeneracy"] = sv[..., -1] / np.maximum(sv[..., 0], 1e-300)
+    if full:
+        _, svf, Vf = _svd(H, compute_uv=True)
+        out["degeneracy_full"] = svf[..., -1] / np.maximum(svf[..., 0], 1e-300)
+        out["degenerate_direction"] = Vf[..., -1, :]
+    return out
+
+
+def _svd(X: np.ndarray, compute_uv: bool) -> tuple | np.ndarray:
+    """``np.linalg.svd`` of a stack, NaN for a member with a non-finite entry (NumPy raises; the members' own checks
+    report it, as the compiled decomposition's NaN did)."""
+    ok = np.isfinite(X).all(axis=(-2, -1))
+    if ok.all():
+        return np.linalg.svd(X, compute_uv=compute_uv)
+    res = np.linalg.svd(np.where(ok[..., None, None], X, 0.0), compute_uv=compute_uv)
+    for r in res if compute_uv else (res,):
+        r[~ok] = np.nan
+    return res
 
 
 def _legendre_solve(sysm: LagrangeDiracSystem, q: Point, p: Covector, A: Matrix | None, N: Matrix,
@@ -620,15 +685,16 @@ def _check_finite_constraint(sysm: LagrangeDiracSystem, A: np.ndarray, B: tuple[
         )
 
 
-def _check_constraint_rank(sysm: LagrangeDiracSystem, A: np.ndarray, s: np.ndarray) -> None:
+def _check_constraint_rank(sysm: LagrangeDiracSystem, A: np.ndarray) -> None:
     """Refuse linearly dependent constraint one-forms at q0 (a non-regular distribution).
 
-    ``A`` is ``A(q0)`` ``(*B, m, n)``, ``s`` its singular values ``(*B, min(m, n))`` (from the compiled start).
+    ``A`` is ``A(q0)`` ``(*B, m, n)`` (finite, from the compiled start); its singular values are NumPy's.
     """
     m, n = A.shape[-2:]
     if m > n:
         raise ValueError(f"the {m} constraint one-forms of {sysm.name or 'this system'} on a {n}-dimensional "
                          "manifold cannot be independent: the distribution is not regular")
+    s = np.linalg.svd(A, compute_uv=False)
     rank = np.sum(s > 1e-10 * np.maximum(s[..., :1], 1e-300), axis=-1)
     if np.any(rank < m):
         raise ValueError(
