@@ -158,7 +158,7 @@ def test_the_null_projector_is_the_singular_vectors_one():
 def test_the_host_degeneracy_is_the_compiled_decompositions():
     """host_degeneracy computes what the compiled start computed with jnp.linalg.svd (to rounding); a member with a
     non-finite d2L/dv2 gives NaN, not an exception."""
-    from manifold_dirac._run.start import host_degeneracy
+    from manifold_dirac._run.start import _host_null_basis, host_degeneracy
 
     rng = np.random.default_rng(9)
     n, m = 4, 2
@@ -176,7 +176,8 @@ def test_the_host_degeneracy_is_the_compiled_decompositions():
         return sv[:, -1] / jnp.maximum(sv[:, 0], 1e-300), svf[:, -1] / jnp.maximum(svf[:, 0], 1e-300), Vf[:, -1]
 
     d, dfull, direction = (np.asarray(x) for x in traced(H, A))
-    out = host_degeneracy(H, A, full=True, restricted=True)
+    Nt = _host_null_basis(A, n)
+    out = host_degeneracy(H, Nt, full=True, restricted=True)
     np.testing.assert_allclose(out["degeneracy"], d, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(out["degeneracy_full"], dfull, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(np.abs(np.sum(out["degenerate_direction"] * direction, axis=-1)), 1.0, rtol=1e-12)
@@ -185,9 +186,51 @@ def test_the_host_degeneracy_is_the_compiled_decompositions():
     assert not np.allclose(host_degeneracy(H, None, full=False, restricted=True)["degeneracy"], d)
     bad = H.copy()
     bad[2, 0, 0] = np.nan
-    out = host_degeneracy(bad, A, full=True, restricted=True)
+    out = host_degeneracy(bad, Nt, full=True, restricted=True)
     assert np.isnan(out["degeneracy"][2]) and np.isnan(out["degeneracy_full"][2])
     assert np.isfinite(out["degeneracy"][:2]).all()
+
+
+def test_the_host_algebraic_equation_check_is_the_compiled_one():
+    """host_secondary_residual computes what the compiled start computed (the singular value decomposition of the
+    stacked derivatives, the largest violation in their common null space), batched; sensitivity: a violation in
+    a direction with a kinetic term is not one."""
+    from manifold_dirac._run.start import _host_null_basis, host_secondary_residual
+
+    n = 3
+    H = np.diag([1.0, 2.0, 0.0])[None].repeat(3, 0)  # no kinetic term in the third coordinate
+    M = np.zeros((3, n, n))
+    M[:, 0, 1] = M[:, 1, 0] = 0.3
+    g = np.array([[0.1, 0.2, 0.5], [0.0, 0.1, 0.0], [0.3, 0.0, -2.0]])
+    scale = np.array([1.0, 1.0, 4.0])
+
+    @jax.jit
+    def traced(H, M, g, scale, N):
+        norm = lambda X: X / jnp.maximum(jnp.max(jnp.abs(X)), 1e-300)  # noqa: E731
+        K = jnp.concatenate([norm(H) @ N, norm(M) @ N, norm(M.T) @ N])
+        s, Vt = jnp.linalg.svd(K, full_matrices=False)[1:]
+        E = Vt @ N.T
+        res = jnp.where(s <= 1e-8, jnp.abs(E @ g), 0.0) / jnp.maximum(scale, 1e-300)
+        j = jnp.argmax(res)
+        return res[j], E[j]
+
+    for A in (None, np.array([[[1.0, 1.0, 0.0]]]).repeat(3, 0)):
+        Nt = _host_null_basis(A, n)
+        res, direction = host_secondary_residual(H, M, g, scale, Nt)
+        N = np.eye(n)[None].repeat(3, 0) if Nt is None else np.swapaxes(Nt, -1, -2)
+        for i in range(3):
+            r, d = (np.asarray(x) for x in traced(H[i], M[i], g[i], scale[i], N[i]))
+            np.testing.assert_allclose(res[i], r, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(abs(direction[i] @ d), 1.0 if r > 0 else abs(direction[i] @ d), rtol=1e-12)
+        np.testing.assert_allclose(res, [0.5, 0.0, 0.5])
+    # sensitivity: a kinetic term in the third coordinate: no algebraic equation, nothing violated
+    kinetic = H.copy()
+    kinetic[:, 2, 2] = 1.0
+    assert not np.any(host_secondary_residual(kinetic, M, g, scale, None)[0])
+    bad = H.copy()
+    bad[1, 0, 0] = np.nan
+    res = host_secondary_residual(bad, M, g, scale, None)[0]  # no exception: the step's own failure, diagnosed there
+    assert not res[1] > 1e-8 and res[0] == 0.5
 
 
 # ------------------------------------------------------------------------- the start's compiler options

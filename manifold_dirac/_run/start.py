@@ -94,11 +94,11 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
     # fixed velocities at which dL/dv is probed (a Lagrangian without velocity dependence is refused)
     probes = np.random.default_rng(20240610).standard_normal((_N_PROBES, n))
 
-    # an orthonormal basis N of Delta(q0) = ker A(q0) is needed in the program by the Legendre inverse of p0 and
-    # the algebraic equations' check (which call LAPACK anyway); the rest needs only the projector N N^T, computed
-    # without a LAPACK call (a program with none loads from the cache without initializing LAPACK, ~0.1 s); the
-    # singular values of A(q0) and of d2L/dv2 are computed on the host (check_start)
-    needs_basis = bool(m) and (not has_v or algebraic_check)
+    # an orthonormal basis N of Delta(q0) = ker A(q0) is needed in the program by the Legendre inverse of p0 only
+    # (which calls LAPACK anyway); the rest needs only the projector N N^T, computed without a LAPACK call (a
+    # program with none loads from the cache without initializing LAPACK, ~0.1 s); the singular value
+    # decompositions of the checks (A(q0), d2L/dv2, the algebraic equations) are the host's (check_start)
+    needs_basis = bool(m) and not has_v
 
     def one(q, v, p, h, t0, params):
         out = {}
@@ -125,7 +125,7 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
             out["p"] = p
         else:
             out["legendre"] = _legendre_solve(sysm, q, p, A, N, params)
-        if check_degenerate or stage_check:
+        if check_degenerate or stage_check or algebraic_check:
             # d2L/dv2 at (q0, v0): its singular values on ker A(q0) and on the whole frame space are the host's
             # (host_degeneracy)
             out["d2L_dv2"] = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
@@ -135,7 +135,7 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
             vl = out["legendre"]["v"]
             xi0 = jnp.where(jnp.all(jnp.isfinite(vl)), h * vl, jnp.zeros_like(p))
         if algebraic_check:
-            out["secondary"], out["secondary_direction"] = _secondary_residual(sysm, q, v, N, t0, params)
+            out["secondary_terms"] = _secondary_terms(sysm, q, v, t0, params)
         out["members"] = sm.initial(q, p, xi0)
         # the first step's Newton matrix at its warm start: a singular one is refused (_check_step_matrix); its
         # condition number is computed on the host (host_condition): compiled here, the inverse and the singular
@@ -201,8 +201,12 @@ def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np
         _check_finite_constraint(sysm, A, B)
         _check_constraint_rank(sysm, A)
     if "d2L_dv2" in out:
-        out.update(host_degeneracy(out["d2L_dv2"], out.get("A"), full=_galerkin_stages_unconstrained(sm),
+        Nt = _host_null_basis(out.get("A"), sysm.dim)
+        out.update(host_degeneracy(out["d2L_dv2"], Nt, full=_galerkin_stages_unconstrained(sm),
                                    restricted=not sm.rule.degenerate_safe))
+        if "secondary_terms" in out:
+            out["secondary"], out["secondary_direction"] = host_secondary_residual(
+                out["d2L_dv2"], *out.pop("secondary_terms"), Nt)
     if vv is not None:
         if m:
             viol = np.max(np.abs(np.einsum("...ij,...j->...i", A, vv)), axis=-1)
@@ -268,26 +272,31 @@ def _null_projector(A: Matrix) -> Matrix:
     return jnp.eye(A.shape[1], dtype=A.dtype) - jnp.sum(Q[:, :, None] * Q[:, None, :], axis=0)
 
 
-def host_degeneracy(H: np.ndarray, A: np.ndarray | None, full: bool, restricted: bool) -> dict:
-    """How close ``d2L/dv2`` is to singular, on the host: ``H (*B, n, n)`` at ``(q0, v0)``, ``A (*B, m, n)`` or None.
+def _host_null_basis(A: np.ndarray | None, n: int) -> np.ndarray | None:
+    """The rows of ``N^T`` ``(*B, n - m, n)``: an orthonormal basis of ``ker A(q0)`` (right singular vectors of ``A``
+    past its rank; ``A`` finite, of full row rank: checked before), or None without constraints (``N = I``)."""
+    if A is None:
+        return None
+    return np.linalg.svd(A)[2][..., A.shape[-2]:, :]
 
-    Returns the entries :func:`check_start` checks: ``degeneracy`` (with
-    ``restricted``, when ``Delta(q0) = ker A(q0)`` is not zero): the smallest
-    singular value of ``N^T H N`` relative to the largest, ``N`` an
-    orthonormal basis of ``ker A(q0)`` (the right singular vectors of ``A``
-    past its rank); ``degeneracy_full`` and ``degenerate_direction`` (with
-    ``full``): the same on the whole frame space, and the right singular
-    vector of the smallest one. NumPy's decompositions of a few small
-    matrices: compiled into the start, they were its only LAPACK calls.
+
+def host_degeneracy(H: np.ndarray, Nt: np.ndarray | None, full: bool, restricted: bool) -> dict:
+    """How close ``d2L/dv2`` is to singular, on the host: ``H (*B, n, n)`` at ``(q0, v0)``.
+
+    ``Nt`` holds the rows of ``N^T`` ``(*B, k, n)``, an orthonormal basis of
+    ``Delta(q0) = ker A(q0)`` (None: the whole frame space). Returns the
+    entries :func:`check_start` checks: ``degeneracy`` (with ``restricted``,
+    when ``Delta(q0)`` is not zero): the smallest singular value of ``N^T H
+    N`` relative to the largest; ``degeneracy_full`` and
+    ``degenerate_direction`` (with ``full``): the same on the whole frame
+    space, and the right singular vector of the smallest one. NumPy's
+    decompositions of a few small matrices: compiled into the start, they
+    were its only LAPACK calls.
     """
     out = {}
     H = np.asarray(H, dtype=np.float64)
     if restricted:
-        Hr = H
-        if A is not None:
-            m = A.shape[-2]
-            Nt = np.linalg.svd(A)[2][..., m:, :]  # (*B, n - m, n): the rows of N^T (A is finite: checked before)
-            Hr = Nt @ H @ np.swapaxes(Nt, -1, -2)
+        Hr = H if Nt is None else Nt @ H @ np.swapaxes(Nt, -1, -2)
         if Hr.shape[-1]:
             sv = _svd(Hr, compute_uv=False)
             out["degeneracy"] = sv[..., -1] / np.maximum(sv[..., 0], 1e-300)
@@ -298,13 +307,13 @@ def host_degeneracy(H: np.ndarray, A: np.ndarray | None, full: bool, restricted:
     return out
 
 
-def _svd(X: np.ndarray, compute_uv: bool) -> tuple | np.ndarray:
+def _svd(X: np.ndarray, compute_uv: bool, full_matrices: bool = True) -> tuple | np.ndarray:
     """``np.linalg.svd`` of a stack, NaN for a member with a non-finite entry (NumPy raises; the members' own checks
     report it, as the compiled decomposition's NaN did)."""
     ok = np.isfinite(X).all(axis=(-2, -1))
     if ok.all():
-        return np.linalg.svd(X, compute_uv=compute_uv)
-    res = np.linalg.svd(np.where(ok[..., None, None], X, 0.0), compute_uv=compute_uv)
+        return np.linalg.svd(X, compute_uv=compute_uv, full_matrices=full_matrices)
+    res = np.linalg.svd(np.where(ok[..., None, None], X, 0.0), compute_uv=compute_uv, full_matrices=full_matrices)
     for r in res if compute_uv else (res,):
         r[~ok] = np.nan
     return res
@@ -615,9 +624,31 @@ def _check_step_matrix(sysm: LagrangeDiracSystem, scheme: Scheme, rule: Discrete
     )
 
 
-def _secondary_residual(sysm: LagrangeDiracSystem, q: Point, v: Vector, N: Matrix, t: Scalar,
-                        params: Params) -> tuple[jax.Array, Vector]:
-    """The violation of the algebraic equations of motion at ``(q0, v0)`` (one member, a vector space; traceable).
+def _secondary_terms(sysm: LagrangeDiracSystem, q: Point, v: Vector, t: Scalar,
+                     params: Params) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """What :func:`host_secondary_residual` needs besides ``d2L/dv2`` (one member, a vector space; traceable).
+
+    ``M = d(dL/dv)/dq (n, n)`` (``M[i, j] = dp_i/dq_j``), ``g = dL/dq + F
+    (n,)`` and the size of the terms, ``max(|dL/dq|, |dL/dv|, |F|)``.
+    """
+    n = sysm.dim
+    M = jax.jacfwd(lambda e: sysm.momentum(sysm.Q.first_order_curve(q, e), v, params))(jnp.zeros(n))  # dp_i/dq_j
+    dq = sysm.partials(q, v, params)[0]
+    F = sysm.force(t, q, v, params) if sysm.has_force else None
+    g = dq if F is None else dq + F
+    scale = jnp.maximum(jnp.max(jnp.abs(dq)), jnp.max(jnp.abs(sysm.momentum(q, v, params))))
+    if F is not None:
+        scale = jnp.maximum(scale, jnp.max(jnp.abs(F)))
+    return M, g, scale
+
+
+def host_secondary_residual(H: np.ndarray, M: np.ndarray, g: np.ndarray, scale: np.ndarray,
+                            Nt: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The violation of the algebraic equations of motion at ``(q0, v0)`` (a vector space; on the host, batched).
+
+    ``H = d2L/dv2 (*B, n, n)``, ``M = d(dL/dv)/dq (*B, n, n)``, ``g = dL/dq + F (*B, n)``
+    and ``scale`` ``(*B,)`` from :func:`_secondary_terms`; ``Nt`` the rows of
+    ``N^T`` (:func:`_host_null_basis`, None for ``N = I``).
 
     A direction ``e`` of the constraint distribution (``e = N c``) whose
     momentum ``dL/dv . e`` is locally constant -- ``d2L/dv2 e = 0``,
@@ -626,27 +657,27 @@ def _secondary_residual(sysm: LagrangeDiracSystem, q: Point, v: Vector, N: Matri
     vanish on ``Delta``): not a differential equation but a constraint on
     ``q`` alone (and on ``v`` through ``F`` only), which the initial data must
     satisfy. Returns the largest violation relative to the size of the terms
-    and its direction ``e``.
+    ``(*B,)`` and its direction ``e`` ``(*B, n)`` (NumPy's decomposition:
+    compiled into the start, it was the program's only LAPACK call).
     """
-    n = sysm.dim
-    H = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
-    M = jax.jacfwd(lambda e: sysm.momentum(sysm.Q.first_order_curve(q, e), v, params))(jnp.zeros(n))  # dp_i/dq_j
-    dq = sysm.partials(q, v, params)[0]
-    F = sysm.force(t, q, v, params) if sysm.has_force else None
-    g = dq if F is None else dq + F
-    norm = lambda X: X / jnp.maximum(jnp.max(jnp.abs(X)), 1e-300)  # noqa: E731
-    K = jnp.concatenate([norm(H) @ N, norm(M) @ N, norm(M.T) @ N])
-    if K.shape[-1] == 0:
-        return jnp.zeros(()), jnp.zeros(n)
-    s, Vt = jnp.linalg.svd(K, full_matrices=False)[1:]
-    null = s <= 1e-8
-    E = Vt @ N.T  # rows: candidate directions e in Delta, unit length
-    scale = jnp.maximum(jnp.max(jnp.abs(dq)), jnp.max(jnp.abs(sysm.momentum(q, v, params))))
-    if F is not None:
-        scale = jnp.maximum(scale, jnp.max(jnp.abs(F)))
-    res = jnp.where(null, jnp.abs(E @ g), 0.0) / jnp.maximum(scale, 1e-300)
-    j = jnp.argmax(res)
-    return res[j], E[j]
+    H, M, g = (np.asarray(x, dtype=np.float64) for x in (H, M, g))
+    scale = np.asarray(scale, dtype=np.float64)
+    n = H.shape[-1]
+    N = np.broadcast_to(np.eye(n), H.shape) if Nt is None else np.swapaxes(Nt, -1, -2)
+    if N.shape[-1] == 0:
+        return np.zeros(scale.shape), np.zeros(g.shape)
+
+    def norm(X: np.ndarray) -> np.ndarray:
+        return X / np.maximum(np.max(np.abs(X), axis=(-2, -1), keepdims=True), 1e-300)
+
+    K = np.concatenate([norm(H) @ N, norm(M) @ N, norm(np.swapaxes(M, -1, -2)) @ N], axis=-2)
+    _, sv, Vt = _svd(K, compute_uv=True, full_matrices=False)
+    null = sv <= 1e-8
+    E = Vt @ np.swapaxes(N, -1, -2)  # rows: candidate directions e in Delta, unit length
+    with np.errstate(invalid="ignore"):
+        res = np.where(null, np.abs(np.sum(E * g[..., None, :], axis=-1)), 0.0) / np.maximum(scale, 1e-300)[..., None]
+    j = np.argmax(np.where(np.isnan(res), np.inf, res), axis=-1)[..., None]  # a NaN member: NaN, as the check expects
+    return np.take_along_axis(res, j, axis=-1)[..., 0], np.take_along_axis(E, j[..., None], axis=-2)[..., 0, :]
 
 
 def _check_secondary_constraint(sysm: LagrangeDiracSystem, res: np.ndarray, direction: np.ndarray,
