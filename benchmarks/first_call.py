@@ -179,6 +179,7 @@ def main(argv=None) -> int:
     if a.layer_cost:
         with tempfile.TemporaryDirectory(prefix="md-layer-cost-") as d:
             os.environ["MANIFOLD_DIRAC_JAX_CACHE"] = d  # before the library's import: a cache directory of its own
+            os.environ["MANIFOLD_DIRAC_EXPORT"] = "1"
             from benchmarks.kernel import finish, machine
 
             table = {**machine(), "rounds": a.rounds, "cases": {}}
