@@ -223,10 +223,20 @@ def test_the_host_algebraic_equation_check_is_the_compiled_one():
             np.testing.assert_allclose(res[i], r, rtol=1e-12, atol=1e-15)
             np.testing.assert_allclose(abs(direction[i] @ d), 1.0 if r > 0 else abs(direction[i] @ d), rtol=1e-12)
         np.testing.assert_allclose(res, [0.5, 0.0, 0.5])
-    # sensitivity: a kinetic term in the third coordinate: no algebraic equation, nothing violated
+    # sensitivity: a kinetic term in the third coordinate: no algebraic equation, nothing violated (the regular
+    # d2L/dv2 is told apart before any decomposition; the decomposition says the same)
     kinetic = H.copy()
     kinetic[:, 2, 2] = 1.0
     assert not np.any(host_secondary_residual(kinetic, M, g, scale, None)[0])
+    with pytest.MonkeyPatch.context() as mp:
+        from manifold_dirac._run import start
+
+        mp.setattr(start, "_inverse", lambda X: np.full_like(X, np.nan))  # the shortcut never taken
+        assert not np.any(host_secondary_residual(kinetic, M, g, scale, None)[0])
+        np.testing.assert_allclose(host_secondary_residual(H, M, g, scale, None)[0], [0.5, 0.0, 0.5])
+    nearly = H.copy()
+    nearly[:, 2, 2] = 1e-7  # below the shortcut's bound, above the null test's: decomposed, not violated
+    assert not np.any(host_secondary_residual(nearly, M, g, scale, None)[0])
     bad = H.copy()
     bad[1, 0, 0] = np.nan
     res = host_secondary_residual(bad, M, g, scale, None)[0]  # no exception: the step's own failure, diagnosed there

@@ -670,7 +670,16 @@ def host_secondary_residual(H: np.ndarray, M: np.ndarray, g: np.ndarray, scale: 
     def norm(X: np.ndarray) -> np.ndarray:
         return X / np.maximum(np.max(np.abs(X), axis=(-2, -1), keepdims=True), 1e-300)
 
-    K = np.concatenate([norm(H) @ N, norm(M) @ N, norm(np.swapaxes(M, -1, -2)) @ N], axis=-2)
+    HN = norm(H) @ N
+    # the usual case, cheaply: d2L/dv2 regular on Delta. K stacks HN over more rows, so its smallest singular
+    # value is at least HN's, whose square is at least 1 / |(HN^T HN)^{-1}|_1 (the inverse is symmetric: its
+    # 2-norm is at most its 1-norm); above 1e-12 (singular values above 1e-6, the null test's 1e-8 with a margin
+    # for the inverse's rounding) no direction is null and nothing is violated
+    with np.errstate(all="ignore"):
+        low = 1.0 / np.abs(_inverse(np.swapaxes(HN, -1, -2) @ HN)).sum(axis=-2).max(axis=-1)
+    if np.all(low > 1e-12):
+        return np.zeros(scale.shape), np.zeros(g.shape)
+    K = np.concatenate([HN, norm(M) @ N, norm(np.swapaxes(M, -1, -2)) @ N], axis=-2)
     _, sv, Vt = _svd(K, compute_uv=True, full_matrices=False)
     null = sv <= 1e-8
     E = Vt @ np.swapaxes(N, -1, -2)  # rows: candidate directions e in Delta, unit length
