@@ -205,8 +205,8 @@ def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np
         out.update(host_degeneracy(out["d2L_dv2"], Nt, full=_galerkin_stages_unconstrained(sm),
                                    restricted=not sm.rule.degenerate_safe))
         if "secondary_terms" in out:
-            out["secondary"], out["secondary_direction"] = host_secondary_residual(
-                out["d2L_dv2"], *out.pop("secondary_terms"), Nt)
+            M, g, scale = out.pop("secondary_terms")
+            out["secondary"], out["secondary_direction"] = host_secondary_residual(out["d2L_dv2"], M, g, scale, Nt)
     if vv is not None:
         if m:
             viol = np.max(np.abs(np.einsum("...ij,...j->...i", A, vv)), axis=-1)
@@ -298,25 +298,26 @@ def host_degeneracy(H: np.ndarray, Nt: np.ndarray | None, full: bool, restricted
     if restricted:
         Hr = H if Nt is None else Nt @ H @ np.swapaxes(Nt, -1, -2)
         if Hr.shape[-1]:
-            sv = _svd(Hr, compute_uv=False)
+            sv = _svd(Hr)[1]
             out["degeneracy"] = sv[..., -1] / np.maximum(sv[..., 0], 1e-300)
     if full:
-        _, svf, Vf = _svd(H, compute_uv=True)
+        _, svf, Vf = _svd(H)
         out["degeneracy_full"] = svf[..., -1] / np.maximum(svf[..., 0], 1e-300)
         out["degenerate_direction"] = Vf[..., -1, :]
     return out
 
 
-def _svd(X: np.ndarray, compute_uv: bool, full_matrices: bool = True) -> tuple | np.ndarray:
+def _svd(X: np.ndarray, full_matrices: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``np.linalg.svd`` of a stack, NaN for a member with a non-finite entry (NumPy raises; the members' own checks
     report it, as the compiled decomposition's NaN did)."""
     ok = np.isfinite(X).all(axis=(-2, -1))
-    if ok.all():
-        return np.linalg.svd(X, compute_uv=compute_uv, full_matrices=full_matrices)
-    res = np.linalg.svd(np.where(ok[..., None, None], X, 0.0), compute_uv=compute_uv, full_matrices=full_matrices)
-    for r in res if compute_uv else (res,):
-        r[~ok] = np.nan
-    return res
+    if not ok.all():
+        X = np.where(ok[..., None, None], X, 0.0)
+    U, sv, Vt = np.linalg.svd(X, full_matrices=full_matrices)
+    if not ok.all():
+        for r in (U, sv, Vt):
+            r[~ok] = np.nan
+    return U, sv, Vt
 
 
 def _legendre_solve(sysm: LagrangeDiracSystem, q: Point, p: Covector, A: Matrix | None, N: Matrix,
@@ -680,7 +681,7 @@ def host_secondary_residual(H: np.ndarray, M: np.ndarray, g: np.ndarray, scale: 
     if np.all(low > 1e-12):
         return np.zeros(scale.shape), np.zeros(g.shape)
     K = np.concatenate([HN, norm(M) @ N, norm(np.swapaxes(M, -1, -2)) @ N], axis=-2)
-    _, sv, Vt = _svd(K, compute_uv=True, full_matrices=False)
+    _, sv, Vt = _svd(K, full_matrices=False)
     null = sv <= 1e-8
     E = Vt @ np.swapaxes(N, -1, -2)  # rows: candidate directions e in Delta, unit length
     with np.errstate(invalid="ignore"):
