@@ -243,6 +243,29 @@ def test_the_host_algebraic_equation_check_is_the_compiled_one():
     assert not res[1] > 1e-8 and res[0] == 0.5
 
 
+def test_a_regular_kinetic_term_skips_the_hosts_algebraic_equation_check(monkeypatch):
+    """An unconstrained vector-space system tells a regular d2L/dv2 apart in its start program (a bound from an
+    unrolled inverse): the host decomposes nothing. Sensitivity: a coordinate without kinetic term is decomposed
+    on the host and its violated algebraic equation refused."""
+    from manifold_dirac._mechanics import compile_cache
+    from manifold_dirac._run import start
+
+    def refuse(*args):
+        raise AssertionError("decomposed on the host")
+
+    monkeypatch.setattr(start, "host_secondary_residual", refuse)
+    assert md.integrate(md.systems.pendulum(), np.array([1.0]), v0=np.array([0.0]), h=0.05, n_steps=3).ok
+    monkeypatch.undo()
+    calls = []
+    original = start.host_secondary_residual
+    monkeypatch.setattr(start, "host_secondary_residual", lambda *a: calls.append(1) or original(*a))
+    sysm = LagrangeDiracSystem(Euclidean(2), lambda q, v: 0.5 * v[0] ** 2 - 0.5 * q[0] ** 2 - q[1] ** 2 + q[1])
+    with pytest.raises(IllPosedSystemError, match="algebraic equation of motion"):
+        md.integrate(sysm, np.array([0.1, 0.0]), v0=np.array([0.0, 0.0]), h=0.1, n_steps=3)
+    assert calls
+    compile_cache.clear()
+
+
 # ------------------------------------------------------------------------- the start's compiler options
 def _pendulum_run(options: dict) -> np.ndarray:
     from manifold_dirac._mechanics import compile_cache

@@ -27,6 +27,7 @@ from .._manifolds.euclidean import Euclidean
 from .._mechanics.galerkin import _is_vector_space
 from .._mechanics.rules import DiscreteLagrangian
 from .._mechanics.schemes import Scheme
+from .._mechanics.small import SMALL_SOLVE_MAX, solve_small
 from .._mechanics.step import StepMap
 from .._mechanics.system import LagrangeDiracSystem, over_batch
 from .._types import Covector, Matrix, Params, Point, Scalar, Vector
@@ -62,6 +63,12 @@ _SINGULAR_STEP = 1e13
 
 _SECONDARY_RTOL = 1e-8
 """Relative violation of an algebraic equation of motion at ``q0`` that refuses a start."""
+
+
+_REGULAR_BOUND = 1e-12
+"""A lower bound of the squared smallest singular value of ``d2L/dv2`` (scaled to a largest entry of 1) above which
+every direction has a kinetic term: singular values above ``1e-6``, the algebraic equations' null test (``1e-8``,
+:func:`host_secondary_residual`) with a margin for the rounding of the bound."""
 
 
 START_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
@@ -136,6 +143,8 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
             xi0 = jnp.where(jnp.all(jnp.isfinite(vl)), h * vl, jnp.zeros_like(p))
         if algebraic_check:
             out["secondary_terms"] = _secondary_terms(sysm, q, v, t0, params)
+            if not m and n <= SMALL_SOLVE_MAX:  # the usual case told apart here: d2L/dv2 regular, nothing to check
+                out["kinetic_bound"] = _kinetic_bound(out["d2L_dv2"])
         out["members"] = sm.initial(q, p, xi0)
         # the first step's Newton matrix at its warm start: a singular one is refused (_check_step_matrix); its
         # condition number is computed on the host (host_condition): compiled here, the inverse and the singular
@@ -204,8 +213,8 @@ def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np
         Nt = _host_null_basis(out.get("A"), sysm.dim)
         out.update(host_degeneracy(out["d2L_dv2"], Nt, full=_galerkin_stages_unconstrained(sm),
                                    restricted=not sm.rule.degenerate_safe))
-        if "secondary_terms" in out:
-            M, g, scale = out.pop("secondary_terms")
+        M, g, scale = out.pop("secondary_terms", (None, None, None))
+        if M is not None and not np.all(out.pop("kinetic_bound", 0.0) > _REGULAR_BOUND):
             out["secondary"], out["secondary_direction"] = host_secondary_residual(out["d2L_dv2"], M, g, scale, Nt)
     if vv is not None:
         if m:
@@ -421,7 +430,6 @@ def equilibrated_condition(J: Matrix, direction: bool = True) -> tuple[jax.Array
     matrix is singular by the start's threshold, else zeros) is the right
     singular vector of the smallest singular value, in the unknowns' units.
     """
-    from .._mechanics.small import SMALL_SOLVE_MAX, solve_small
 
     Je = J / jnp.maximum(jnp.max(jnp.abs(J), axis=1, keepdims=True), 1e-300)
     col = jnp.maximum(jnp.max(jnp.abs(Je), axis=0, keepdims=True), 1e-300)
@@ -625,6 +633,24 @@ def _check_step_matrix(sysm: LagrangeDiracSystem, scheme: Scheme, rule: Discrete
     )
 
 
+def _kinetic_bound(H: Matrix) -> jax.Array:
+    """``1 / |(Hn^T Hn)^{-1}|_1``, ``Hn = H / max|H|`` (one member, ``H = d2L/dv2 (n, n)``; traceable, no LAPACK).
+
+    A lower bound of the square of ``Hn``'s smallest singular value (the
+    inverse is symmetric: its 2-norm is at most its 1-norm): above
+    :data:`_REGULAR_BOUND` every direction has a kinetic term and the
+    algebraic equations' check has nothing to check
+    (:func:`host_secondary_residual`); 0 or NaN for a singular or
+    non-finite ``H``. The inverse is the unrolled elimination of
+    :func:`~manifold_dirac._mechanics.small.solve_small` (``n`` at most its
+    size limit).
+    """
+    Hn = H / jnp.maximum(jnp.max(jnp.abs(H)), 1e-300)
+    G = Hn.T @ Hn
+    inv = jax.vmap(lambda b: solve_small(G, b))(jnp.eye(H.shape[-1], dtype=H.dtype))
+    return 1.0 / jnp.max(jnp.sum(jnp.abs(inv), axis=-1))
+
+
 def _secondary_terms(sysm: LagrangeDiracSystem, q: Point, v: Vector, t: Scalar,
                      params: Params) -> tuple[jax.Array, jax.Array, jax.Array]:
     """What :func:`host_secondary_residual` needs besides ``d2L/dv2`` (one member, a vector space; traceable).
@@ -678,7 +704,7 @@ def host_secondary_residual(H: np.ndarray, M: np.ndarray, g: np.ndarray, scale: 
     # for the inverse's rounding) no direction is null and nothing is violated
     with np.errstate(all="ignore"):
         low = 1.0 / np.abs(_inverse(np.swapaxes(HN, -1, -2) @ HN)).sum(axis=-2).max(axis=-1)
-    if np.all(low > 1e-12):
+    if np.all(low > _REGULAR_BOUND):
         return np.zeros(scale.shape), np.zeros(g.shape)
     K = np.concatenate([HN, norm(M) @ N, norm(np.swapaxes(M, -1, -2)) @ N], axis=-2)
     _, sv, Vt = _svd(K, full_matrices=False)
