@@ -20,6 +20,15 @@ the executables still come from JAX's persistent cache), ``on`` with it,
 directories, so that the two are compared under the same load. The minimum
 over the rounds is reported (wall and CPU minimised separately); the
 machine's load before and after is printed, and written with ``--out`` as JSON.
+
+``--layer-cost`` measures instead, in one process and per program (start,
+loop), what the serialized-program layer adds to a cold call, free of the
+noise of comparing fresh processes: with JAX's in-memory caches cleared
+before each phase and the persistent cache never written, the CPU time of
+the traced path (trace, lower, XLA compile) and of the layer's (export:
+trace, lower and serialize; embedding the serialized program in a ``jit``;
+XLA compile of that module), the two alternating over ``--rounds`` rounds
+(minimum and median reported).
 """
 
 from __future__ import annotations
@@ -86,6 +95,59 @@ def child(name: str) -> None:
     print(json.dumps({"import": imp, "first": first, "compile_per_program": per_program}))
 
 
+def layer_cost(name: str, rounds: int) -> dict:
+    """In this process: the CPU time of each phase of a cold call, traced and through the layer (see the docstring)."""
+    import statistics
+
+    import jax
+
+    import manifold_dirac as md
+    from benchmarks.cases import CASES as C
+    from manifold_dirac._run import exported
+
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1e9)  # never written: every compile is cold
+    base, kw = (name[: -len("_gauss4")], {"discrete_lagrangian": "gauss4"}) if name.endswith("_gauss4") else (name, {})
+    c = C[base]
+    programs = []
+    original = exported.DiskProgram._obtain
+
+    def grab(self, sig):
+        programs.append((self, sig))
+        return original(self, sig)
+
+    exported.DiskProgram._obtain = grab
+    try:
+        md.integrate(c.make(), c.q0, v0=c.v0, h=c.h, n_steps=10, **kw)
+    finally:
+        exported.DiskProgram._obtain = original
+    if len(programs) != 2:
+        raise RuntimeError(f"{name}: expected the start and the loop served by the layer, got {len(programs)} programs")
+    times: dict[str, list[float]] = {}
+
+    def clock(key, f):
+        t = time.process_time()
+        out = f()
+        times.setdefault(key, []).append(time.process_time() - t)
+        return out
+
+    for r in range(rounds):
+        for label, (p, sig) in zip(("start", "loop"), programs):
+            for path in (("traced", "layer") if r % 2 == 0 else ("layer", "traced")):
+                jax.clear_caches()
+                if path == "traced":
+                    fn, args = p._jitted(), jax.tree.unflatten(sig.tree, exported._shapes(sig))
+                    traced = clock(f"{label} traced: trace", lambda: fn.trace(*args))
+                    lowered = clock(f"{label} traced: lower", traced.lower)
+                    clock(f"{label} traced: compile", lambda: lowered.compile(compiler_options=p._xla_options))
+                else:
+                    entry = clock(f"{label} layer: export", lambda: p._export(sig))
+                    clock(f"{label} layer: serialize", lambda: bytes(entry.exported.serialize()))
+                    lowered = clock(f"{label} layer: embed", lambda: jax.jit(entry.exported.call).lower(
+                        *exported._shapes(sig)))
+                    clock(f"{label} layer: compile", lambda: lowered.compile(compiler_options=p._xla_options))
+    return {k: {"min": min(v), "median": statistics.median(v)} for k, v in times.items()}
+
+
 def _run(name: str, cache: Path, export: bool) -> dict:
     env = {**os.environ, "MANIFOLD_DIRAC_JAX_CACHE": str(cache), "PYTHONPATH": str(ROOT),
            "MANIFOLD_DIRAC_EXPORT": "1" if export else "0"}
@@ -107,11 +169,25 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--export", choices=("both", "on", "off"), default="both")
     ap.add_argument("--child")
+    ap.add_argument("--layer-cost", action="store_true",
+                    help="the layer's cost per phase of a cold call, in this process (see the docstring)")
     a = ap.parse_args(argv)
     if a.child:
         child(a.child)
         return 0
     sys.path.insert(0, str(ROOT))
+    if a.layer_cost:
+        with tempfile.TemporaryDirectory(prefix="md-layer-cost-") as d:
+            os.environ["MANIFOLD_DIRAC_JAX_CACHE"] = d  # before the library's import: a cache directory of its own
+            os.environ["MANIFOLD_DIRAC_EXPORT"] = "1"
+            from benchmarks.kernel import finish, machine
+
+            table = {**machine(), "rounds": a.rounds, "cases": {}}
+            for name in a.names:
+                rows = table["cases"][name] = layer_cost(name, a.rounds)
+                for k, v in rows.items():
+                    print(f"{name:17s} {k:24s} CPU min {v['min']:.3f} s, median {v['median']:.3f} s", flush=True)
+        return finish(table, a.out)
     from benchmarks.kernel import finish, machine
 
     table = {**machine(), "rows": []}

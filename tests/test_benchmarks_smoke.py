@@ -157,3 +157,17 @@ def test_sweep_benchmark_workers_keep_the_library_xla_flag_and_run_one_thread():
                            env={**env, "PYTHONPATH": str(ROOT), "XLA_FLAGS": "--xla_dump_to=/dev/null"},
                            timeout=300).stdout
     assert "xla_dump_to" in flags and "small_while_loop" not in flags and "PJRT_NPROC=1" in flags
+
+
+@pytest.mark.slow  # four cold compiles of the pendulum's programs (~10 s)
+def test_first_call_layer_cost_times_both_paths_of_both_programs(tmp_path):
+    out = tmp_path / "layer_cost.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "first_call.py"), "--layer-cost", "--rounds", "1",
+                           "--out", str(out), "pendulum"], capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["cases"]["pendulum"]
+    for program in ("start", "loop"):
+        for phase in ("traced: trace", "traced: lower", "traced: compile", "layer: export", "layer: embed",
+                      "layer: compile"):
+            assert rows[f"{program} {phase}"]["min"] > 0, (program, phase)

@@ -27,11 +27,19 @@ from .._manifolds.euclidean import Euclidean
 from .._mechanics.galerkin import _is_vector_space
 from .._mechanics.rules import DiscreteLagrangian
 from .._mechanics.schemes import Scheme
+from .._mechanics.small import SMALL_SOLVE_MAX, solve_small
 from .._mechanics.step import StepMap
 from .._mechanics.system import LagrangeDiracSystem, over_batch
 from .._types import Covector, Matrix, Params, Point, Scalar, Vector
 from .state import _flatten_batch
 from .validate import _nonfinite_word
+
+try:  # the routine of np.linalg.inv and np.linalg.cond, which gives NaN or inf for a singular matrix (no exception)
+    from numpy.linalg import _umath_linalg
+
+    _GUFUNC_INV: Callable | None = _umath_linalg.inv
+except (ImportError, AttributeError):  # pragma: no cover  (another NumPy layout)
+    _GUFUNC_INV = None
 
 _LEGENDRE_ITERATIONS = 12
 """Gauss--Newton iterations of the Legendre inverse at the start of a run from ``p0``."""
@@ -55,6 +63,12 @@ _SINGULAR_STEP = 1e13
 
 _SECONDARY_RTOL = 1e-8
 """Relative violation of an algebraic equation of motion at ``q0`` that refuses a start."""
+
+
+_REGULAR_BOUND = 1e-12
+"""A lower bound of the squared smallest singular value of ``d2L/dv2`` (scaled to a largest entry of 1) above which
+every direction has a kinetic term: singular values above ``1e-6``, the algebraic equations' null test (``1e-8``,
+:func:`host_secondary_residual`) with a margin for the rounding of the bound."""
 
 
 START_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
@@ -87,20 +101,30 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
     # fixed velocities at which dL/dv is probed (a Lagrangian without velocity dependence is refused)
     probes = np.random.default_rng(20240610).standard_normal((_N_PROBES, n))
 
+    # an orthonormal basis N of Delta(q0) = ker A(q0) is needed in the program by the Legendre inverse of p0 only
+    # (which calls LAPACK anyway); the rest needs only the projector N N^T, computed without a LAPACK call (a
+    # program with none loads from the cache without initializing LAPACK, ~0.1 s); the singular value
+    # decompositions of the checks (A(q0), d2L/dv2, the algebraic equations) are the host's (check_start)
+    needs_basis = bool(m) and not has_v
+
     def one(q, v, p, h, t0, params):
         out = {}
         A = sysm.constraint_matrix(q, params) if m else None
-        N = jnp.eye(n)  # a basis of Delta(q0) = ker A(q0)
+        N = P = jnp.eye(n)  # a basis of Delta(q0) = ker A(q0), and the orthogonal projector onto it
         if m:
-            _, out["A_singular_values"], Vt = jnp.linalg.svd(A)  # the rank of A(q0) is checked on the host
-            N = Vt[m:].T
-            out["A"] = A
+            out["A"] = A  # its rank is checked on the host
+            if needs_basis:
+                N = jnp.linalg.svd(A)[2][m:].T
+                P = N @ N.T
+            else:
+                P = _null_projector(A)
         if sysm.n_holonomic:  # g(q0) = 0 is checked on the host (its differential is in A)
             out["g"] = sysm.holonomic(q, params)
-        # dL/dv on Delta(q0) at v0 (or 0) and at the probe velocities in Delta(q0)
-        W = jnp.concatenate([v[None], probes @ N @ N.T])
+        # dL/dv on Delta(q0) at v0 (or 0) and at the probe velocities in Delta(q0) (only whether it vanishes is
+        # checked: |dL/dv N| = 0 exactly where |dL/dv N N^T| = 0)
+        W = jnp.concatenate([v[None], probes @ P])
         if n > m:
-            out["dLdv_probe"] = jnp.max(jnp.abs(jax.vmap(lambda w: sysm.momentum(q, w, params) @ N)(W)))
+            out["dLdv_probe"] = jnp.max(jnp.abs(jax.vmap(lambda w: sysm.momentum(q, w, params) @ P)(W)))
         else:  # Delta(q0) = 0: nothing to probe (a system that cannot move)
             out["dLdv_probe"] = jnp.ones(())
         if has_v:
@@ -108,28 +132,19 @@ def build_start(sm: StepMap, nb: int, has_v: bool, check_degenerate: bool) -> Ca
             out["p"] = p
         else:
             out["legendre"] = _legendre_solve(sysm, q, p, A, N, params)
-        if check_degenerate:
-            # the smallest singular value of d2L/dv2 on ker A(q0), relative to the largest
-            H = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
-            if m:
-                H = N.T @ H @ N
-            if H.shape[-1]:
-                sv = jnp.linalg.svd(H, compute_uv=False)
-                out["degeneracy"] = sv[-1] / jnp.maximum(sv[0], 1e-300)
-        if stage_check:
-            # the smallest singular value of d2L/dv2 on the whole frame space (the internal stages of a
-            # Galerkin curve are not held in Delta: see _check_galerkin_degeneracy)
-            Hf = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
-            _, svf, Vf = jnp.linalg.svd(Hf)
-            out["degeneracy_full"] = svf[-1] / jnp.maximum(svf[0], 1e-300)
-            out["degenerate_direction"] = Vf[-1]
+        if check_degenerate or stage_check or algebraic_check:
+            # d2L/dv2 at (q0, v0): its singular values on ker A(q0) and on the whole frame space are the host's
+            # (host_degeneracy)
+            out["d2L_dv2"] = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
         if has_v:
             xi0 = h * v
         else:  # warm start from the Legendre inverse of p0 (on Delta(q0)), not from rest
             vl = out["legendre"]["v"]
             xi0 = jnp.where(jnp.all(jnp.isfinite(vl)), h * vl, jnp.zeros_like(p))
         if algebraic_check:
-            out["secondary"], out["secondary_direction"] = _secondary_residual(sysm, q, v, N, t0, params)
+            out["secondary_terms"] = _secondary_terms(sysm, q, v, t0, params)
+            if not m and n <= SMALL_SOLVE_MAX:  # the usual case told apart here: d2L/dv2 regular, nothing to check
+                out["kinetic_bound"] = _kinetic_bound(out["d2L_dv2"])
         out["members"] = sm.initial(q, p, xi0)
         # the first step's Newton matrix at its warm start: a singular one is refused (_check_step_matrix); its
         # condition number is computed on the host (host_condition): compiled here, the inverse and the singular
@@ -193,7 +208,14 @@ def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np
     if m:
         A = out["A"]
         _check_finite_constraint(sysm, A, B)
-        _check_constraint_rank(sysm, A, out["A_singular_values"])
+        _check_constraint_rank(sysm, A)
+    if "d2L_dv2" in out:
+        Nt = _host_null_basis(out.get("A"), sysm.dim)
+        out.update(host_degeneracy(out["d2L_dv2"], Nt, full=_galerkin_stages_unconstrained(sm),
+                                   restricted=not sm.rule.degenerate_safe))
+        M, g, scale = out.pop("secondary_terms", (None, None, None))
+        if M is not None and not np.all(out.pop("kinetic_bound", 0.0) > _REGULAR_BOUND):
+            out["secondary"], out["secondary_direction"] = host_secondary_residual(out["d2L_dv2"], M, g, scale, Nt)
     if vv is not None:
         if m:
             viol = np.max(np.abs(np.einsum("...ij,...j->...i", A, vv)), axis=-1)
@@ -236,6 +258,75 @@ def check_start(sm: StepMap, out: dict, q0: Point, vv: np.ndarray | None, pp: np
     cond, null = host_condition(out["step_matrix"])
     _check_step_matrix(sysm, sm.scheme, sm.rule, cond, null, B)
     return None if v_legendre is None else _flatten_batch(v_legendre, nb)
+
+
+def _null_projector(A: Matrix) -> Matrix:
+    """``I - Q^T Q``, the orthogonal projector onto ``ker A`` (``A (m, n)`` of full row rank; traceable, no LAPACK).
+
+    ``Q`` holds an orthonormal basis of the rows of ``A`` by modified
+    Gram--Schmidt, unrolled over the static ``m``: the start needs the
+    projector only (the probe velocities of :func:`build_start`), and a
+    singular value decomposition would be the program's only LAPACK call.
+    Dependent rows give a meaningless projector (or NaN entries): the host
+    refuses such an ``A(q0)`` before it reads the probe
+    (:func:`_check_constraint_rank`).
+    """
+    rows: list[jax.Array] = []
+    for i in range(A.shape[0]):
+        r = A[i]
+        for e in rows:
+            r = r - jnp.sum(e * r) * e
+        rows.append(r / jnp.sqrt(jnp.sum(r * r)))
+    Q = jnp.stack(rows)
+    return jnp.eye(A.shape[1], dtype=A.dtype) - jnp.sum(Q[:, :, None] * Q[:, None, :], axis=0)
+
+
+def _host_null_basis(A: np.ndarray | None, n: int) -> np.ndarray | None:
+    """The rows of ``N^T`` ``(*B, n - m, n)``: an orthonormal basis of ``ker A(q0)`` (right singular vectors of ``A``
+    past its rank; ``A`` finite, of full row rank: checked before), or None without constraints (``N = I``)."""
+    if A is None:
+        return None
+    return np.linalg.svd(A)[2][..., A.shape[-2]:, :]
+
+
+def host_degeneracy(H: np.ndarray, Nt: np.ndarray | None, full: bool, restricted: bool) -> dict:
+    """How close ``d2L/dv2`` is to singular, on the host: ``H (*B, n, n)`` at ``(q0, v0)``.
+
+    ``Nt`` holds the rows of ``N^T`` ``(*B, k, n)``, an orthonormal basis of
+    ``Delta(q0) = ker A(q0)`` (None: the whole frame space). Returns the
+    entries :func:`check_start` checks: ``degeneracy`` (with ``restricted``,
+    when ``Delta(q0)`` is not zero): the smallest singular value of ``N^T H
+    N`` relative to the largest; ``degeneracy_full`` and
+    ``degenerate_direction`` (with ``full``): the same on the whole frame
+    space, and the right singular vector of the smallest one. NumPy's
+    decompositions of a few small matrices: compiled into the start, they
+    were its only LAPACK calls.
+    """
+    out = {}
+    H = np.asarray(H, dtype=np.float64)
+    if restricted:
+        Hr = H if Nt is None else Nt @ H @ np.swapaxes(Nt, -1, -2)
+        if Hr.shape[-1]:
+            sv = _svd(Hr)[1]
+            out["degeneracy"] = sv[..., -1] / np.maximum(sv[..., 0], 1e-300)
+    if full:
+        _, svf, Vf = _svd(H)
+        out["degeneracy_full"] = svf[..., -1] / np.maximum(svf[..., 0], 1e-300)
+        out["degenerate_direction"] = Vf[..., -1, :]
+    return out
+
+
+def _svd(X: np.ndarray, full_matrices: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.linalg.svd`` of a stack, NaN for a member with a non-finite entry (NumPy raises; the members' own checks
+    report it, as the compiled decomposition's NaN did)."""
+    ok = np.isfinite(X).all(axis=(-2, -1))
+    if not ok.all():
+        X = np.where(ok[..., None, None], X, 0.0)
+    U, sv, Vt = np.linalg.svd(X, full_matrices=full_matrices)
+    if not ok.all():
+        for r in (U, sv, Vt):
+            r[~ok] = np.nan
+    return U, sv, Vt
 
 
 def _legendre_solve(sysm: LagrangeDiracSystem, q: Point, p: Covector, A: Matrix | None, N: Matrix,
@@ -339,7 +430,6 @@ def equilibrated_condition(J: Matrix, direction: bool = True) -> tuple[jax.Array
     matrix is singular by the start's threshold, else zeros) is the right
     singular vector of the smallest singular value, in the unknowns' units.
     """
-    from .._mechanics.small import SMALL_SOLVE_MAX, solve_small
 
     Je = J / jnp.maximum(jnp.max(jnp.abs(J), axis=1, keepdims=True), 1e-300)
     col = jnp.maximum(jnp.max(jnp.abs(Je), axis=0, keepdims=True), 1e-300)
@@ -392,19 +482,47 @@ def host_condition(J: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     B, N = J.shape[:-2], J.shape[-1]
     if N == 0:
         return np.ones(B), np.zeros((*B, 0))
-    finite = np.all(np.isfinite(J), axis=(-2, -1))
-    J = np.where(finite[..., None, None], J, 0.0)
-    Je = J / np.maximum(np.max(np.abs(J), axis=-1, keepdims=True), 1e-300)
-    col = np.maximum(np.max(np.abs(Je), axis=-2, keepdims=True), 1e-300)
-    Je = Je / col
+    # np.linalg.cond(Je, 1) written out (one inverse, the norms by hand: it runs at every start, and its checks
+    # and wrappers were most of its cost); the same operations, so the same bits
+    finite = np.isfinite(J).all(axis=(-2, -1))
+    if not finite.all():
+        J = np.where(finite[..., None, None], J, 0.0)
+    a = np.abs(J)
+    row = a.max(axis=-1, keepdims=True)
+    np.maximum(row, 1e-300, out=row)
+    a /= row  # |J / row|: the division is exact in sign
+    col = a.max(axis=-2, keepdims=True)
+    np.maximum(col, 1e-300, out=col)
+    a /= col  # |Je|
+    Je = J / row
+    Je /= col
     with np.errstate(all="ignore"):
-        cond = np.linalg.cond(Je, 1)  # inf for a singular matrix (a NaN inverse)
+        inv = _inverse(Je)  # NaN or inf entries for a singular matrix
+        cond = a.sum(axis=-2).max(axis=-1) * np.abs(inv).sum(axis=-2).max(axis=-1)
     cond = np.where(finite, np.where(np.isnan(cond), np.inf, cond), 1.0)
     direction = np.zeros((*B, N))
     bad = cond > _SINGULAR_STEP
-    if np.any(bad):
+    if bad.any():
         direction[bad] = np.linalg.svd(Je[bad])[2][..., -1, :] / col[bad][..., 0, :]
     return cond, direction
+
+
+def _inverse(J: np.ndarray) -> np.ndarray:
+    """``J^{-1}`` of a stack of square matrices by NumPy's own inverse (``np.linalg.cond``'s), NaN or inf if singular.
+
+    ``np.linalg.inv`` raises on a singular matrix; ``np.linalg.cond`` calls
+    the underlying routine, which does not. Where NumPy's layout is not the
+    one expected, the inverse is ``np.linalg.inv``'s, a singular matrix's NaN.
+    """
+    if _GUFUNC_INV is not None:
+        return _GUFUNC_INV(J, signature="d->d")
+    out = np.empty_like(J)  # pragma: no cover  (another NumPy layout: member by member)
+    for i in np.ndindex(J.shape[:-2]):  # pragma: no cover
+        try:
+            out[i] = np.linalg.inv(J[i])
+        except np.linalg.LinAlgError:
+            out[i] = np.nan
+    return out  # pragma: no cover
 
 
 def step_conditioning(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, h: Scalar,
@@ -515,9 +633,49 @@ def _check_step_matrix(sysm: LagrangeDiracSystem, scheme: Scheme, rule: Discrete
     )
 
 
-def _secondary_residual(sysm: LagrangeDiracSystem, q: Point, v: Vector, N: Matrix, t: Scalar,
-                        params: Params) -> tuple[jax.Array, Vector]:
-    """The violation of the algebraic equations of motion at ``(q0, v0)`` (one member, a vector space; traceable).
+def _kinetic_bound(H: Matrix) -> jax.Array:
+    """``1 / |(Hn^T Hn)^{-1}|_1``, ``Hn = H / max|H|`` (one member, ``H = d2L/dv2 (n, n)``; traceable, no LAPACK).
+
+    A lower bound of the square of ``Hn``'s smallest singular value (the
+    inverse is symmetric: its 2-norm is at most its 1-norm): above
+    :data:`_REGULAR_BOUND` every direction has a kinetic term and the
+    algebraic equations' check has nothing to check
+    (:func:`host_secondary_residual`); 0 or NaN for a singular or
+    non-finite ``H``. The inverse is the unrolled elimination of
+    :func:`~manifold_dirac._mechanics.small.solve_small` (``n`` at most its
+    size limit).
+    """
+    Hn = H / jnp.maximum(jnp.max(jnp.abs(H)), 1e-300)
+    G = Hn.T @ Hn
+    inv = jax.vmap(lambda b: solve_small(G, b))(jnp.eye(H.shape[-1], dtype=H.dtype))
+    return 1.0 / jnp.max(jnp.sum(jnp.abs(inv), axis=-1))
+
+
+def _secondary_terms(sysm: LagrangeDiracSystem, q: Point, v: Vector, t: Scalar,
+                     params: Params) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """What :func:`host_secondary_residual` needs besides ``d2L/dv2`` (one member, a vector space; traceable).
+
+    ``M = d(dL/dv)/dq (n, n)`` (``M[i, j] = dp_i/dq_j``), ``g = dL/dq + F
+    (n,)`` and the size of the terms, ``max(|dL/dq|, |dL/dv|, |F|)``.
+    """
+    n = sysm.dim
+    M = jax.jacfwd(lambda e: sysm.momentum(sysm.Q.first_order_curve(q, e), v, params))(jnp.zeros(n))  # dp_i/dq_j
+    dq = sysm.partials(q, v, params)[0]
+    F = sysm.force(t, q, v, params) if sysm.has_force else None
+    g = dq if F is None else dq + F
+    scale = jnp.maximum(jnp.max(jnp.abs(dq)), jnp.max(jnp.abs(sysm.momentum(q, v, params))))
+    if F is not None:
+        scale = jnp.maximum(scale, jnp.max(jnp.abs(F)))
+    return M, g, scale
+
+
+def host_secondary_residual(H: np.ndarray, M: np.ndarray, g: np.ndarray, scale: np.ndarray,
+                            Nt: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The violation of the algebraic equations of motion at ``(q0, v0)`` (a vector space; on the host, batched).
+
+    ``H = d2L/dv2 (*B, n, n)``, ``M = d(dL/dv)/dq (*B, n, n)``, ``g = dL/dq + F (*B, n)``
+    and ``scale`` ``(*B,)`` from :func:`_secondary_terms`; ``Nt`` the rows of
+    ``N^T`` (:func:`_host_null_basis`, None for ``N = I``).
 
     A direction ``e`` of the constraint distribution (``e = N c``) whose
     momentum ``dL/dv . e`` is locally constant -- ``d2L/dv2 e = 0``,
@@ -526,27 +684,36 @@ def _secondary_residual(sysm: LagrangeDiracSystem, q: Point, v: Vector, N: Matri
     vanish on ``Delta``): not a differential equation but a constraint on
     ``q`` alone (and on ``v`` through ``F`` only), which the initial data must
     satisfy. Returns the largest violation relative to the size of the terms
-    and its direction ``e``.
+    ``(*B,)`` and its direction ``e`` ``(*B, n)`` (NumPy's decomposition:
+    compiled into the start, it was the program's only LAPACK call).
     """
-    n = sysm.dim
-    H = jax.jacfwd(lambda w: sysm.momentum(q, w, params))(v)
-    M = jax.jacfwd(lambda e: sysm.momentum(sysm.Q.first_order_curve(q, e), v, params))(jnp.zeros(n))  # dp_i/dq_j
-    dq = sysm.partials(q, v, params)[0]
-    F = sysm.force(t, q, v, params) if sysm.has_force else None
-    g = dq if F is None else dq + F
-    norm = lambda X: X / jnp.maximum(jnp.max(jnp.abs(X)), 1e-300)  # noqa: E731
-    K = jnp.concatenate([norm(H) @ N, norm(M) @ N, norm(M.T) @ N])
-    if K.shape[-1] == 0:
-        return jnp.zeros(()), jnp.zeros(n)
-    s, Vt = jnp.linalg.svd(K, full_matrices=False)[1:]
-    null = s <= 1e-8
-    E = Vt @ N.T  # rows: candidate directions e in Delta, unit length
-    scale = jnp.maximum(jnp.max(jnp.abs(dq)), jnp.max(jnp.abs(sysm.momentum(q, v, params))))
-    if F is not None:
-        scale = jnp.maximum(scale, jnp.max(jnp.abs(F)))
-    res = jnp.where(null, jnp.abs(E @ g), 0.0) / jnp.maximum(scale, 1e-300)
-    j = jnp.argmax(res)
-    return res[j], E[j]
+    H, M, g = (np.asarray(x, dtype=np.float64) for x in (H, M, g))
+    scale = np.asarray(scale, dtype=np.float64)
+    n = H.shape[-1]
+    N = np.broadcast_to(np.eye(n), H.shape) if Nt is None else np.swapaxes(Nt, -1, -2)
+    if N.shape[-1] == 0:
+        return np.zeros(scale.shape), np.zeros(g.shape)
+
+    def norm(X: np.ndarray) -> np.ndarray:
+        return X / np.maximum(np.max(np.abs(X), axis=(-2, -1), keepdims=True), 1e-300)
+
+    HN = norm(H) @ N
+    # the usual case, cheaply: d2L/dv2 regular on Delta. K stacks HN over more rows, so its smallest singular
+    # value is at least HN's, whose square is at least 1 / |(HN^T HN)^{-1}|_1 (the inverse is symmetric: its
+    # 2-norm is at most its 1-norm); above 1e-12 (singular values above 1e-6, the null test's 1e-8 with a margin
+    # for the inverse's rounding) no direction is null and nothing is violated
+    with np.errstate(all="ignore"):
+        low = 1.0 / np.abs(_inverse(np.swapaxes(HN, -1, -2) @ HN)).sum(axis=-2).max(axis=-1)
+    if np.all(low > _REGULAR_BOUND):
+        return np.zeros(scale.shape), np.zeros(g.shape)
+    K = np.concatenate([HN, norm(M) @ N, norm(np.swapaxes(M, -1, -2)) @ N], axis=-2)
+    _, sv, Vt = _svd(K, full_matrices=False)
+    null = sv <= 1e-8
+    E = Vt @ np.swapaxes(N, -1, -2)  # rows: candidate directions e in Delta, unit length
+    with np.errstate(invalid="ignore"):
+        res = np.where(null, np.abs(np.sum(E * g[..., None, :], axis=-1)), 0.0) / np.maximum(scale, 1e-300)[..., None]
+    j = np.argmax(np.where(np.isnan(res), np.inf, res), axis=-1)[..., None]  # a NaN member: NaN, as the check expects
+    return np.take_along_axis(res, j, axis=-1)[..., 0], np.take_along_axis(E, j[..., None], axis=-2)[..., 0, :]
 
 
 def _check_secondary_constraint(sysm: LagrangeDiracSystem, res: np.ndarray, direction: np.ndarray,
@@ -585,15 +752,16 @@ def _check_finite_constraint(sysm: LagrangeDiracSystem, A: np.ndarray, B: tuple[
         )
 
 
-def _check_constraint_rank(sysm: LagrangeDiracSystem, A: np.ndarray, s: np.ndarray) -> None:
+def _check_constraint_rank(sysm: LagrangeDiracSystem, A: np.ndarray) -> None:
     """Refuse linearly dependent constraint one-forms at q0 (a non-regular distribution).
 
-    ``A`` is ``A(q0)`` ``(*B, m, n)``, ``s`` its singular values ``(*B, min(m, n))`` (from the compiled start).
+    ``A`` is ``A(q0)`` ``(*B, m, n)`` (finite, from the compiled start); its singular values are NumPy's.
     """
     m, n = A.shape[-2:]
     if m > n:
         raise ValueError(f"the {m} constraint one-forms of {sysm.name or 'this system'} on a {n}-dimensional "
                          "manifold cannot be independent: the distribution is not regular")
+    s = np.linalg.svd(A, compute_uv=False)
     rank = np.sum(s > 1e-10 * np.maximum(s[..., :1], 1e-300), axis=-1)
     if np.any(rank < m):
         raise ValueError(
