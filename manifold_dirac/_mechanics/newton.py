@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .small import solve_small
+from .small import every, largest, solve_small, total
 from .status import Status
 from .._types import PyTree
 
@@ -132,7 +132,7 @@ def scaled_error(r: jax.Array, scale: jax.Array) -> jax.Array:
     ratio = jnp.where(a == 0, 0.0, a / jnp.where(scale > 0, scale, 1.0))
     ratio = jnp.where((a > 0) & ~(scale > 0), jnp.inf, ratio)  # a nonzero residual of a zero-scale equation
     ratio = jnp.where(jnp.isnan(r) | jnp.isnan(scale), jnp.nan, ratio)
-    return jnp.max(ratio, initial=0.0)
+    return largest(ratio, initial=0.0)  # written out: no reduction in the compiled loop (small.total)
 
 
 class RoundoffFloor(NamedTuple):
@@ -240,15 +240,15 @@ def newton(
             J = linearize(z, probe)
             fresh = jnp.bool_(True)
         if linear is not None:
-            floor_z = jnp.sum(jnp.abs(J), axis=1) * linear.resolution(z, aux)
+            floor_z = total(jnp.abs(J), axis=1) * linear.resolution(z, aux)
         z1 = jnp.where(probe, z, z + solve_small(J, -r))  # a probe does not move
         if floor is not None:
             if not shared:  # a floor function of its own (a branch: its own copy of the equations)
                 floor_z = jax.lax.cond(probe, floor, jnp.zeros_like, z)
-            at_floor = probe & jnp.all(jnp.abs(r) <= 4.0 * (_EPS * jnp.abs(s) + floor_z))
+            at_floor = probe & every(jnp.abs(r) <= 4.0 * (_EPS * jnp.abs(s) + floor_z))
         r1, s1, e1, aux1 = value(z1)
         it1 = it + jnp.where(probe, 0, 1).astype(jnp.int32)
-        finite = jnp.isfinite(e1) & jnp.all(jnp.isfinite(z1))
+        finite = jnp.isfinite(e1) & every(jnp.isfinite(z1))
         stagnant = e1 >= 0.5 * e
         converged = (e1 <= 4 * _EPS) | (stagnant & (e1 <= rtol))
         if floor is None:
@@ -268,7 +268,7 @@ def newton(
             ~finite, Status.NONFINITE, jnp.where(converged | (e1 <= rtol), Status.OK, Status.NO_CONVERGENCE)
         ).astype(jnp.int32)
         # a non-finite iterate: keep the last finite one (where the failure can be diagnosed)
-        z1 = jnp.where(jnp.all(jnp.isfinite(z1)), z1, z)
+        z1 = jnp.where(every(jnp.isfinite(z1)), z1, z)
         # (under vmap the loop runs while any member runs, and JAX keeps a stopped member's values)
         if reuse:  # kept for the next trip (a probe's columns are not the Newton matrix)
             J_next = jnp.where(probe, J_kept, J) if shared else J
