@@ -30,21 +30,8 @@ _EYE = np.eye(3)
 
 
 def mm(A: jax.Array, B: jax.Array) -> jax.Array:
-    """``A @ B`` for small matrices, as broadcast-and-sum (faster than ``@`` for 3x3 on CPU).
-
-    The sum is written out term by term, as ``_mechanics.small.total`` does: a reduction in a compiled
-    loop costs every call of the program buffers of its own.
-    """
-    P = A[..., :, :, None] * B[..., None, :, :]
-    out = P[..., 0, :]
-    for j in range(1, P.shape[-2]):
-        out = out + P[..., j, :]
-    return out
-
-
-def _norm2(xi: jax.Array) -> jax.Array:
-    """``|xi|^2`` over the last axis (of size 3), written out (see :func:`mm`)."""
-    return xi[..., 0] * xi[..., 0] + xi[..., 1] * xi[..., 1] + xi[..., 2] * xi[..., 2]
+    """``A @ B`` for small matrices, as broadcast-and-sum (faster than ``@`` for 3x3 on CPU)."""
+    return jnp.sum(A[..., :, :, None] * B[..., None, :, :], axis=-2)
 
 
 def skew(w: jax.Array) -> jax.Array:
@@ -214,13 +201,13 @@ class SO3(MatrixLieGroup):
 
     def exp_right_jacobian(self, xi):
         xi = jnp.asarray(xi)
-        b, c = coefficients(_norm2(xi), "bc")
+        b, c = coefficients(jnp.sum(xi * xi, axis=-1), "bc")
         X = skew(xi)
         return _EYE - _c(b) * X + _c(c) * mm(X, X)
 
     def exp_right_jacobian_inv(self, xi):
         xi = jnp.asarray(xi)
-        (k,) = coefficients(_norm2(xi), "k")
+        (k,) = coefficients(jnp.sum(xi * xi, axis=-1), "k")
         X = skew(xi)
         return _EYE + 0.5 * X + _c(k) * mm(X, X)
 
@@ -384,7 +371,7 @@ class SO3(MatrixLieGroup):
 def rodrigues(xi: jax.Array) -> jax.Array:
     """``exp`` of SO(3), ``(*batch, 3) -> (*batch, 3, 3)`` (Rodrigues; unchecked: :meth:`SO3.exp` checks)."""
     xi = jnp.asarray(xi)
-    a, b = coefficients(_norm2(xi), "ab")
+    a, b = coefficients(jnp.sum(xi * xi, axis=-1), "ab")
     X = skew(xi)
     return _EYE + _c(a) * X + _c(b) * mm(X, X)
 
@@ -459,7 +446,7 @@ class SO3Exp(Exp):
     ``tau``, ``J_r``, ``J_r^{-1}`` and ``J_l^{-1}(xi) = J_r^{-1}(-xi)``."""
 
     def tau_with_inverse_jacobians(self, G, xi):
-        a, b, k = coefficients(_norm2(xi), "abk")
+        a, b, k = coefficients(jnp.sum(xi * xi, axis=-1), "abk")
         X = skew(xi)
         XX = mm(X, X)
         kXX = _c(k) * XX
@@ -467,7 +454,7 @@ class SO3Exp(Exp):
         return _EYE + _c(a) * X + _c(b) * XX, -(_EYE - half + kXX), _EYE + half + kXX
 
     def tau_with_jacobians(self, G, xi):
-        a, b, c = coefficients(_norm2(xi), "abc")
+        a, b, c = coefficients(jnp.sum(xi * xi, axis=-1), "abc")
         X = skew(xi)
         XX = mm(X, X)
         tau = _EYE + _c(a) * X + _c(b) * XX
@@ -484,7 +471,7 @@ class SO3Cayley(Cayley):
     """
 
     def tau(self, G, xi):
-        f = 1.0 / (1.0 + 0.25 * _norm2(xi))
+        f = 1.0 / (1.0 + 0.25 * jnp.sum(xi * xi, axis=-1))
         X = skew(xi)
         return _EYE + _c(f) * (X + 0.5 * mm(X, X))
 
@@ -493,7 +480,7 @@ class SO3Cayley(Cayley):
         return 2.0 * G.vee(g - jnp.swapaxes(g, -1, -2)) / margin[..., None]
 
     def right_jacobian(self, G, xi):
-        return _c(2.0 / (4.0 + _norm2(xi))) * (2.0 * _EYE - skew(xi))
+        return _c(2.0 / (4.0 + jnp.sum(xi * xi, axis=-1))) * (2.0 * _EYE - skew(xi))
 
     def _jac_inv(self, G, xi, sign):
         return _EYE + 0.5 * sign * skew(xi) + 0.25 * (xi[..., :, None] * xi[..., None, :])
@@ -501,12 +488,12 @@ class SO3Cayley(Cayley):
     def tau_with_inverse_jacobians(self, G, xi):
         X = skew(xi)
         outer = 0.25 * (xi[..., :, None] * xi[..., None, :])
-        f = 1.0 / (1.0 + 0.25 * _norm2(xi))
+        f = 1.0 / (1.0 + 0.25 * jnp.sum(xi * xi, axis=-1))
         half = 0.5 * X
         return _EYE + _c(f) * (X + 0.5 * mm(X, X)), -(_EYE - half + outer), _EYE + half + outer
 
     def tau_with_jacobians(self, G, xi):
-        t2 = _norm2(xi)
+        t2 = jnp.sum(xi * xi, axis=-1)
         X = skew(xi)
         tau = _EYE + _c(1.0 / (1.0 + 0.25 * t2)) * (X + 0.5 * mm(X, X))
         return tau, jnp.swapaxes(tau, -1, -2), _c(2.0 / (4.0 + t2)) * (2.0 * _EYE - X)

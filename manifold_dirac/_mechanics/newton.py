@@ -10,9 +10,7 @@ Stopping rule (round-off by default, relative to the problem's own scale):
 with the scaled error ``e = max_i |r_i| / scale_i`` (a zero residual counts
 as 0 whatever its scale),
 
-* stop, converged, when ``e <= 4 eps`` (round-off reached); the start itself
-  (no update computed yet) is accepted at ``e <= 64 eps``
-  (:data:`START_ACCEPT`);
+* stop, converged, when ``e <= 4 eps`` (round-off reached);
 * stop, converged, when the error stagnates at an acceptable level:
   ``e >= e_prev / 2`` and ``e <= rtol`` (no further digits to gain);
 * stop, converged, when the error stagnates at the round-off floor of the
@@ -49,28 +47,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .small import every, largest, solve_small, total
+from .small import solve_small
 from .status import Status
 from .._types import PyTree
 
 __all__ = ["FloorTest", "NewtonResult", "RoundoffFloor", "SolverOptions", "newton", "scaled_error"]
 
 _EPS = float(np.finfo(np.float64).eps)
-
-START_ACCEPT = 64.0
-"""The start ``z0`` is a solution, with no update, when its scaled error is at most ``START_ACCEPT * eps``.
-
-A residual that sums a few terms of its scale's size is itself rounded to
-some ``eps`` of that scale: at an exact solution it is not zero but of the
-order of its rounding. On the rolling disk, whose sub-steps repeat from one
-step to the next (a relative equilibrium: the predicted starts are its
-solutions to round-off), a ``4 eps`` test sent 174 of the 306 composed
-sub-steps after the first two steps through a Newton update (a Newton
-matrix and a solve) that could only move ``z`` by round-off (``kahan_li8``,
-``h = 0.1``); at ``16 eps`` 101 still, at ``32 eps`` 62, at ``64 eps`` none.
-An update still follows any start above it, and after an update the test
-stays ``4 eps`` (or stagnation): the solution is at round-off either way
-(``docs/composition.md``)."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +132,7 @@ def scaled_error(r: jax.Array, scale: jax.Array) -> jax.Array:
     ratio = jnp.where(a == 0, 0.0, a / jnp.where(scale > 0, scale, 1.0))
     ratio = jnp.where((a > 0) & ~(scale > 0), jnp.inf, ratio)  # a nonzero residual of a zero-scale equation
     ratio = jnp.where(jnp.isnan(r) | jnp.isnan(scale), jnp.nan, ratio)
-    return largest(ratio, initial=0.0)  # written out: no reduction in the compiled loop (small.total)
+    return jnp.max(ratio, initial=0.0)
 
 
 class RoundoffFloor(NamedTuple):
@@ -234,7 +217,7 @@ def newton(
 
     r0, s0, e0, aux0 = value(z0)
     finite0 = jnp.isfinite(e0)
-    done0 = (e0 <= START_ACCEPT * _EPS) | ~finite0 | ~jnp.asarray(active)
+    done0 = (e0 <= 4 * _EPS) | ~finite0 | ~jnp.asarray(active)
     status0 = jnp.where(finite0, Status.OK, Status.NONFINITE).astype(jnp.int32)
 
     reuse = options.jacobian == "reuse"
@@ -257,15 +240,15 @@ def newton(
             J = linearize(z, probe)
             fresh = jnp.bool_(True)
         if linear is not None:
-            floor_z = total(jnp.abs(J), axis=1) * linear.resolution(z, aux)
+            floor_z = jnp.sum(jnp.abs(J), axis=1) * linear.resolution(z, aux)
         z1 = jnp.where(probe, z, z + solve_small(J, -r))  # a probe does not move
         if floor is not None:
             if not shared:  # a floor function of its own (a branch: its own copy of the equations)
                 floor_z = jax.lax.cond(probe, floor, jnp.zeros_like, z)
-            at_floor = probe & every(jnp.abs(r) <= 4.0 * (_EPS * jnp.abs(s) + floor_z))
+            at_floor = probe & jnp.all(jnp.abs(r) <= 4.0 * (_EPS * jnp.abs(s) + floor_z))
         r1, s1, e1, aux1 = value(z1)
         it1 = it + jnp.where(probe, 0, 1).astype(jnp.int32)
-        finite = jnp.isfinite(e1) & every(jnp.isfinite(z1))
+        finite = jnp.isfinite(e1) & jnp.all(jnp.isfinite(z1))
         stagnant = e1 >= 0.5 * e
         converged = (e1 <= 4 * _EPS) | (stagnant & (e1 <= rtol))
         if floor is None:
@@ -285,7 +268,7 @@ def newton(
             ~finite, Status.NONFINITE, jnp.where(converged | (e1 <= rtol), Status.OK, Status.NO_CONVERGENCE)
         ).astype(jnp.int32)
         # a non-finite iterate: keep the last finite one (where the failure can be diagnosed)
-        z1 = jnp.where(every(jnp.isfinite(z1)), z1, z)
+        z1 = jnp.where(jnp.all(jnp.isfinite(z1)), z1, z)
         # (under vmap the loop runs while any member runs, and JAX keeps a stopped member's values)
         if reuse:  # kept for the next trip (a probe's columns are not the Newton matrix)
             J_next = jnp.where(probe, J_kept, J) if shared else J

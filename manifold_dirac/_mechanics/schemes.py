@@ -83,7 +83,7 @@ from .._registry import Registry
 from .._manifolds.base import Manifold
 from .._types import Covector, Params, Point, Vector
 from .rules import DiscreteLagrangian, RuleValue
-from .small import mv, total, vm
+from .small import mv, vm
 from .system import LagrangeDiracSystem
 
 __all__ = ["SCHEMES", "Minus", "Plus", "Scheme", "Split", "Symmetric", "get_scheme", "register_scheme"]
@@ -168,7 +168,7 @@ class Scheme(abc.ABC):
         if not system.n_holonomic:
             return c
         G = system.holonomic_differential(q0, params)
-        norm = jnp.sqrt(total(G * G, axis=1))
+        norm = jnp.sqrt(jnp.sum(G * G, axis=1))
         g = system.holonomic(ld.q1, params) / jnp.where(norm > 0, norm, 1.0)
         return jnp.concatenate([c.astype(g.dtype), g]) if system.n_one_forms else g
 
@@ -281,7 +281,7 @@ class Split(Symmetric):
     reaction_sign = 0.5
 
     def outgoing_momentum(self, system, q1, p_out, mu, params):
-        return p_out + 0.5 * vm(mu, system.constraint_matrix(q1, params))  # no library product in the loop
+        return p_out + 0.5 * (system.constraint_matrix(q1, params).T @ mu)
 
 
 def _check_scheme(name: str, cls: object) -> None:

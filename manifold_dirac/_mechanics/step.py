@@ -19,7 +19,7 @@ from .._manifolds.base import tree_where
 from .newton import FloorTest, RoundoffFloor, SolverOptions, newton
 from .rules import DiscreteLagrangian, StepContext
 from .schemes import Scheme
-from .small import largest, mv, total
+from .small import mv
 from .status import Status, classify_step
 from .system import LagrangeDiracSystem
 from .._types import Params, Point, Scalar
@@ -200,11 +200,11 @@ class StepMap:
         xi, st, mu = z[:n], z[n:n + ns], z[n + ns:]
         ld = self.rule.evaluate(sysm, q0, xi, StepContext(h, t0, params, u, self.scheme.extra_nodes), st)
         r1 = p_in + ld.D1 + ld.f_minus + jnp.where(ld.finite, 0.0, jnp.nan)  # a NaN/inf L fails the step
-        s1 = jnp.maximum(largest(jnp.abs(p_in), initial=0.0), ld.scale)
+        s1 = jnp.maximum(jnp.max(jnp.abs(p_in)), ld.scale)
         if self.m:
             reaction = mv(self.scheme.reaction(sysm, q0, params), mu)
             r1 = r1 - reaction
-            s1 = jnp.maximum(s1, largest(jnp.abs(reaction), initial=0.0))
+            s1 = jnp.maximum(s1, jnp.max(jnp.abs(reaction)))
             c = self.scheme.constraint_residual(sysm, q0, xi, ld, params)
         else:
             c = jnp.zeros(0)
@@ -213,9 +213,8 @@ class StepMap:
         # momentum-like rows, then the constraint rows (node constraints g(c_i) of a Galerkin rule, c(xi))
         # a constraint row is a displacement in the chart: its scale is the step's size, and at least the
         # resolution of the points (a step from rest with g(q_k) at round-off is not a zero-scale equation)
-        # maxima written out (small.largest): a reduction in the compiled loop costs every call a few buffers
-        size = largest(jnp.stack([largest(jnp.abs(x)) for x in jax.tree.leaves(q0)]))
-        sc = jnp.maximum(largest(jnp.abs(xi), initial=0.0), _EPS * jnp.maximum(size, 1.0))
+        size = jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves(q0)]))
+        sc = jnp.maximum(jnp.max(jnp.abs(xi), initial=0.0), _EPS * jnp.maximum(size, 1.0))
         scale = jnp.concatenate([jnp.full(n + self.ns_curve, s1), jnp.full(ns - self.ns_curve + self.m, sc)])
         p_out = ld.D2 + ld.f_plus
         if self.m:  # the scheme's reaction at q_(k+1), if any (the split scheme)
@@ -238,9 +237,9 @@ class StepMap:
         """
         Q, n = self.system.Q, self.n
         q1 = Q.retract(q0, z[:n])
-        size = largest(jnp.stack([largest(jnp.abs(x)) for x in jax.tree.leaves((q0, q1))]))
+        size = jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves((q0, q1))]))
         dr = jax.jacfwd(lambda eta: self.equations(z, Q.retract(q0, eta), p_in, t0, h, params, u)[0])(jnp.zeros(n))
-        return total(jnp.abs(dr), axis=1) * (_EPS * size)
+        return jnp.sum(jnp.abs(dr), axis=1) * (_EPS * size)
 
     def floor_test(self, q0: Point, p_in: jax.Array, t0: Scalar, h: Scalar, params: Params,
                    u: jax.Array | None = None) -> RoundoffFloor:
@@ -258,7 +257,7 @@ class StepMap:
             return self.equations(z, Q.retract(q0, eta), p_in, t0, h, params, u)[0]
 
         def resolution(z, aux):
-            return _EPS * largest(jnp.stack([largest(jnp.abs(x)) for x in jax.tree.leaves((q0, aux[0]))]))
+            return _EPS * jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves((q0, aux[0]))]))
 
         return RoundoffFloor(residual, self.n, resolution)
 

@@ -41,7 +41,6 @@ from .._mechanics.composition import check_composable, get_composition
 from .._mechanics.newton import SolverOptions, newton
 from .._mechanics.rules import QuadratureRule, get_rule
 from .._mechanics.schemes import Scheme, get_scheme
-from .._mechanics.small import total
 from .._mechanics.status import Status, classify_step
 from .._mechanics.step import StepMap
 from .._mechanics.system import LagrangeDiracSystem
@@ -360,7 +359,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
                   jnp.asarray(mirror), jnp.asarray(mirror_before))
             (c, zs, _), (zout, its) = jax.lax.scan(one, (c._replace(z=P[0]), z1, P[-1]), xs)
             c = c._replace(z=jnp.stack([zs, z1]))
-            return c, (c.q, c.p, zout, total(its).astype(jnp.int32))
+            return c, (c.q, c.p, zout, jnp.sum(its).astype(jnp.int32))
 
         def sub_step(c: _Carry, k, t, h, u, guess):
             guess = jax.lax.stop_gradient(guess) if warm_start else jnp.zeros_like(guess)
