@@ -24,8 +24,29 @@ The unrolled elimination puts ``O(n^3)`` operations into the program (about
 grows faster than the step time falls."""
 
 
+FUSED_PRODUCT_MAX = 512
+"""Largest product ``A @ B`` (``i j k`` multiply-adds) that :func:`mm` writes as broadcast-and-sum.
+
+Measured on the bundled systems (AMD EPYC, one core, warm time per step,
+``benchmarks/all_systems.py``): the ``6 x 6`` products of SE(3) (216) are
+faster fused into the step (the tumbling brick 13-14 µs per step fused, 36-47
+µs as library products), the ``12 x 12`` tangent maps of the rigid double
+pendulum's product manifold (1728, under ``jax.jacfwd`` a batch of 18) are
+faster as one library product than as a broadcast ``(18, 12, 12, 12)``
+multiply-and-sum (XLA:CPU gives that sum to a YNNPACK reduction kernel): 299
+-> 136 µs per step."""
+
+
 def mm(A: jax.Array, B: jax.Array) -> jax.Array:
-    """``A @ B``, shapes ``(..., i, j) (..., j, k) -> (..., i, k)``, as broadcast-and-sum."""
+    """``A @ B``, shapes ``(..., i, j) (..., j, k) -> (..., i, k)``, as broadcast-and-sum.
+
+    Above :data:`FUSED_PRODUCT_MAX` multiply-adds (``i j k``) a library
+    product (``jnp.matmul``) instead: a large broadcast product is a kernel of
+    its own either way, and the library's is the faster one.
+    """
+    i, j = A.shape[-2:]
+    if i * j * B.shape[-1] > FUSED_PRODUCT_MAX:
+        return jnp.matmul(A, B)
     return jnp.sum(A[..., :, :, None] * B[..., None, :, :], axis=-2)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import manifold_dirac  # noqa: F401  (float64)
-from manifold_dirac._mechanics.small import SMALL_SOLVE_MAX, mm, mv, solve_small, vdot, vm
+from manifold_dirac._mechanics.small import FUSED_PRODUCT_MAX, SMALL_SOLVE_MAX, mm, mv, solve_small, vdot, vm
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, SMALL_SOLVE_MAX, SMALL_SOLVE_MAX + 1])
@@ -48,6 +48,26 @@ def test_products_match_matmul():
     # batched leading axes
     As = rng.standard_normal((5, 3, 3))
     np.testing.assert_allclose(np.asarray(mm(As, As)), As @ As, rtol=1e-13)
+
+
+def test_mm_takes_the_library_product_above_its_size_only():
+    """Up to FUSED_PRODUCT_MAX multiply-adds ``mm`` is elementwise (no ``dot_general``), above it one library
+    product; both routes equal ``@`` (the large one checked with a batch, as under ``jax.jacfwd``)."""
+    rng = np.random.default_rng(1)
+
+    def prims(i, j, k):
+        A, B = np.ones((i, j)), np.ones((j, k))
+        return {e.primitive.name for e in jax.make_jaxpr(mm)(A, B).jaxpr.eqns}
+
+    assert "dot_general" not in prims(6, 6, 6) and 6 * 6 * 6 <= FUSED_PRODUCT_MAX
+    assert "dot_general" not in prims(8, 8, 8) and 8 * 8 * 8 == FUSED_PRODUCT_MAX
+    assert "dot_general" in prims(12, 12, 12)
+    As, Bs = rng.standard_normal((18, 12, 12)), rng.standard_normal((12, 12))
+    np.testing.assert_allclose(np.asarray(mm(As, Bs)), As @ Bs, rtol=1e-13, atol=1e-13)
+    # the check sees a wrong large route: a product that forgets the batch's last member
+    wrong = np.asarray(mm(As, Bs)).copy()
+    wrong[-1] = 0.0
+    assert not np.allclose(wrong, As @ Bs)
 
 
 def _compiled_step_text(rule: str = "midpoint") -> str:
