@@ -47,9 +47,9 @@ def total(a: jax.Array, axis: int = -1) -> jax.Array:
     Inside a compiled loop every ``reduce`` operation brings its own reduction
     computation, whose values XLA:CPU gives buffers of their own, and the
     runtime sets up every buffer of a program on every call (about 0.2 µs
-    each, whether the loop runs or not): the step equations of the rolling
-    disk held 64 reductions and 302 such buffers). A sum of slices is elementwise and fuses
-    with what surrounds it. The terms are added in order, as XLA:CPU's
+    each, whether the loop runs or not; the step equations of the rolling
+    disk held 64 reductions and 302 such buffers). A sum of slices is
+    elementwise and fuses with what surrounds it. The terms are added in order, as XLA:CPU's
     sequential reduction of a short axis does. Above :data:`UNROLL_MAX`
     terms, ``jnp.sum``.
     """
