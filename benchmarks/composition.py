@@ -48,6 +48,12 @@ inputs, one uncomposed step, ``kahan_li8`` over 1 and 4 steps: the fixed
 cost of a call and the cost of a sub-step), to
 ``benchmarks/results/composition_cost.md``.
 
+``--dispatch`` times one short call on the rolling disk (a trivial jitted
+function, ``jax.jit(rollout)`` of 7 ``kahan_li8`` steps, DOP853 at
+``rtol = 1e-3``) with JAX's asynchronous CPU dispatch (the default) and
+synchronous (``jax_cpu_enable_async_dispatch = False``), each in a fresh
+process, to ``benchmarks/results/composition_dispatch.md``.
+
 ``--adjoint`` measures instead whether each base map is self-adjoint: one
 step of ``h = 0.1`` from the catalog's initial data and the step of ``-h``
 back, ``Phi_{-h}(Phi_h(q0, p0)) - (q0, p0)``, for the ``symmetric`` and the
@@ -77,6 +83,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+if "--dispatch-child" in sys.argv and sys.argv[sys.argv.index("--dispatch-child") + 1] == "sync":
+    import jax  # before the library's import creates JAX's CPU client (the setting is read then)
+
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
 sys.path.insert(0, str(ROOT))
 
 from manifold_dirac import integrate, rollout  # noqa: E402
@@ -247,7 +257,7 @@ SYSTEMS = {"rolling_disk": rolling_disk, "chaplygin_sled": chaplygin_sled, "heav
 N_ORDER2 = [20, 67, 200, 667, 2000]
 N_COMPOSED = {"triple_jump4": [5, 7, 10, 14, 20, 28, 40, 56, 80],
               "kahan_li6": [1, 2, 3, 4, 5, 6, 8, 10, 12, 16],
-              "kahan_li8": [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20]}
+              "kahan_li8": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 18, 20]}
 N_GAUSS = {"gauss4": [5, 10, 20, 40], "gauss6": [2, 4, 8, 16]}
 TOLS = [10.0 ** -k for k in range(3, 13)]
 
@@ -600,17 +610,88 @@ def cost_table(names, calls=200, rounds=5) -> str:
     return "\n".join(lines)
 
 
+DISPATCH_STEPS = 7
+"""``kahan_li8`` steps of the rolling disk in ``--dispatch`` (its fastest run for 1e-6 in the work-precision run)."""
+
+
+def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
+    """Wall time per call in this process (JAX's CPU dispatch ``mode``: ``async`` default, ``sync``): the minimum
+    over ``rounds`` interleaved rounds of ``calls`` back-to-back calls, of a trivial jitted function, of
+    ``jax.jit(rollout)`` of ``DISPATCH_STEPS`` ``kahan_li8`` steps of the rolling disk and of DOP853 at
+    ``rtol = atol = 1e-3`` on its reduced equations."""
+    import jax
+    import jax.numpy as jnp
+    from scipy.integrate import solve_ivp
+
+    case = SYSTEMS["rolling_disk"]()
+    sysm = case["system"]
+    q, v = jax.tree.map(jnp.asarray, case["q0"]), jnp.asarray(case["v0"], jnp.float64)
+    h = jnp.float64(T / DISPATCH_STEPS)  # made once: an eager conversion per call is a dispatched program
+    triv = jax.jit(lambda q, v, h: (jax.tree.map(lambda a: a * h, q), v * h))
+    roll = jax.jit(lambda q, v, hh: rollout(sysm, q, v, h=hh, n_steps=DISPATCH_STEPS, scheme="split",
+                                            composition="kahan_li8"))
+    fs = {"trivial jit": lambda: jax.block_until_ready(triv(q, v, h)),
+          f"jit(rollout), kahan_li8, {DISPATCH_STEPS} steps": lambda: jax.block_until_ready(roll(q, v, h)),
+          "DOP853, rtol = 1e-3": lambda: solve_ivp(case["rhs"], (0.0, T), case["y0"], method="DOP853",
+                                                   rtol=1e-3, atol=1e-3)}
+    for f in fs.values():
+        f()
+    best = {k: math.inf for k in fs}
+    for _ in range(rounds):
+        for k, f in fs.items():
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                f()
+                best[k] = min(best[k], time.perf_counter() - t0)
+    return {"mode": mode, "async_dispatch": bool(jax.config.read("jax_cpu_enable_async_dispatch")),
+            "us": {k: 1e6 * b for k, b in best.items()}}
+
+
+def dispatch_table() -> str:
+    """The same calls with JAX's asynchronous CPU dispatch (default) and without, each in a fresh process."""
+    import subprocess
+
+    res = []
+    for mode in ("async", "sync"):
+        out = subprocess.run([sys.executable, __file__, "--dispatch-child", mode], capture_output=True, text=True,
+                             check=True)
+        res.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    keys = list(res[0]["us"])
+    lines = ["Wall time per call (us) on the rolling disk, minimum of 7 rounds of 50 calls, each mode in a fresh "
+             "process: JAX's CPU dispatch asynchronous (the default) and synchronous "
+             "(`jax.config.update(\"jax_cpu_enable_async_dispatch\", False)`).", "",
+             "| call | " + " | ".join(f"{r['mode']} (async dispatch {r['async_dispatch']})" for r in res) + " |",
+             "|---|---|---|"]
+    for k in keys:
+        lines.append(f"| {k} | " + " | ".join(f"{r['us'][k]:.1f}" for r in res) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--adjoint", action="store_true", help="measure the self-adjointness of the base maps instead")
     ap.add_argument("--figure-only", action="store_true", help="redraw the table and figure from the stored results")
     ap.add_argument("--cost", action="store_true",
                     help="where one jax.jit(rollout) call's CPU time goes (fixed cost, per sub-step), "
                          "to benchmarks/results/composition_cost.md")
+    ap.add_argument("--dispatch", action="store_true",
+                    help="one disk call with JAX's asynchronous CPU dispatch and without, "
+                         "to benchmarks/results/composition_dispatch.md")
+    ap.add_argument("--dispatch-child", choices=("async", "sync"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.dispatch_child:
+        print(json.dumps(dispatch_child(args.dispatch_child)))
+        return
+    if args.dispatch:
+        txt = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}; CPUs "
+               f"{sorted(os.sched_getaffinity(0))}; load average before: {[round(x, 2) for x in os.getloadavg()]}."
+               f"\n\n" + dispatch_table() + f"\n\nLoad average after: {[round(x, 2) for x in os.getloadavg()]}.\n")
+        (HERE / "results" / "composition_dispatch.md").write_text(txt)
+        print(txt)
+        return
     if args.cost:
         names = [n for n in args.systems.split(",") if n in ("rolling_disk", "chaplygin_sled")] or ["rolling_disk"]
         txt = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}; the process "
