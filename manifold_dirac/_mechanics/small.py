@@ -1,4 +1,4 @@
-"""Small dense linear algebra written with elementwise operations and sums (no library calls).
+"""Small dense linear algebra written with elementwise operations and sums (no library calls up to a size).
 
 On a CPU, XLA compiles a loop whose body holds only elementwise operations,
 reductions and small loops into one kernel; a LAPACK call (``jnp.linalg.solve``)
@@ -6,7 +6,9 @@ or a library matrix product (``@`` of small matrices becomes an Eigen call)
 splits it into many small kernels and costs microseconds per step in buffer
 traffic (``docs/performance.md``). The step equations therefore use these
 functions for the products and the Newton solve of their small, fixed-size
-matrices. Shapes are static: every loop here is unrolled at trace time.
+matrices. Shapes are static: every loop here is unrolled at trace time. Above
+a size (:data:`FUSED_PRODUCT_MAX`, :data:`SMALL_SOLVE_MAX`) the library call
+is the faster one, and these functions make it.
 """
 
 from __future__ import annotations
@@ -27,18 +29,20 @@ grows faster than the step time falls."""
 FUSED_PRODUCT_MAX = 512
 """Largest product ``A @ B`` (``i j k`` multiply-adds) that :func:`mm` writes as broadcast-and-sum.
 
-Measured on the bundled systems (AMD EPYC, one core, warm time per step,
-``benchmarks/all_systems.py``): the ``6 x 6`` products of SE(3) (216) are
+Measured with the threshold varied (``benchmarks/system_child.py``, warm time
+per step, AMD EPYC, one core): the ``6 x 6`` products of SE(3) (216) are
 faster fused into the step (the tumbling brick 13-14 µs per step fused, 36-47
 µs as library products), the ``12 x 12`` tangent maps of the rigid double
 pendulum's product manifold (1728, under ``jax.jacfwd`` a batch of 18) are
 faster as one library product than as a broadcast ``(18, 12, 12, 12)``
 multiply-and-sum (XLA:CPU gives that sum to a YNNPACK reduction kernel): 299
--> 136 µs per step."""
+-> 136 µs per step (the table of ``docs/performance.md``: 265 µs in the
+version before the fused loop, 152 µs now)."""
 
 
 UNROLL_MAX = 32
-"""Largest axis that :func:`total`, :func:`largest` and :func:`every` write out term by term (``jnp`` above)."""
+"""Largest axis (:func:`total`) or number of elements (:func:`largest`, :func:`every`) written out term by term
+(``jnp`` above)."""
 
 
 def total(a: jax.Array, axis: int = -1) -> jax.Array:
@@ -55,7 +59,7 @@ def total(a: jax.Array, axis: int = -1) -> jax.Array:
     """
     a = jnp.asarray(a)
     n = a.shape[axis]
-    if n == 0 or n > UNROLL_MAX:
+    if n == 0 or n > UNROLL_MAX or not jnp.issubdtype(a.dtype, jnp.floating):  # bool and int: jnp.sum's counts
         return jnp.sum(a, axis=axis)
     a = jnp.moveaxis(a, axis, -1)
     out = a[..., 0]
