@@ -51,8 +51,8 @@ cost of a call and the cost of a sub-step), to
 ``--dispatch`` times one short call on the rolling disk (a trivial jitted
 function, ``jax.jit(rollout)`` of 7 ``kahan_li8`` steps, DOP853 at
 ``rtol = 1e-3``) with JAX's asynchronous CPU dispatch (the default) and
-synchronous (``jax_cpu_enable_async_dispatch = False``), each in a fresh
-process, to ``benchmarks/results/composition_dispatch.md``.
+synchronous (``jax_cpu_enable_async_dispatch = False``), in three pairs of
+fresh processes, to ``benchmarks/results/composition_dispatch.md``.
 
 ``--adjoint`` measures instead whether each base map is self-adjoint: one
 step of ``h = 0.1`` from the catalog's initial data and the step of ``-h``
@@ -83,7 +83,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-if "--dispatch-child" in sys.argv and sys.argv[sys.argv.index("--dispatch-child") + 1] == "sync":
+if "--dispatch-child" in sys.argv and sys.argv[sys.argv.index("--dispatch-child") + 1:][:1] == ["sync"]:
     import jax  # before the library's import creates JAX's CPU client (the setting is read then)
 
     jax.config.update("jax_cpu_enable_async_dispatch", False)
@@ -647,23 +647,24 @@ def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
             "us": {k: 1e6 * b for k, b in best.items()}}
 
 
-def dispatch_table() -> str:
-    """The same calls with JAX's asynchronous CPU dispatch (default) and without, each in a fresh process."""
+def dispatch_table(pairs: int = 3) -> str:
+    """The same calls with JAX's asynchronous CPU dispatch (default) and without, each in a fresh process;
+    ``pairs`` pairs of processes (the time of a short call varies from one process to the next)."""
     import subprocess
 
     res = []
-    for mode in ("async", "sync"):
-        out = subprocess.run([sys.executable, __file__, "--dispatch-child", mode], capture_output=True, text=True,
-                             check=True)
-        res.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    for _ in range(pairs):
+        for mode in ("async", "sync"):
+            out = subprocess.run([sys.executable, __file__, "--dispatch-child", mode], capture_output=True, text=True,
+                                 check=True)
+            res.append(json.loads(out.stdout.strip().splitlines()[-1]))
     keys = list(res[0]["us"])
-    lines = ["Wall time per call (us) on the rolling disk, minimum of 7 rounds of 50 calls, each mode in a fresh "
-             "process: JAX's CPU dispatch asynchronous (the default) and synchronous "
+    lines = [f"Wall time per call (us) on the rolling disk, minimum of 7 rounds of 50 calls in each process; "
+             f"{pairs} pairs of fresh processes, JAX's CPU dispatch asynchronous (the default) and synchronous "
              "(`jax.config.update(\"jax_cpu_enable_async_dispatch\", False)`).", "",
-             "| call | " + " | ".join(f"{r['mode']} (async dispatch {r['async_dispatch']})" for r in res) + " |",
-             "|---|---|---|"]
-    for k in keys:
-        lines.append(f"| {k} | " + " | ".join(f"{r['us'][k]:.1f}" for r in res) + " |")
+             "| process | dispatch | " + " | ".join(keys) + " |", "|---|---|" + "---|" * len(keys)]
+    for i, r in enumerate(res):
+        lines.append(f"| {i // 2 + 1} | {r['mode']} | " + " | ".join(f"{r['us'][k]:.1f}" for k in keys) + " |")
     return "\n".join(lines)
 
 
