@@ -45,7 +45,6 @@ from ._manifolds.product import ProductManifold, block_diag
 from ._types import ArrayLike, Constraint, Params, Point, PointBatch, Scalar, Vector
 from ._mechanics.rules import DiscreteLagrangian, NodeGeometry, QuadratureRule, RuleValue, StepContext, get_rule
 from ._mechanics.schemes import get_scheme
-from ._mechanics.small import total
 from ._mechanics.system import LagrangeDiracSystem, as_one_forms, over_batch
 
 if TYPE_CHECKING:
@@ -296,7 +295,7 @@ def _sparse_rows(rows: Sequence[Sequence[tuple[str, int]]], values: Callable[[Pa
             E[j, r, layout.index(name, comp)] = 1.0  # one term per matrix: the sum adds repeated components
 
         def S(q: Point, p: Params) -> jax.Array:
-            return total(values(p)[:, None, None] * E, axis=0)  # no reduce in the step (small.total)
+            return jnp.sum(values(p)[:, None, None] * E, axis=0)
 
         return S
 

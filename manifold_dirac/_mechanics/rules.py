@@ -54,7 +54,7 @@ import numpy as np
 from .._registry import Registry
 from .._manifolds.base import Manifold
 from .._types import Covector, Matrix, Params, Point, Scalar, Vector
-from .small import largest, mm, vm
+from .small import mm, vm
 from .system import LagrangeDiracSystem
 
 __all__ = ["RULES", "DiscreteLagrangian", "NodeGeometry", "QuadratureRule", "RuleOrderWarning", "RuleValue",
@@ -439,7 +439,7 @@ class QuadratureRule(DiscreteLagrangian):
             hdq = h * dq
             D1 = D1 + w * (vm(hdq, g.P0) + vm(dv, J0))
             D2 = D2 + w * (vm(hdq, g.P1) + vm(dv, J1))
-            scale = jnp.maximum(scale, jnp.maximum(largest(jnp.abs(hdq)), largest(jnp.abs(dv))))  # no reduce: small.total
+            scale = jnp.maximum(scale, jnp.maximum(jnp.max(jnp.abs(hdq)), jnp.max(jnp.abs(dv))))
             F = system.force(t0 + s * h, g.point, v, params)
             if u is not None:
                 F = u if F is None else F + u

@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["FUSED_PRODUCT_MAX", "SMALL_SOLVE_MAX", "UNROLL_MAX", "every", "largest", "mm", "mv", "solve_small", "total", "vdot", "vm"]
+__all__ = ["FUSED_PRODUCT_MAX", "SMALL_SOLVE_MAX", "mm", "mv", "solve_small", "vdot", "vm"]
 
 SMALL_SOLVE_MAX = 12
 """Largest system solved by the unrolled elimination of :func:`solve_small` (``jnp.linalg.solve`` above).
@@ -38,63 +38,6 @@ faster as one library product than as a broadcast ``(18, 12, 12, 12)``
 multiply-and-sum (XLA:CPU gives that sum to a YNNPACK reduction kernel): 299
 -> 136 µs per step (the table of ``docs/performance.md``: 265 µs in the
 version before the fused loop, 152 µs now)."""
-
-
-UNROLL_MAX = 32
-"""Largest axis (:func:`total`) or number of elements (:func:`largest`, :func:`every`) written out term by term
-(``jnp`` above)."""
-
-
-def total(a: jax.Array, axis: int = -1) -> jax.Array:
-    """``jnp.sum(a, axis)`` over one small static axis, written out as ``((a_0 + a_1) + a_2) + ...``.
-
-    Inside a compiled loop every ``reduce`` operation brings its own reduction
-    computation, whose values XLA:CPU gives buffers of their own, and the
-    runtime sets up every buffer of a program on every call (about 0.2 µs
-    each, whether the loop runs or not; the step equations of the rolling
-    disk held 64 reductions and 302 such buffers). A sum of slices is
-    elementwise and fuses with what surrounds it. The terms are added in order, as XLA:CPU's
-    sequential reduction of a short axis does. Above :data:`UNROLL_MAX`
-    terms, ``jnp.sum``.
-    """
-    a = jnp.asarray(a)
-    n = a.shape[axis]
-    if n == 0 or n > UNROLL_MAX or not jnp.issubdtype(a.dtype, jnp.floating):  # bool and int: jnp.sum's counts
-        return jnp.sum(a, axis=axis)
-    a = jnp.moveaxis(a, axis, -1)
-    out = a[..., 0]
-    for i in range(1, n):
-        out = out + a[..., i]
-    return out
-
-
-def largest(a: jax.Array, initial: float | None = None) -> jax.Array:
-    """``jnp.max(a, initial=initial)`` over every element of a small array, written out (see :func:`total`).
-
-    NaN propagates, as in ``jnp.max``. An empty array needs ``initial``.
-    Above :data:`UNROLL_MAX` elements, ``jnp.max``.
-    """
-    a = jnp.ravel(jnp.asarray(a))
-    n = a.shape[0]
-    if n > UNROLL_MAX or (n == 0 and initial is None):
-        return jnp.max(a, initial=initial)
-    terms = ([] if initial is None else [jnp.asarray(initial, a.dtype)]) + [a[i] for i in range(n)]
-    out = terms[0]
-    for x in terms[1:]:
-        out = jnp.maximum(out, x)
-    return out
-
-
-def every(a: jax.Array) -> jax.Array:
-    """``jnp.all(a)`` over every element of a small array, written out (see :func:`total`)."""
-    a = jnp.ravel(jnp.asarray(a))
-    n = a.shape[0]
-    if n == 0 or n > UNROLL_MAX:
-        return jnp.all(a)
-    out = a[0].astype(bool)
-    for i in range(1, n):
-        out = out & a[i].astype(bool)
-    return out
 
 
 def mm(A: jax.Array, B: jax.Array) -> jax.Array:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 
-from .small import every
 from .._errors import ConvergenceError, IllPosedStepError, NonFiniteError, StepDomainError, StepError
 
 if TYPE_CHECKING:
@@ -154,9 +153,9 @@ def classify_step(newton_status: jax.Array, Q: Manifold, xi: Vector, q1: Point, 
        for the chart, which is not a convergence failure.
     """
     status = jnp.asarray(newton_status)
-    # written out (small.every): a reduction in the compiled loop costs every call buffers of its own
-    finite_out = every(jnp.isfinite(p1)) & every(jnp.stack([every(jnp.isfinite(x)) for x in jax.tree.leaves(q1)]))
+    finite_out = jnp.all(jnp.isfinite(p1)) & jnp.all(jnp.stack([jnp.all(jnp.isfinite(x))
+                                                               for x in jax.tree.leaves(q1)]))
     status = jnp.where((status == Status.OK) & ~finite_out, Status.NONFINITE, status)
-    outside = ~Q.in_domain(xi) & every(jnp.isfinite(xi))
+    outside = ~Q.in_domain(xi) & jnp.all(jnp.isfinite(xi))
     return jnp.where(outside & ((status == Status.OK) | (status == Status.NO_CONVERGENCE)), Status.DOMAIN,
                      status).astype(jnp.int32)

@@ -536,12 +536,10 @@ def step_conditioning(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, 
     :func:`equilibrated_condition` gives both; ``direction=False`` skips the
     direction (zeros), which only an error message uses.
     """
-    from .._mechanics.small import every
-
     J = step_matrix(sm, q, p, z, t, h, params)
     if J.size == 0:
         return jnp.ones(()), jnp.zeros(z.shape)
-    finite = every(jnp.isfinite(J))  # written out: no reduction in the loop (small.total)
+    finite = jnp.all(jnp.isfinite(J))
     cond, d = equilibrated_condition(jnp.where(finite, J, 0.0), direction)
     # a non-finite matrix is the step's own failure (NONFINITE, diagnosed there), not a singular system
     return jnp.where(finite, cond, 1.0), d

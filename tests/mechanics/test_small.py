@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 import manifold_dirac  # noqa: F401  (float64)
-from manifold_dirac._mechanics.small import (FUSED_PRODUCT_MAX, SMALL_SOLVE_MAX, UNROLL_MAX, every, largest, mm, mv,
-                                             solve_small, total, vdot, vm)
+from manifold_dirac._mechanics.small import FUSED_PRODUCT_MAX, SMALL_SOLVE_MAX, mm, mv, solve_small, vdot, vm
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, SMALL_SOLVE_MAX, SMALL_SOLVE_MAX + 1])
@@ -68,25 +67,6 @@ def test_mm_takes_the_library_product_above_its_size_only():
                    ((4, 6, 6), (6, 6)), ((2, 1, 6, 6), (3, 6, 6))):
         A, B = rng.standard_normal(sa), rng.standard_normal(sb)
         np.testing.assert_allclose(np.asarray(mm(A, B)), A @ B, rtol=1e-13, atol=1e-13)
-
-
-@pytest.mark.parametrize("shape, axis", [((5,), 0), ((3, 7), -1), ((3, 7), 0), ((2, 3, 4), 1), ((2, UNROLL_MAX + 3), -1)])
-def test_written_out_reductions_equal_jnp(shape, axis):
-    """total, largest and every against jnp.sum, jnp.max and jnp.all, including NaN and the fallback above
-    UNROLL_MAX; a deliberately wrong reference (a term left out) is told apart."""
-    jnp = jax.numpy
-    a = np.random.default_rng(len(shape)).standard_normal(shape)
-    np.testing.assert_allclose(np.asarray(total(a, axis)), np.sum(a, axis=axis), rtol=1e-14, atol=1e-15)
-    assert float(largest(a)) == np.max(a) and float(largest(a, initial=1e9)) == 1e9
-    assert bool(every(a > -10)) and not bool(every(a > 0))
-    b = a.copy()
-    b.flat[min(3, b.size - 1)] = np.nan
-    assert np.isnan(float(largest(b))) and np.isnan(np.asarray(total(b, axis))).any()
-    short = np.take(a, range(a.shape[axis] - 1), axis=axis)  # the sum without its last term
-    assert not np.allclose(np.asarray(total(a, axis)), np.sum(short, axis=axis))
-    # empty and non-float inputs keep jnp's meaning (a count for bools, the largest of nothing needs initial)
-    assert float(largest(np.zeros(0), initial=-1.0)) == -1.0 and bool(every(np.zeros(0, bool)))
-    assert int(total(np.array([True, True, False]))) == int(jnp.sum(jnp.array([True, True, False]))) == 2
 
 
 def _compiled_step_text(rule: str = "midpoint") -> str:
