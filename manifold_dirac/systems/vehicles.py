@@ -22,7 +22,7 @@ from collections.abc import Callable
 import jax.numpy as jnp
 import numpy as np
 
-from .._manifolds import SE2
+from .._manifolds import SE2, Euclidean, ProductManifold
 from .._mechanics.system import LagrangeDiracSystem
 
 __all__ = [
@@ -444,8 +444,6 @@ def snakeboard(
     >>> bool(abs(board.constraint_matrix(q0) @ v0).max() < 1e-15)
     True
     """
-    from .._manifolds import Euclidean, ProductManifold
-
     P = {"mass": np.float64(mass), "inertia": np.float64(inertia), "rotor_inertia": np.float64(rotor_inertia),
          "wheel_inertia": np.float64(wheel_inertia), "half_length": np.float64(half_length),
          "stiffness": np.float64(stiffness)}
