@@ -8,15 +8,16 @@ Run (from the repository root)::
                                                       # some systems: the others' stored results are kept
 
 For each system, to ``T = 2`` (the rolling disk, the Chaplygin sled, the
-heavy top, and a satellite with a reaction wheel driven by a motor, built
-here on ``SO(3) x R``):
+snakeboard, the heavy top, and a satellite with a reaction wheel driven by
+a motor, built here on ``SO(3) x R``):
 
 * the library: the ``split`` scheme with the midpoint rule (``exp``; its
   positions are those of ``symmetric`` to round-off, and so are its errors
   and its cost), alone and composed (``triple_jump4``, ``kahan_li6``,
   ``kahan_li8``), over step sizes ``h = T / n`` that put the error at
   ``T`` between ``1e-2`` and ``1e-11`` (dense where the error crosses the
-  targets: every step count from 1 to 8 composed); on the heavy top and the satellite (no
+  targets: every step count from 1 to 8 composed; on the snakeboard ``kahan_li8``
+  up to 40 steps); on the heavy top and the satellite (no
   constraints: the Galerkin rules apply) also ``gauss4`` and ``gauss6``.
   Each run is timed through two public paths: one
   :func:`~manifold_dirac.integrate` call, and ``jax.jit`` of
@@ -43,7 +44,7 @@ matched-accuracy table gives, for each target error, the fastest run of
 each method whose error is at most the target.
 
 ``--cost`` measures where one ``jax.jit(rollout)`` call's CPU time goes on
-the rolling disk and the sled (a trivial jitted function of the same
+the rolling disk and the sled, or the snakeboard (a trivial jitted function of the same
 inputs, one uncomposed step, ``kahan_li8`` over 1 and 4 steps: the fixed
 cost of a call and the cost of a sub-step), to
 ``benchmarks/results/composition_cost.md``.
@@ -165,6 +166,55 @@ def chaplygin_sled():
                 err_lib=err_lib, err_ivp=err_ivp, reference="DOP853 at 1e-14")
 
 
+def snakeboard():
+    """The snakeboard (``md.systems.snakeboard``, SE(2) x R^2, exp; not a catalog example) and its reduced ODE.
+
+    Without torques, from ``snakeboard_initial()``: the steering oscillates
+    (about +-0.34 rad, period 0.99), the board swerves. The reduced equations
+    in ``(x, y, theta, psi, phi, u, psi', phi')`` with the 2x2 system solved
+    in closed form (``D = m + (J + 2 J_w) tan^2(phi)/r^2``,
+    ``g = u phi' sec^2(phi)/r``): ``u' = -tan(phi) g (J + 2 J_w)/(r D)``,
+    ``psi'' = -g m/D``, ``2 J_w phi'' = -k phi``.
+    """
+    from scipy.integrate import solve_ivp
+
+    import manifold_dirac as md
+
+    sysm = md.systems.snakeboard()
+    q0, v0 = md.systems.snakeboard_initial()
+    P = {k: float(v) for k, v in sysm.params.items()}
+    m, r, k, two_jw = P["mass"], P["half_length"], P["stiffness"], 2.0 * P["wheel_inertia"]
+    Ib = P["inertia"] + two_jw  # the board's inertia with the wheel pairs'
+
+    def rhs(_t, y):
+        th, phi, u = y[2], y[4], y[5]
+        c = math.cos(phi)
+        tn = math.sin(phi) / c
+        g = u * y[7] / (c * c * r)
+        D = m + Ib * tn * tn / (r * r)
+        return [u * math.cos(th), u * math.sin(th), u * tn / r, y[6], y[7], -tn * g * Ib / (r * D), -g * m / D,
+                -k * phi / two_jw]
+
+    pose, shape = np.asarray(q0[0]), np.asarray(q0[1])
+    v = np.asarray(v0, float)  # (omega, u, w = 0, psi', phi')
+    y0 = np.array([pose[0, 2], pose[1, 2], math.atan2(pose[1, 0], pose[0, 0]), shape[0], shape[1], v[1], v[3], v[4]])
+    ref = solve_ivp(rhs, (0, T), y0, method="DOP853", rtol=1e-14, atol=1e-14).y[:5, -1]
+
+    def err(c):
+        d = np.asarray(c, float)[:5] - ref
+        d[2] = _wrap(d[2])
+        return float(np.max(np.abs(d)))
+
+    def err_lib(tr):
+        pose, shape = (np.asarray(a)[-1] for a in tr.q)
+        return err([pose[0, 2], pose[1, 2], math.atan2(pose[1, 0], pose[0, 0]), shape[0], shape[1]])
+
+    # its steering swings with period 0.99: kahan_li8 needs 40 steps for 1e-10 (measured 5.4e-11; 1.3e-8 at 20)
+    return dict(label="snakeboard (SE(2) x R^2, 2 one-forms depending on q)", system=sysm, q0=q0, v0=v0, rhs=rhs,
+                y0=y0, err_lib=err_lib, err_ivp=err, reference="DOP853 at 1e-14",
+                n_composed={"kahan_li8": N_COMPOSED["kahan_li8"] + [24, 28, 32, 36, 40]})
+
+
 def heavy_top():
     """The catalog's heavy top (SO(3), exp) and its equations in ``(R, omega)``."""
     from scipy.integrate import solve_ivp
@@ -248,12 +298,13 @@ def satellite():
                 rhs=rhs, y0=y0, err_lib=err_lib, err_ivp=err_ivp, reference="DOP853 at 1e-14", gauss=True)
 
 
-SYSTEMS = {"rolling_disk": rolling_disk, "chaplygin_sled": chaplygin_sled, "heavy_top": heavy_top,
-           "satellite": satellite}
+SYSTEMS = {"rolling_disk": rolling_disk, "chaplygin_sled": chaplygin_sled, "snakeboard": snakeboard,
+           "heavy_top": heavy_top, "satellite": satellite}
 
 # step counts to T per library method (h = T / n; errors from ~1e-2 down to ~1e-11 at T = 2): the
 # composed grids are dense where a method's error crosses the targets, so that the matched-accuracy
-# table picks the fewest steps that reach each target (a doubling grid wastes up to 2x)
+# table picks the fewest steps that reach each target (a doubling grid wastes up to 2x); a system's
+# "n_composed" extends them (the snakeboard's faster motion needs more steps)
 N_ORDER2 = [20, 67, 200, 667, 2000]
 N_COMPOSED = {"triple_jump4": [5, 7, 10, 14, 20, 28, 40, 56, 80],
               "kahan_li6": [1, 2, 3, 4, 5, 6, 8, 10, 12, 16],
@@ -309,8 +360,9 @@ def methods(case, quick):
 
     pick = (lambda ns: ns[1:3]) if quick else (lambda ns: ns)
     settings = [("split midpoint", n, None, "split", "midpoint") for n in pick(N_ORDER2)]
+    n_composed = {**N_COMPOSED, **case.get("n_composed", {})}
     for comp in COMPOSED:
-        settings += [(f"split + {comp}", n, comp, "split", "midpoint") for n in pick(N_COMPOSED[comp])]
+        settings += [(f"split + {comp}", n, comp, "split", "midpoint") for n in pick(n_composed[comp])]
     if case.get("gauss"):
         for rule, ns in N_GAUSS.items():
             settings += [(rule, n, None, "symmetric", rule) for n in pick(ns)]
@@ -439,8 +491,8 @@ def table(out) -> str:
 
 
 DOCS_TARGETS = ("1e-03", "1e-06", "1e-08", "1e-10")
-DOCS_NAMES = {"rolling_disk": "rolling disk", "chaplygin_sled": "Chaplygin sled", "heavy_top": "heavy top",
-              "satellite": "satellite with a reaction wheel"}
+DOCS_NAMES = {"rolling_disk": "rolling disk", "chaplygin_sled": "Chaplygin sled", "snakeboard": "snakeboard",
+              "heavy_top": "heavy top", "satellite": "satellite with a reaction wheel"}
 
 
 def docs_rows(out) -> str:
@@ -694,7 +746,8 @@ def main(argv=None):
         print(txt)
         return
     if args.cost:
-        names = [n for n in args.systems.split(",") if n in ("rolling_disk", "chaplygin_sled")] or ["rolling_disk"]
+        names = [n for n in args.systems.split(",")
+                 if n in ("rolling_disk", "chaplygin_sled", "snakeboard")] or ["rolling_disk"]
         txt = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}; the process "
                f"runs on CPUs {sorted(os.sched_getaffinity(0))} (pin it, e.g. `taskset -c 0`, to compare runs); "
                f"load average before: {[round(x, 2) for x in os.getloadavg()]}.\n\n" + cost_table(names))

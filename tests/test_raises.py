@@ -195,6 +195,10 @@ RAISES = {
     ("manifold_dirac.systems.four_bar_initial", "ValueError"): lambda: md.systems.four_bar_initial(coupler=0.1),
     ("manifold_dirac.systems.free_rigid_body", "ValueError"): lambda: md.systems.free_rigid_body(inertia=(1.0, -1.0, 2.0)),
     ("manifold_dirac.systems.heavy_top", "ValueError"): lambda: md.systems.heavy_top(chi=(1.0, 2.0)),
+    ("manifold_dirac.systems.snakeboard_initial", "ValueError"): lambda: md.systems.snakeboard_initial(phi=2.0),
+    ("manifold_dirac.systems.snakeboard_reference", "ValueError"):
+        lambda: md.systems.snakeboard_reference([1.0], md.systems.snakeboard_initial()[0],
+                                                np.array([1.0, 0.0, 0.0, 0.0, 0.0])),  # omega != u tan(phi) / r
     ("manifold_dirac.testing.assert_close", "AssertionError"): lambda: md.testing.assert_close(1.0, 2.0),
     ("manifold_dirac.testing.check_manifold_laws", "AssertionError"):
         lambda: md.testing.check_manifold_laws(_bad_euclidean(), seeds=range(1), batch_shapes=((),),

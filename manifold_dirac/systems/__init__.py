@@ -10,7 +10,8 @@ Every Lagrangian, constraint and force is written for one point with
 * rigid bodies: :func:`free_rigid_body`, :func:`heavy_top` (SO(3));
   :func:`tumbling_brick` (SE(3), or SO(3) x R^3: :func:`tumbling_brick_on_product`);
 * vehicles (SE(2), nonholonomic): :func:`knife_edge`, :func:`inclined_knife_edge`,
-  :func:`chaplygin_sled`, :func:`differential_drive`;
+  :func:`chaplygin_sled`, :func:`differential_drive`; :func:`snakeboard`
+  (SE(2) x R^2: steered wheels and a rotor, configuration-dependent one-forms);
 * degenerate Lagrangians: :func:`lc_circuit` (Kirchhoff's law as a constraint),
   :func:`lotka_volterra` (linear in the velocities);
 * interconnected systems: :func:`mass_spring_torn` (and its monolithic twin),
@@ -54,6 +55,9 @@ from .vehicles import (
     inclined_knife_edge,
     inclined_knife_edge_exact,
     knife_edge,
+    snakeboard,
+    snakeboard_initial,
+    snakeboard_reference,
 )
 
 __all__ = [
@@ -79,6 +83,9 @@ __all__ = [
     "lotka_volterra",
     "lotka_volterra_invariant",
     "pendulum",
+    "snakeboard",
+    "snakeboard_initial",
+    "snakeboard_reference",
     "spatial_angular_momentum",
     "spherical_pendulum",
     "spherical_pendulum_vertical_momentum",

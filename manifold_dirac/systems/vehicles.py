@@ -1,5 +1,6 @@
 """Vehicles on SE(2): knife edge (Chaplygin skate), inclined knife edge,
-Chaplygin sled, and a differential-drive vehicle with inputs.
+Chaplygin sled, a differential-drive vehicle with inputs, and the
+snakeboard (SE(2) x R^2: a board with a rotor and steered wheels).
 
 Points are poses ``[[R, x], [0, 1]]``, velocities body twists
 ``(omega, v_x, v_y)`` of the body frame whose origin is the blade's contact
@@ -21,7 +22,7 @@ from collections.abc import Callable
 import jax.numpy as jnp
 import numpy as np
 
-from .._manifolds import SE2
+from .._manifolds import SE2, Euclidean, ProductManifold
 from .._mechanics.system import LagrangeDiracSystem
 
 __all__ = [
@@ -32,6 +33,9 @@ __all__ = [
     "inclined_knife_edge",
     "inclined_knife_edge_exact",
     "knife_edge",
+    "snakeboard",
+    "snakeboard_initial",
+    "snakeboard_reference",
 ]
 
 KNIFE_EDGE_CONSTRAINT = np.array([[0.0, 0.0, 1.0]])
@@ -328,3 +332,302 @@ def chaplygin_sled_reference(t, pose0=(0.0, 0.0, 0.0), omega0: float = 1.0, vx0:
         return np.broadcast_to(np.asarray(y0[:3], dtype=float), (t.size, 3)).copy()
     sol = solve_ivp(f, (0.0, float(t.max())), y0, t_eval=t, rtol=1e-12, atol=1e-12, method="DOP853")
     return sol.y[:3].T
+
+
+# ------------------------------------------------------------------ the snakeboard
+def snakeboard(
+    mass: float = 1.0,
+    inertia: float = 0.2,
+    rotor_inertia: float = 0.1,
+    wheel_inertia: float = 0.05,
+    half_length: float = 0.5,
+    stiffness: float = 4.0,
+    rotor_torque: Callable[[float], float] | None = None,
+    steer_torque: Callable[[float], float] | None = None,
+    retraction: str = "exp",
+) -> LagrangeDiracSystem:
+    """The snakeboard: a board on two steerable wheel pairs with a rotor at its centre, on ``SE(2) x R^2``.
+
+    ``q = (pose, (psi, phi))``: the board's pose (body origin at its centre,
+    body x-axis along the board), the rotor's angle ``psi`` relative to the
+    board and the wheels' steering angle ``phi`` (the front pair turned by
+    ``+phi``, the back pair by ``-phi``, both relative to the board, at
+    ``+-r`` along the body x-axis). ``v = (omega, u, w, psi', phi')``: the
+    board's body twist (``(omega, v_x, v_y)`` as for the other vehicles) and
+    the shape rates::
+
+        L = m/2 (u^2 + w^2) + 1/2 (J + 2 J_w) omega^2 + 1/2 J_r (omega + psi')^2
+            + J_w phi'^2 - 1/2 k phi^2
+
+    Neither wheel pair slips sideways::
+
+        front  -sin(phi) u + cos(phi) (w + r omega) = 0
+        back    sin(phi) u + cos(phi) (w - r omega) = 0
+
+    i.e. ``A(q) = [[r c, -s, c, 0, 0], [-r c, s, c, 0, 0]]`` (``c, s = cos phi,
+    sin phi``): ``w = 0`` and ``omega = u tan(phi) / r``. The two one-forms
+    become dependent at ``cos(phi) = 0`` (the wheels across the board, which
+    may then slide sideways and turn: ``u = 0`` is the only condition left):
+    keep ``|phi| < pi/2``. ``integrate`` refuses a start there (the one-forms
+    linearly dependent at ``q0``) and within about ``1e-9`` of it (the step
+    equations singular); a start ``1e-6`` away runs, but the motion is stiff
+    there (``omega = u tan(phi) / r``).
+
+    Parameters
+    ----------
+    mass : float
+        The board's mass ``m``.
+    inertia : float
+        The board's moment of inertia ``J`` about its centre.
+    rotor_inertia : float
+        The rotor's moment of inertia ``J_r`` (about the board's centre).
+    wheel_inertia : float
+        The moment of inertia ``J_w`` of each wheel pair about its steering axis.
+    half_length : float
+        The distance ``r`` from the board's centre to each wheel pair.
+    stiffness : float
+        The stiffness ``k`` of the torsion spring that centres the wheels
+        (``phi`` oscillates with the angular frequency ``sqrt(k / (2 J_w))``
+        when not steered).
+    rotor_torque : callable ``t -> tau_psi``, optional
+        A torque on the rotor angle ``psi`` (the motor between board and
+        rotor); a scalar time in, a scalar out, traced by JAX: write it with
+        ``jax.numpy`` (``jnp.where``, not ``if``). Default: none.
+    steer_torque : callable ``t -> tau_phi``, optional
+        A torque on the steering angle ``phi``, likewise. Default: none.
+    retraction : {"exp", "cayley", "so2xr2"}
+        Retraction of SE(2) (the shape factor ``R^2`` is Euclidean).
+
+    Returns
+    -------
+    LagrangeDiracSystem
+        On ``ProductManifold(SE2(retraction), Euclidean(2))`` (points
+        ``(pose (3, 3), (psi, phi) (2,))``, velocities ``(5,)``) with the two
+        one-forms ``A(q)`` above, the torques (when given) as the force
+        ``(0, 0, 0, tau_psi(t), tau_phi(t))`` and analytic partials;
+        ``params = {"mass", "inertia", "rotor_inertia", "wheel_inertia",
+        "half_length", "stiffness"}``. Initial data: :func:`snakeboard_initial`;
+        reference solution: :func:`snakeboard_reference`.
+
+    Notes
+    -----
+    With ``t = tan(phi)``, ``J_t = J + 2 J_w + J_r`` and ``eta = (u, psi', phi')``
+    the reduced equations (the constraint forces eliminated) are::
+
+        [[m + J_t t^2/r^2, J_r t/r], [J_r t/r, J_r]] [u', psi'']
+              = -u phi' sec^2(phi)/r [J_t t/r, J_r] + [0, tau_psi]
+        2 J_w phi'' = -k phi + tau_phi
+        theta' = u t / r,   x' = u cos(theta),   y' = u sin(theta)
+
+    The energy ``m/2 u^2 + 1/2 (J + 2 J_w) omega^2 + 1/2 J_r (omega + psi')^2
+    + J_w phi'^2 + 1/2 k phi^2`` is conserved without torques. Without a rotor
+    torque the rotor's angular momentum ``J_r (omega + psi')`` is conserved
+    too, and so is ``(m + (J + 2 J_w) t^2/r^2) u^2`` (the board's kinetic
+    energy): the board's speed follows the steering angle, and a net
+    propulsion (the snakeboard's gaits) needs both torques.
+
+    This is the snakeboard of Ostrowski, Lewis, Murray & Burdick (ICRA 1994)
+    and Ostrowski (PhD thesis, Caltech, 1995), as in Bloch, Krishnaprasad,
+    Marsden & Murray, "Nonholonomic mechanical systems with symmetry", Arch.
+    Rational Mech. Anal. 136 (1996), with the wheels' steering angles
+    coupled (``phi_front = -phi_back = phi``) and a centring spring added.
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> board = md.systems.snakeboard()
+    >>> board.Q, board.n_constraints
+    (ProductManifold(SE2(retraction='exp'), Euclidean(2)), 2)
+    >>> sorted(board.params)
+    ['half_length', 'inertia', 'mass', 'rotor_inertia', 'stiffness', 'wheel_inertia']
+    >>> q0, v0 = md.systems.snakeboard_initial(phi=0.3, speed=1.0)
+    >>> bool(abs(board.constraint_matrix(q0) @ v0).max() < 1e-15)
+    True
+    """
+    P = {"mass": np.float64(mass), "inertia": np.float64(inertia), "rotor_inertia": np.float64(rotor_inertia),
+         "wheel_inertia": np.float64(wheel_inertia), "half_length": np.float64(half_length),
+         "stiffness": np.float64(stiffness)}
+
+    def L(q, v, p):
+        Jw = p["wheel_inertia"]
+        kinetic = (0.5 * p["mass"] * (v[1] ** 2 + v[2] ** 2) + 0.5 * (p["inertia"] + 2.0 * Jw) * v[0] ** 2
+                   + 0.5 * p["rotor_inertia"] * (v[0] + v[3]) ** 2 + Jw * v[4] ** 2)
+        return kinetic - 0.5 * p["stiffness"] * q[1][1] ** 2
+
+    def partials(q, v, p):
+        Jw = p["wheel_inertia"]
+        spin = p["rotor_inertia"] * (v[0] + v[3])
+        dv = jnp.stack([(p["inertia"] + 2.0 * Jw) * v[0] + spin, p["mass"] * v[1], p["mass"] * v[2], spin,
+                        2.0 * Jw * v[4]])
+        phi = q[1][1]
+        zero = jnp.zeros_like(phi)
+        return jnp.stack([zero, zero, zero, zero, -p["stiffness"] * phi]), dv
+
+    def A(q, p):
+        phi = q[1][1]
+        c, s = jnp.cos(phi), jnp.sin(phi)
+        rc, zero = p["half_length"] * c, jnp.zeros_like(phi)
+        return jnp.stack([jnp.stack([rc, -s, c, zero, zero]), jnp.stack([-rc, s, c, zero, zero])])
+
+    force = None
+    if rotor_torque is not None or steer_torque is not None:
+        def _none(t):
+            return 0.0
+
+        t_psi = rotor_torque if rotor_torque is not None else _none
+        t_phi = steer_torque if steer_torque is not None else _none
+
+        def force(t, q, v, p):
+            zero = jnp.zeros_like(v[0])
+            return jnp.stack([zero, zero, zero, zero + t_psi(t), zero + t_phi(t)]).astype(v.dtype)
+
+    Q = ProductManifold(SE2(retraction), Euclidean(2))
+    return LagrangeDiracSystem(Q, L, A, force=force, partials=partials, name="snakeboard", params=P)
+
+
+def snakeboard_initial(pose=(0.0, 0.0, 0.0), psi: float = 0.0, phi: float = 0.3, speed: float = 1.0,
+                       psi_dot: float = 2.0, phi_dot: float = 1.0, half_length: float = 0.5):
+    """A consistent ``(q0, v0)`` of :func:`snakeboard`: ``v0 = (speed tan(phi) / r, speed, 0, psi', phi')``.
+
+    The defaults (with :func:`snakeboard`'s) give a motion over ``T = 2``
+    with the steering angle oscillating between about ``-0.34`` and ``0.34``
+    (period ``2 pi sqrt(2 J_w / k) = 0.99``), the board swerving and the
+    rotor's relative rate following the board's turning.
+
+    Parameters
+    ----------
+    pose : tuple of float
+        The board's initial ``(x, y, theta)``.
+    psi, phi : float
+        The rotor angle and the steering angle (``|phi| < pi/2``).
+    speed : float
+        The board's forward speed ``u`` (body ``v_x``).
+    psi_dot, phi_dot : float
+        The shape rates.
+    half_length : float
+        ``r``, as in :func:`snakeboard` (the turning rate is ``u tan(phi) / r``).
+
+    Returns
+    -------
+    q0 : tuple (pose (3, 3), shape (2,)) of numpy.ndarray, float64
+        The pose and ``(psi, phi)``.
+    v0 : numpy.ndarray, shape (5,), float64
+        ``(omega, u, w, psi', phi')``, in the constraint distribution.
+
+    Raises
+    ------
+    ValueError
+        For ``|phi| >= pi/2`` (the wheels across the board: no consistent
+        velocity with ``u != 0``).
+
+    Examples
+    --------
+    >>> import manifold_dirac as md
+    >>> (pose, shape), v0 = md.systems.snakeboard_initial(phi=0.3, speed=1.0)
+    >>> shape, v0.round(4)
+    (array([0. , 0.3]), array([0.6187, 1.    , 0.    , 2.    , 1.    ]))
+    """
+    if not abs(phi) < np.pi / 2:
+        raise ValueError(f"snakeboard_initial: the steering angle must satisfy |phi| < pi/2, got phi = {phi!r}: at "
+                         "cos(phi) = 0 the wheels stand across the board and the constraints are singular")
+    x, y, th = (float(a) for a in pose)
+    q0 = (np.array([[np.cos(th), -np.sin(th), x], [np.sin(th), np.cos(th), y], [0.0, 0.0, 1.0]]),
+          np.array([psi, phi], dtype=float))
+    v0 = np.array([speed * np.tan(phi) / half_length, speed, 0.0, psi_dot, phi_dot])
+    return q0, v0
+
+
+def _snakeboard_rates(mass, inertia, rotor_inertia, wheel_inertia, half_length, stiffness, tau_psi, tau_phi):
+    """The reduced equations of :func:`snakeboard` in ``y = (x, y, theta, psi, phi, u, psi', phi')``, plain floats.
+
+    The 2x2 system of the Notes solved in closed form: with
+    ``D = m + (J + 2 J_w) t^2/r^2`` and ``g = u phi' sec^2(phi)/r``,
+    ``u' = -(t/r)(g (J + 2 J_w) + tau_psi)/D`` and
+    ``psi'' = -g m/D + tau_psi (m + J_t t^2/r^2)/(J_r D)``.
+    """
+    import math
+
+    m, Jr, r = mass, rotor_inertia, half_length
+    Ib = inertia + 2.0 * wheel_inertia
+    Jt, two_jw = Ib + Jr, 2.0 * wheel_inertia
+
+    def f(t, y):
+        th, phi, u, psid, phid = y[2], y[4], y[5], y[6], y[7]
+        c = math.cos(phi)
+        tn = math.sin(phi) / c
+        g = u * phid / (c * c * r)
+        tr2 = tn * tn / (r * r)
+        D = m + Ib * tr2
+        tp = 0.0 if tau_psi is None else float(tau_psi(t))
+        tf = 0.0 if tau_phi is None else float(tau_phi(t))
+        return [u * math.cos(th), u * math.sin(th), u * tn / r, psid, phid, -(tn / r) * (g * Ib + tp) / D,
+                -g * m / D + tp * (m + Jt * tr2) / (Jr * D), (tf - stiffness * phi) / two_jw]
+
+    return f
+
+
+def snakeboard_reference(t, q0=None, v0=None, mass: float = 1.0, inertia: float = 0.2, rotor_inertia: float = 0.1,
+                         wheel_inertia: float = 0.05, half_length: float = 0.5, stiffness: float = 4.0,
+                         rotor_torque: Callable[[float], float] | None = None,
+                         steer_torque: Callable[[float], float] | None = None):
+    """Tight-tolerance reference ``(x, y, theta, psi, phi)`` of the snakeboard at times ``t`` ``(T,)``.
+
+    Solves the reduced equations of :func:`snakeboard` (Notes) in
+    ``(x, y, theta, psi, phi, u, psi', phi')`` by ``scipy.integrate.solve_ivp``
+    (DOP853, rtol = atol = 1e-12). ``theta`` is not wrapped.
+
+    Parameters
+    ----------
+    t : array-like, shape=[T]
+        Times (``>= 0``).
+    q0 : tuple (pose (3, 3), (psi, phi) (2,)), optional
+        The initial point, as given to ``integrate``; default that of
+        :func:`snakeboard_initial` (with its defaults).
+    v0 : array-like, shape=[5], optional
+        The initial velocity ``(omega, u, w, psi', phi')``, in the constraint
+        distribution at ``q0``; default that of :func:`snakeboard_initial`.
+    mass, inertia, rotor_inertia, wheel_inertia, half_length, stiffness : float
+        As in :func:`snakeboard`.
+    rotor_torque, steer_torque : callable ``t -> float``, optional
+        As in :func:`snakeboard` (called here with a float ``t``; a function
+        written with ``jax.numpy`` works, and so does one with ``math``).
+
+    Returns
+    -------
+    numpy.ndarray, shape=[T, 5]
+
+    Raises
+    ------
+    ValueError
+        For ``v0`` off the constraints at ``q0`` (``|A(q0) v0| > 1e-9 (1 + |v0|)``)
+        or only one of ``q0``, ``v0`` given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import manifold_dirac as md
+    >>> md.systems.snakeboard_reference(np.array([0.0, 1.0])).round(4)
+    array([[0.    , 0.    , 0.    , 0.    , 0.3   ],
+           [1.0155, 0.0519, 0.0041, 2.6146, 0.3063]])
+    """
+    from scipy.integrate import solve_ivp
+
+    if (q0 is None) != (v0 is None):
+        raise ValueError("snakeboard_reference: give both q0 and v0, or neither (snakeboard_initial's defaults)")
+    if q0 is None:
+        q0, v0 = snakeboard_initial(half_length=half_length)
+    pose, shape = np.asarray(q0[0], dtype=float), np.asarray(q0[1], dtype=float)
+    v = np.asarray(v0, dtype=float)
+    c, s, r = np.cos(shape[1]), np.sin(shape[1]), half_length
+    off = np.abs(np.array([[r * c, -s, c], [-r * c, s, c]]) @ v[:3])
+    if not np.max(off) <= 1e-9 * (1.0 + np.max(np.abs(v))):
+        raise ValueError(f"snakeboard_reference: v0 is not in the constraint distribution at q0: |A(q0) v0| = "
+                         f"{np.max(off):.3e} (it needs w = 0 and omega = u tan(phi) / r)")
+    t = np.atleast_1d(np.asarray(t, dtype=float))
+    y0 = [pose[0, 2], pose[1, 2], np.arctan2(pose[1, 0], pose[0, 0]), shape[0], shape[1], v[1], v[3], v[4]]
+    if not t.max() > 0.0:  # only t = 0 asked for: an empty time span is not an ODE solve
+        return np.broadcast_to(np.asarray(y0[:5], dtype=float), (t.size, 5)).copy()
+    f = _snakeboard_rates(mass, inertia, rotor_inertia, wheel_inertia, half_length, stiffness, rotor_torque,
+                          steer_torque)
+    sol = solve_ivp(f, (0.0, float(t.max())), y0, t_eval=t, rtol=1e-12, atol=1e-12, method="DOP853")
+    return sol.y[:5].T

@@ -3,11 +3,12 @@
 What is measured here, not assumed:
 
 * which one-step maps are self-adjoint, ``Phi_{-h} o Phi_h = id``, on each
-  kind of system (nonholonomic on SE(2), an interconnected nonholonomic
-  system, holonomic chains, SO(3), a degenerate circuit): the ``split``
-  scheme is, to round-off; the ``symmetric`` scheme only modulo the
-  constraint annihilator (its reverse step moves ``p`` by ``C(q)^T mu``);
-  nothing with the Cayley map and a midpoint node;
+  kind of system (nonholonomic on SE(2), the snakeboard's one-forms
+  depending on q on SE(2) x R^2, an interconnected nonholonomic system,
+  holonomic chains, SO(3), a degenerate circuit): the ``split`` scheme is,
+  to round-off; the ``symmetric`` scheme only modulo the constraint
+  annihilator (its reverse step moves ``p`` by ``C(q)^T mu``); nothing with
+  the Cayley map and a midpoint node;
 * the composition coefficients' order conditions (power sums, and the
   order on a generic non-commuting linear problem);
 * the declared orders of composed runs, by regression slopes against
@@ -113,11 +114,20 @@ def test_get_composition_inputs():
 
 
 # ------------------------------------------------------- self-adjointness
-def _round_trip(name, retraction, scheme, rule="midpoint", h=0.1):
-    """``Phi_{-h}(Phi_h(q0, p0)) - (q0, p0)``: (q defect, p defect, p defect on Delta(q0), |C^T mu|), p relative."""
+def _case(name, retraction):
+    """``(system, (q0, v0))`` of a catalog example, or of the snakeboard (a public factory, not in the catalog)."""
+    if name == "snakeboard":
+        from manifold_dirac.systems import snakeboard, snakeboard_initial
+
+        return snakeboard(retraction=retraction), snakeboard_initial()
     ex = EXAMPLES[name]
     sysm = ex.system(retraction)
-    q0, v0 = ex.initial(sysm)
+    return sysm, ex.initial(sysm)
+
+
+def _round_trip(name, retraction, scheme, rule="midpoint", h=0.1):
+    """``Phi_{-h}(Phi_h(q0, p0)) - (q0, p0)``: (q defect, p defect, p defect on Delta(q0), |C^T mu|), p relative."""
+    sysm, (q0, v0) = _case(name, retraction)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         d = adjoint_defect(sysm, q0, v0, h, scheme, rule)
@@ -128,6 +138,7 @@ def _round_trip(name, retraction, scheme, rule="midpoint", h=0.1):
 SELF_ADJOINT_CASES = [
     ("rolling_disk", "exp"),          # interconnected, nonholonomic, SE(2) x S^1
     ("chaplygin_sled", "exp"),        # nonholonomic SE(2)
+    ("snakeboard", "exp"),            # SE(2) x R^2, one-forms depending on q
     ("knife_edge", "exp"),
     ("cartesian_pendulum", "identity"),  # holonomic
     ("heavy_top", "exp"),             # SO(3), unconstrained
