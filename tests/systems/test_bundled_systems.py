@@ -115,6 +115,7 @@ def test_the_port_has_every_public_name_of_the_numpy_systems():
     added = {"cartesian_spherical_pendulum", "four_bar", "four_bar_initial", "rigid_double_pendulum",
              "rigid_double_pendulum_initial", "rolling_disk_3d", "rolling_disk_3d_initial"}  # holonomic (issue 11)
     added |= {n for n in NEW.__all__ if "brick" in n or n == "se3_spatial_momentum"}  # SE(3) (issue 11)
+    added |= {"snakeboard", "snakeboard_initial", "snakeboard_reference"}  # composition's benchmark (issue 25)
     assert sorted(NEW.__all__) == sorted(numpy_engine_reference()["all"].tolist() + sorted(added))
     for name in NEW.__all__:
         assert hasattr(NEW, name), name
