@@ -53,6 +53,7 @@ import numpy as np
 
 from .._registry import Registry
 from .._manifolds.base import Manifold
+from .._manifolds.product import ProductManifold, block_diag
 from .._types import Covector, Matrix, Params, Point, Scalar, Vector
 from .small import mm, vm
 from .system import LagrangeDiracSystem
@@ -86,7 +87,19 @@ class NodeGeometry(NamedTuple):
 
 
 def node_geometry(Q: Manifold, q0: Point, q1: Point, xi: Vector, J0: Matrix, J1: Matrix, s: float) -> NodeGeometry:
-    """The node ``c = R_{q0}(s xi)`` with ``P0 = dc/dq0``, ``P1 = dc/dq1`` and ``J_xi``."""
+    """The node ``c = R_{q0}(s xi)`` with ``P0 = dc/dq0``, ``P1 = dc/dq1`` and ``J_xi``.
+
+    On a product manifold factor by factor: its retraction acts on each
+    factor alone, so these matrices are block-diagonal, and the blocks'
+    products are what the dense products would compute, without the
+    products of the zero blocks (which XLA cannot drop: ``0 x`` is not 0
+    for a non-finite ``x``).
+    """
+    if isinstance(Q, ProductManifold):
+        parts = [node_geometry(f, a, b, xi[Q.slice(i)], J0[Q.slice(i), Q.slice(i)], J1[Q.slice(i), Q.slice(i)], s)
+                 for i, (f, a, b) in enumerate(zip(Q.factors, q0, q1))]
+        return NodeGeometry(tuple(g.point for g in parts), block_diag([g.P0 for g in parts]),
+                            block_diag([g.P1 for g in parts]), block_diag([g.Jxi for g in parts]))
     eye = jnp.eye(Q.dim)
     if s == 0.0:
         return NodeGeometry(q0, eye, jnp.zeros_like(eye), eye)

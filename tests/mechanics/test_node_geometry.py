@@ -1,0 +1,84 @@
+"""A quadrature node's geometry on a product manifold, factor by factor, equals the dense products.
+
+``rules.node_geometry`` computes ``c = R_{q0}(s xi)``, ``P0 = J_q + s J_xi J0``,
+``P1 = s J_xi J1`` and ``J_xi``. On a product manifold every one of these
+matrices is block-diagonal (the product retraction acts on each factor
+alone), and the function multiplies the blocks only (a dense product of the
+zero blocks is work XLA cannot drop; it made a step of the snakeboard on
+SE(2) x R^2 cost about a third more). Checked here against the dense
+formula, values and forward derivatives, on SE(2) x R^2, SO(3) x R^3 and a
+nested product, and shown to catch a wrong block.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import manifold_dirac  # noqa: F401  (float64)
+from manifold_dirac._manifolds import SE2, SO3, Euclidean, ProductManifold
+from manifold_dirac._manifolds.product import block_diag
+from manifold_dirac._mechanics.rules import NodeGeometry, node_geometry
+from manifold_dirac._mechanics.small import mm
+
+PRODUCTS = {
+    "SE(2) x R^2": ProductManifold(SE2("exp"), Euclidean(2)),
+    "SO(3) x R^3": ProductManifold(SO3("exp"), Euclidean(3)),
+    "(SE(2) x R) x SO(3)": ProductManifold(ProductManifold(SE2("exp"), Euclidean(1)), SO3("cayley")),
+}
+
+
+def _dense(Q, q0, q1, xi, J0, J1, s):
+    """The formula of ``node_geometry`` with dense products (its route for a manifold that is not a product)."""
+    eye = jnp.eye(Q.dim)
+    if s == 0.0:
+        return NodeGeometry(q0, eye, jnp.zeros_like(eye), eye)
+    if s == 1.0:
+        return NodeGeometry(q1, jnp.zeros_like(eye), eye, Q.retract_with_jacobians(q0, xi)[2])
+    c, Jq, Jx = Q.retract_with_jacobians(q0, s * xi)
+    return NodeGeometry(c, Jq + s * mm(Jx, J0), s * mm(Jx, J1), Jx)
+
+
+def _data(Q, seed=0):
+    rng = np.random.default_rng(seed)
+    q0 = Q.random_point(rng)
+    xi = 0.3 * rng.standard_normal(Q.dim)
+    return q0, jnp.asarray(xi)
+
+
+def _flat(g):
+    return jnp.concatenate([jnp.ravel(a) for a in jax.tree.leaves(g)])
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCTS))
+@pytest.mark.parametrize("s", [0.0, 0.5, 0.3, 1.0])
+def test_the_blockwise_node_equals_the_dense_one(name, s):
+    Q = PRODUCTS[name]
+    q0, xi = _data(Q)
+
+    def route(f):
+        def g(x):
+            q1, J0, J1 = Q.retract_with_inverse_jacobians(q0, x)
+            return _flat(f(Q, q0, q1, x, J0, J1, s))
+        return g
+
+    a, b = route(node_geometry), route(_dense)
+    np.testing.assert_allclose(a(xi), b(xi), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(jax.jacfwd(a)(xi), jax.jacfwd(b)(xi), rtol=0, atol=1e-13)
+
+
+def test_a_wrong_block_is_seen():
+    """Sensitivity: the same comparison with one factor's block of ``P0`` missing its ``J_q`` term fails."""
+    Q = PRODUCTS["SE(2) x R^2"]
+    q0, xi = _data(Q)
+    q1, J0, J1 = Q.retract_with_inverse_jacobians(q0, xi)
+    good = node_geometry(Q, q0, q1, xi, J0, J1, 0.5)
+    parts = [node_geometry(f, a, b, xi[Q.slice(i)], J0[Q.slice(i), Q.slice(i)], J1[Q.slice(i), Q.slice(i)], 0.5)
+             for i, (f, a, b) in enumerate(zip(Q.factors, q0, q1))]
+    c, Jq, Jx = Q.factors[0].retract_with_jacobians(q0[0], 0.5 * xi[Q.slice(0)])
+    wrong = block_diag([parts[0].P0 - Jq, parts[1].P0])
+    dense = _dense(Q, q0, q1, xi, J0, J1, 0.5)
+    np.testing.assert_allclose(good.P0, dense.P0, rtol=0, atol=1e-14)
+    assert float(jnp.max(jnp.abs(wrong - dense.P0))) > 0.1
