@@ -662,6 +662,76 @@ def cost_table(names, calls=200, rounds=5) -> str:
     return "\n".join(lines)
 
 
+def interleaved_min(fs: dict, rounds: int, calls: int) -> dict:
+    """``{key: seconds}``: the fastest of ``calls`` back-to-back calls of each ``fs[key]()``, over ``rounds``
+    interleaved rounds (each called once first, untimed)."""
+    for f in fs.values():
+        f()
+    best = {k: math.inf for k in fs}
+    for _ in range(rounds):
+        for k, f in fs.items():
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                f()
+                best[k] = min(best[k], time.perf_counter() - t0)
+    return best
+
+
+REUSE_RUNS = (("rolling_disk", "1e-06"), ("rolling_disk", "1e-10"), ("chaplygin_sled", "1e-06"),
+              ("chaplygin_sled", "1e-10"), ("snakeboard", "1e-06"), ("snakeboard", "1e-10"))
+"""``(system, target)`` of ``--reuse``: the fastest composed ``jax.jit(rollout)`` run of the stored results."""
+
+
+def reuse_table(rounds: int = 7, calls: int = 20) -> str:
+    """The fastest composed run for a target (``results/composition.json``) with Newton's matrix evaluated at
+    every update (the default) and with ``SolverOptions(jacobian="reuse")`` (simplified Newton: evaluated at a
+    solve's first iterate, again after an update that does not halve the error), next to DOP853 at the
+    ``rtol`` that reached the target in the stored run; wall time per call, minimum of ``rounds`` interleaved
+    rounds of ``calls`` calls, in one process."""
+    import jax
+
+    from manifold_dirac import SolverOptions
+
+    stored = json.loads((HERE / "results" / "composition.json").read_text())["systems"]
+    rows, timed = [], {}
+    cases = {}
+    for name, tgt in REUSE_RUNS:
+        case = cases.setdefault(name, SYSTEMS[name]())
+        runs = stored[name]["runs"]
+        lib = [r for r in runs if r["method"].endswith(FAST) and "+" in r["method"] and r["error"] <= float(tgt)]
+        ivp = [r for r in runs if r["method"] == "DOP853" and r["error"] <= float(tgt)]
+        if not lib or not ivp:
+            continue
+        best = min(lib, key=lambda r: r["wall"])
+        dop = min(ivp, key=lambda r: r["wall"])
+        comp = best["method"].split("+ ")[1].split(" ")[0]
+        n = int(round(T / best["setting"]))
+        out = {}
+        for jac in ("every", "reuse"):
+            f = jax.jit(lambda q, v, h, comp=comp, n=n, sysm=case["system"], jac=jac: rollout(
+                sysm, q, v, h=h, n_steps=n, scheme="split", composition=comp, solver=SolverOptions(jacobian=jac)))
+            r = jax.block_until_ready(f(case["q0"], case["v0"], T / n))
+            out[jac] = (lambda f=f, n=n, case=case: jax.block_until_ready(f(case["q0"], case["v0"], T / n)),
+                        int(np.sum(r.iterations)), case["err_lib"](r))
+        from scipy.integrate import solve_ivp
+
+        rt = dop["setting"]
+        out["DOP853"] = (lambda case=case, rt=rt: solve_ivp(case["rhs"], (0.0, T), case["y0"], method="DOP853",
+                                                             rtol=rt, atol=rt), dop["work"], dop["error"])
+        timed[(name, tgt, comp, n, rt)] = out
+    flat = interleaved_min({(k, m): f for k, v in timed.items() for m, (f, *_rest) in v.items()}, rounds, calls)
+    best_t = {k: {m: flat[(k, m)] for m in v} for k, v in timed.items()}
+    lines = ["| system | target | composed run | DOP853 (rtol; evaluations) | every update (iterations) | "
+             "`jacobian=\"reuse\"` (iterations) | reuse / DOP853 |", "|---|---|---|---|---|---|---|"]
+    for (name, tgt, comp, n, rt), v in timed.items():
+        b = best_t[(name, tgt, comp, n, rt)]
+        lines.append(f"| {DOCS_NAMES[name]} | {tgt} | `{comp}`, {n} steps | {1e3 * b['DOP853']:.3g} ms ({rt:.0e}; "
+                     f"{v['DOP853'][1]}) | {1e3 * b['every']:.3g} ms ({v['every'][1]}) | {1e3 * b['reuse']:.3g} ms "
+                     f"({v['reuse'][1]}) | {b['reuse'] / b['DOP853']:.2f} |")
+        print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
 DISPATCH_STEPS = 7
 """``kahan_li8`` steps of the rolling disk in ``--dispatch`` (its fastest run for 1e-6 in the work-precision run)."""
 
@@ -686,15 +756,7 @@ def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
           f"jit(rollout), kahan_li8, {DISPATCH_STEPS} steps": lambda: jax.block_until_ready(roll(q, v, h)),
           "DOP853, rtol = 1e-3": lambda: solve_ivp(case["rhs"], (0.0, T), case["y0"], method="DOP853",
                                                    rtol=1e-3, atol=1e-3)}
-    for f in fs.values():
-        f()
-    best = {k: math.inf for k in fs}
-    for _ in range(rounds):
-        for k, f in fs.items():
-            for _ in range(calls):
-                t0 = time.perf_counter()
-                f()
-                best[k] = min(best[k], time.perf_counter() - t0)
+    best = interleaved_min(fs, rounds, calls)
     return {"mode": mode, "async_dispatch": bool(jax.config.read("jax_cpu_enable_async_dispatch")),
             "us": {k: 1e6 * b for k, b in best.items()}}
 
@@ -733,10 +795,23 @@ def main(argv=None):
     ap.add_argument("--dispatch", action="store_true",
                     help="one disk call with JAX's asynchronous CPU dispatch and without, "
                          "to benchmarks/results/composition_dispatch.md")
+    ap.add_argument("--reuse", action="store_true",
+                    help="the fastest composed runs for 1e-6 and 1e-10 with SolverOptions(jacobian='reuse'), "
+                         "to benchmarks/results/composition_reuse.md")
     ap.add_argument("--dispatch-child", choices=("async", "sync"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.dispatch_child:
         print(json.dumps(dispatch_child(args.dispatch_child)))
+        return
+    if args.reuse:
+        txt = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}; CPUs "
+               f"{sorted(os.sched_getaffinity(0))}; load average before: {[round(x, 2) for x in os.getloadavg()]}."
+               f"\n\nWall time per call, minimum of 7 interleaved rounds of 20 calls, one process; the composed "
+               f"runs are `jax.jit(rollout)`, `split` scheme, the fastest for the target in "
+               f"`composition.json`.\n\n" + reuse_table()
+               + f"\n\nLoad average after: {[round(x, 2) for x in os.getloadavg()]}.\n")
+        (HERE / "results" / "composition_reuse.md").write_text(txt)
+        print(txt)
         return
     if args.dispatch:
         txt = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}; CPUs "
