@@ -86,6 +86,15 @@ class NodeGeometry(NamedTuple):
     Jxi: jax.Array
 
 
+_PRODUCT_RETRACTION = ("retract", "retract_with_jacobians", "retract_with_inverse_jacobians")
+
+
+def _blockwise(Q: Manifold) -> bool:
+    """Whether ``Q`` is a product manifold with the product of its factors' retractions (block-diagonal Jacobians)."""
+    return isinstance(Q, ProductManifold) and all(
+        getattr(type(Q), m) is getattr(ProductManifold, m) for m in _PRODUCT_RETRACTION)
+
+
 def node_geometry(Q: Manifold, q0: Point, q1: Point, xi: Vector, J0: Matrix, J1: Matrix, s: float) -> NodeGeometry:
     """The node ``c = R_{q0}(s xi)`` with ``P0 = dc/dq0``, ``P1 = dc/dq1`` and ``J_xi``.
 
@@ -93,9 +102,11 @@ def node_geometry(Q: Manifold, q0: Point, q1: Point, xi: Vector, J0: Matrix, J1:
     factor alone, so these matrices are block-diagonal, and the blocks'
     products are what the dense products would compute, without the
     products of the zero blocks (which XLA cannot drop: ``0 x`` is not 0
-    for a non-finite ``x``).
+    for a non-finite ``x``). Only for a product whose retraction is the
+    factors' own (a subclass that overrides one of its retraction methods
+    may couple the factors: the dense formula then).
     """
-    if isinstance(Q, ProductManifold):
+    if _blockwise(Q):
         parts = [node_geometry(f, a, b, xi[Q.slice(i)], J0[Q.slice(i), Q.slice(i)], J1[Q.slice(i), Q.slice(i)], s)
                  for i, (f, a, b) in enumerate(zip(Q.factors, q0, q1))]
         return NodeGeometry(tuple(g.point for g in parts), block_diag([g.P0 for g in parts]),

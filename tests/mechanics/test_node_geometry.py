@@ -52,11 +52,8 @@ def _flat(g):
     return jnp.concatenate([jnp.ravel(a) for a in jax.tree.leaves(g)])
 
 
-@pytest.mark.parametrize("name", sorted(PRODUCTS))
-@pytest.mark.parametrize("s", [0.0, 0.5, 0.3, 1.0])
-def test_the_blockwise_node_equals_the_dense_one(name, s):
-    Q = PRODUCTS[name]
-    q0, xi = _data(Q)
+def _compare(Q, s, q0, xi):
+    """Values and forward derivatives of the node by ``node_geometry`` and by the dense formula (compiled)."""
 
     def route(f):
         def g(x):
@@ -65,8 +62,62 @@ def test_the_blockwise_node_equals_the_dense_one(name, s):
         return g
 
     a, b = route(node_geometry), route(_dense)
-    np.testing.assert_allclose(a(xi), b(xi), rtol=0, atol=1e-14)
-    np.testing.assert_allclose(jax.jacfwd(a)(xi), jax.jacfwd(b)(xi), rtol=0, atol=1e-13)
+    both = jax.jit(lambda x: (a(x), b(x), jax.jacfwd(a)(x), jax.jacfwd(b)(x)))
+    return both(xi)
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCTS))
+@pytest.mark.parametrize("s", [0.5, 0.3, 1.0])
+def test_the_blockwise_node_equals_the_dense_one(name, s):
+    Q = PRODUCTS[name]
+    q0, xi = _data(Q)
+    va, vb, da, db = _compare(Q, s, q0, xi)
+    np.testing.assert_allclose(va, vb, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(da, db, rtol=0, atol=1e-13)
+
+
+class _Coupled(ProductManifold):
+    """``R x R`` with a retraction that couples the factors, ``R_q(xi) = q + (xi0 + c xi0 xi1, xi1)``: a
+    product manifold whose retraction is not the factors' (its Jacobians are not block-diagonal)."""
+
+    c = 0.5
+
+    def __init__(self):
+        super().__init__(Euclidean(1), Euclidean(1))
+
+    def retract(self, q, xi):
+        xi = jnp.asarray(xi)
+        return (q[0] + (xi[..., :1] + self.c * xi[..., :1] * xi[..., 1:]), q[1] + xi[..., 1:])
+
+    def _jac(self, xi):
+        a, b = xi[0], xi[1]
+        return jnp.array([[1.0 + self.c * b, self.c * a], [0.0, 1.0]])
+
+    def retract_with_jacobians(self, q, xi):
+        # frame at q1 = coordinates: J_q = I, J_xi = dR/dxi
+        return self.retract(q, xi), jnp.eye(2), self._jac(xi)
+
+    def retract_with_inverse_jacobians(self, q0, xi):
+        Jinv = jnp.linalg.inv(self._jac(xi))
+        return self.retract(q0, xi), -Jinv, Jinv
+
+
+def test_a_product_with_a_coupling_retraction_takes_the_dense_formula():
+    """The shortcut would use the factors' retractions and the diagonal blocks: wrong here (the node's point
+    0.25 instead of 0.265 at s = 0.5); the route for such a product is the dense one."""
+    from manifold_dirac._mechanics.rules import _blockwise
+
+    Q = _Coupled()
+    assert not _blockwise(Q) and _blockwise(PRODUCTS["SE(2) x R^2"])
+    q0, xi = (jnp.zeros(1), jnp.zeros(1)), jnp.array([0.5, 0.12])
+    va, vb, da, db = _compare(Q, 0.5, q0, xi)
+    np.testing.assert_allclose(va, vb, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(da, db, rtol=0, atol=1e-14)
+    # and the factor-by-factor node is indeed another one: the guard is what keeps it out
+    q1, J0, J1 = Q.retract_with_inverse_jacobians(q0, xi)
+    parts = [node_geometry(f, a, b, xi[Q.slice(i)], J0[Q.slice(i), Q.slice(i)], J1[Q.slice(i), Q.slice(i)], 0.5)
+             for i, (f, a, b) in enumerate(zip(Q.factors, q0, q1))]
+    assert abs(float(parts[0].point[0]) - float(node_geometry(Q, q0, q1, xi, J0, J1, 0.5).point[0][0])) > 1e-3
 
 
 def test_a_wrong_block_is_seen():
