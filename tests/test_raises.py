@@ -195,6 +195,9 @@ RAISES = {
     ("manifold_dirac.systems.four_bar_initial", "ValueError"): lambda: md.systems.four_bar_initial(coupler=0.1),
     ("manifold_dirac.systems.free_rigid_body", "ValueError"): lambda: md.systems.free_rigid_body(inertia=(1.0, -1.0, 2.0)),
     ("manifold_dirac.systems.heavy_top", "ValueError"): lambda: md.systems.heavy_top(chi=(1.0, 2.0)),
+    ("manifold_dirac.systems.snakeboard", "ValueError"): lambda: md.systems.snakeboard(mass=-1.0),
+    ("manifold_dirac.systems.snakeboard_reference", "RuntimeError"):
+        lambda: md.systems.snakeboard_reference([1.0], rotor_torque=lambda t: float("nan") if t > 0.3 else 0.0),
     ("manifold_dirac.systems.snakeboard_initial", "ValueError"): lambda: md.systems.snakeboard_initial(phi=2.0),
     ("manifold_dirac.systems.snakeboard_reference", "ValueError"):
         lambda: md.systems.snakeboard_reference([1.0], md.systems.snakeboard_initial()[0],

@@ -331,10 +331,24 @@ def chaplygin_sled_reference(t, pose0=(0.0, 0.0, 0.0), omega0: float = 1.0, vx0:
     if not t.max() > 0.0:  # only t = 0 asked for: an empty time span is not an ODE solve
         return np.broadcast_to(np.asarray(y0[:3], dtype=float), (t.size, 3)).copy()
     sol = solve_ivp(f, (0.0, float(t.max())), y0, t_eval=t, rtol=1e-12, atol=1e-12, method="DOP853")
+    if not sol.success or sol.y.shape[1] != t.size:  # pragma: no cover (smooth equations: not seen to fail)
+        raise RuntimeError(f"chaplygin_sled_reference: solve_ivp stopped short of t = {float(t.max()):.6g}: "
+                           f"{sol.message}")
     return sol.y[:3].T
 
 
 # ------------------------------------------------------------------ the snakeboard
+def _check_snakeboard(mass, inertia, rotor_inertia, wheel_inertia, half_length, stiffness, who):
+    """Refuse physical parameters without a meaning (the board's mass matrix must be positive definite)."""
+    bad = [f"{n} = {v!r}" for n, v, ok in (
+        ("mass", mass, mass > 0), ("inertia", inertia, inertia >= 0), ("rotor_inertia", rotor_inertia, rotor_inertia > 0),
+        ("wheel_inertia", wheel_inertia, wheel_inertia > 0), ("half_length", half_length, half_length > 0),
+        ("stiffness", stiffness, stiffness >= 0)) if not (np.isfinite(v) and ok)]
+    if bad:
+        raise ValueError(f"{who}: need mass, rotor_inertia, wheel_inertia and half_length > 0 and inertia, stiffness "
+                         f">= 0 (finite), got {', '.join(bad)}")
+
+
 def snakeboard(
     mass: float = 1.0,
     inertia: float = 0.2,
@@ -368,10 +382,12 @@ def snakeboard(
     sin phi``): ``w = 0`` and ``omega = u tan(phi) / r``. The two one-forms
     become dependent at ``cos(phi) = 0`` (the wheels across the board, which
     may then slide sideways and turn: ``u = 0`` is the only condition left):
-    keep ``|phi| < pi/2``. ``integrate`` refuses a start there (the one-forms
-    linearly dependent at ``q0``) and within about ``1e-9`` of it (the step
-    equations singular); a start ``1e-6`` away runs, but the motion is stiff
-    there (``omega = u tan(phi) / r``).
+    start with ``|phi| < pi/2``. ``integrate`` refuses a start there (the
+    one-forms linearly dependent at ``q0``) and within about ``1e-9`` of it
+    (the step equations singular); a start ``1e-6`` away runs, but the motion
+    is stiff there (``omega = u tan(phi) / r``). A run may swing through
+    ``cos(phi) = 0`` (with a large ``phi'``): the board's speed falls to 0 there
+    (``D u^2`` is conserved, Notes) and ``omega`` stays bounded.
 
     Parameters
     ----------
@@ -409,6 +425,13 @@ def snakeboard(
         "half_length", "stiffness"}``. Initial data: :func:`snakeboard_initial`;
         reference solution: :func:`snakeboard_reference`.
 
+    Raises
+    ------
+    ValueError
+        For a parameter without a meaning: ``mass``, ``rotor_inertia``,
+        ``wheel_inertia`` or ``half_length`` not positive, ``inertia`` or
+        ``stiffness`` negative, or any of them not finite.
+
     Notes
     -----
     With ``t = tan(phi)``, ``J_t = J + 2 J_w + J_r`` and ``eta = (u, psi', phi')``
@@ -422,9 +445,12 @@ def snakeboard(
     The energy ``m/2 u^2 + 1/2 (J + 2 J_w) omega^2 + 1/2 J_r (omega + psi')^2
     + J_w phi'^2 + 1/2 k phi^2`` is conserved without torques. Without a rotor
     torque the rotor's angular momentum ``J_r (omega + psi')`` is conserved
-    too, and so is ``(m + (J + 2 J_w) t^2/r^2) u^2`` (the board's kinetic
-    energy): the board's speed follows the steering angle, and a net
-    propulsion (the snakeboard's gaits) needs both torques.
+    too, and so is ``D u^2 = (m + (J + 2 J_w) t^2/r^2) u^2`` (twice the
+    board's kinetic energy, conserved with a steering torque as well): the
+    board's speed follows the steering angle, and propulsion needs a rotor
+    torque. The steering motion it works against may be the spring's own
+    oscillation: a rotor torque alone in phase with it drives the board
+    (``u' = -(t/r) tau_psi / D`` when ``phi'`` averages out).
 
     This is the snakeboard of Ostrowski, Lewis, Murray & Burdick (ICRA 1994)
     and Ostrowski (PhD thesis, Caltech, 1995), as in Bloch, Krishnaprasad,
@@ -444,6 +470,7 @@ def snakeboard(
     >>> bool(abs(board.constraint_matrix(q0) @ v0).max() < 1e-15)
     True
     """
+    _check_snakeboard(mass, inertia, rotor_inertia, wheel_inertia, half_length, stiffness, "snakeboard")
     P = {"mass": np.float64(mass), "inertia": np.float64(inertia), "rotor_inertia": np.float64(rotor_inertia),
          "wheel_inertia": np.float64(wheel_inertia), "half_length": np.float64(half_length),
          "stiffness": np.float64(stiffness)}
@@ -518,7 +545,7 @@ def snakeboard_initial(pose=(0.0, 0.0, 0.0), psi: float = 0.0, phi: float = 0.3,
     ------
     ValueError
         For ``|phi| >= pi/2`` (the wheels across the board: no consistent
-        velocity with ``u != 0``).
+        velocity with ``u != 0``), or ``half_length <= 0``.
 
     Examples
     --------
@@ -527,6 +554,8 @@ def snakeboard_initial(pose=(0.0, 0.0, 0.0), psi: float = 0.0, phi: float = 0.3,
     >>> shape, v0.round(4)
     (array([0. , 0.3]), array([0.6187, 1.    , 0.    , 2.    , 1.    ]))
     """
+    if not (np.isfinite(half_length) and half_length > 0):
+        raise ValueError(f"snakeboard_initial: half_length must be positive, got {half_length!r}")
     if not abs(phi) < np.pi / 2:
         raise ValueError(f"snakeboard_initial: the steering angle must satisfy |phi| < pi/2, got phi = {phi!r}: at "
                          "cos(phi) = 0 the wheels stand across the board and the constraints are singular")
@@ -599,8 +628,14 @@ def snakeboard_reference(t, q0=None, v0=None, mass: float = 1.0, inertia: float 
     Raises
     ------
     ValueError
-        For ``v0`` off the constraints at ``q0`` (``|A(q0) v0| > 1e-9 (1 + |v0|)``)
-        or only one of ``q0``, ``v0`` given.
+        For ``v0`` off the constraints at ``q0`` (``|A(q0) v0| > 1e-9 (1 + |v0|)``),
+        a start with ``cos(phi) = 0`` (the reduced equations do not hold
+        there: a board turning in place is not ``omega = u tan(phi) / r``),
+        parameters refused by :func:`snakeboard`, or only one of ``q0``,
+        ``v0`` given.
+    RuntimeError
+        When ``solve_ivp`` does not reach the last time (a torque returning
+        NaN, a swing through ``cos(phi) = 0`` it cannot step over).
 
     Examples
     --------
@@ -614,11 +649,16 @@ def snakeboard_reference(t, q0=None, v0=None, mass: float = 1.0, inertia: float 
 
     if (q0 is None) != (v0 is None):
         raise ValueError("snakeboard_reference: give both q0 and v0, or neither (snakeboard_initial's defaults)")
+    _check_snakeboard(mass, inertia, rotor_inertia, wheel_inertia, half_length, stiffness, "snakeboard_reference")
     if q0 is None:
         q0, v0 = snakeboard_initial(half_length=half_length)
     pose, shape = np.asarray(q0[0], dtype=float), np.asarray(q0[1], dtype=float)
     v = np.asarray(v0, dtype=float)
     c, s, r = np.cos(shape[1]), np.sin(shape[1]), half_length
+    if not abs(c) > 1e-9:
+        raise ValueError(f"snakeboard_reference: the start's steering angle phi = {shape[1]!r} has cos(phi) = {c:.1e}: "
+                         "the one-forms are dependent there and the reduced equations (omega = u tan(phi) / r) do "
+                         "not hold")
     off = np.abs(np.array([[r * c, -s, c], [-r * c, s, c]]) @ v[:3])
     if not np.max(off) <= 1e-9 * (1.0 + np.max(np.abs(v))):
         raise ValueError(f"snakeboard_reference: v0 is not in the constraint distribution at q0: |A(q0) v0| = "
@@ -630,4 +670,8 @@ def snakeboard_reference(t, q0=None, v0=None, mass: float = 1.0, inertia: float 
     f = _snakeboard_rates(mass, inertia, rotor_inertia, wheel_inertia, half_length, stiffness, rotor_torque,
                           steer_torque)
     sol = solve_ivp(f, (0.0, float(t.max())), y0, t_eval=t, rtol=1e-12, atol=1e-12, method="DOP853")
+    if not sol.success or sol.y.shape[1] != t.size:
+        done = np.asarray(sol.t, dtype=float)
+        raise RuntimeError(f"snakeboard_reference: solve_ivp stopped short of t = {float(t.max()):.6g} ("
+                           f"{done.size} of {t.size} times reached): {sol.message}")
     return sol.y[:5].T

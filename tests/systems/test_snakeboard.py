@@ -262,3 +262,34 @@ def test_starts_on_the_singular_set_or_off_the_constraints_are_refused(board, st
     nearly = snakeboard_initial(phi=np.pi / 2 - 1e-9, speed=1e-12, psi_dot=0.0, phi_dot=0.0)
     with pytest.raises(md.IllPosedSystemError, match="singular at the start"):
         md.integrate(board, *nearly, h=0.05, n_steps=2)
+
+
+# ----------------------------------------------------------- refusals of the factory and the reference
+@pytest.mark.parametrize("bad", [dict(mass=-1.0), dict(wheel_inertia=0.0), dict(half_length=0.0),
+                                 dict(inertia=-0.5), dict(stiffness=float("nan"))])
+def test_parameters_without_a_meaning_are_refused(bad):
+    with pytest.raises(ValueError, match="snakeboard: need mass"):
+        md.systems.snakeboard(**bad)
+    with pytest.raises(ValueError, match="snakeboard_reference: need mass"):
+        md.systems.snakeboard_reference([1.0], **bad)
+
+
+def test_the_reference_refuses_a_start_across_the_board_and_a_failed_solve():
+    q0, _ = md.systems.snakeboard_initial()
+    q0 = (q0[0], np.array([0.0, np.pi / 2]))
+    with pytest.raises(ValueError, match="cos\\(phi\\)"):  # A(q0) v0 = 0 holds for a board turning in place
+        md.systems.snakeboard_reference([1.0], q0, np.array([1.0, 0.0, 0.0, 0.0, 0.0]))
+    with pytest.raises(RuntimeError, match="solve_ivp stopped short"):
+        md.systems.snakeboard_reference(np.linspace(0.0, 1.0, 11),
+                                        rotor_torque=lambda t: float("nan") if t > 0.3 else 0.0)
+    with pytest.raises(ValueError, match="half_length must be positive"):
+        md.systems.snakeboard_initial(half_length=0.0)
+
+
+def test_a_rotor_torque_alone_propels_the_board():
+    """With the centring spring the steering oscillates by itself; a rotor torque in phase with it drives the
+    board forward on average (the docstring's claim; with no torque the board's D u^2 is conserved)."""
+    tau = lambda t: 0.5 * np.cos(np.sqrt(40.0) * t)  # noqa: E731  (the steering's frequency sqrt(k / 2 J_w))
+    q0, v0 = md.systems.snakeboard_initial(speed=0.0, psi_dot=0.0, phi_dot=1.0)
+    x = md.systems.snakeboard_reference(np.array([5.0, 10.0]), q0, v0, rotor_torque=tau)[:, 0]
+    assert abs(x[1]) > 2.0 * abs(x[0]) > 1.0, x  # it travels, faster and faster
