@@ -147,7 +147,9 @@ def integrate(
             "map as one differentiable JAX function (docs/differentiable.md)")
     integ = Integrator(system, h, scheme, discrete_lagrangian, solver, on_failure, composition=composition)
     n_steps = _steps_to(n_steps, t_final, _finite_float(t0, "t0"), integ.h)
-    state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0, params=params)
+    start = integ._start(q0, v0, p0, t0, params)
+    integ._loop_ahead(start, n_steps, controls, params)  # the loop compiles while the start does (ahead.py)
+    state = integ._started(start)
     if v0 is None and not integ.scheme.carries_pre_momentum:
         state.v_init = state.v_legendre
     return integ.run(state, n_steps, stride=stride, controls=controls, progress=progress, callback=callback,
