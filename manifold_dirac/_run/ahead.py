@@ -6,14 +6,15 @@ and the values its checks need) and the loop over the steps, and XLA
 compiles each on one thread. One after the other, the loop's compile waits
 for the start to be compiled, run and checked. Here the loop is traced
 and lowered first (in the calling thread: tracing is Python), then
-compiled in a background thread while the calling thread compiles, runs
-and checks the start; the run waits for the loop's executable before its
+compiled in a background thread while the calling thread traces,
+compiles, runs and checks the start; the run waits for the loop's executable before its
 first chunk. Same programs, same values (the executable is the one the
 call would have compiled); only the wall time changes, on a machine with
 two CPUs or more (``docs/performance.md``).
 
-The loop's arguments are known before the start runs: its state is the
-start's output, whose shapes come from the start's lowering.
+The loop's arguments are known before the start is traced: its state is the
+start's output, whose shapes are those of ``StepMap.initial`` (a trace of
+a few constants), so the loop's compile starts before the start is traced.
 
 It is done only where it can pay: in :func:`integrate` (not in
 ``Integrator.initial_state`` and ``run`` called apart, where the loop's
@@ -37,7 +38,7 @@ from collections.abc import Callable
 
 from .exported import DiskProgram
 
-__all__ = ["ENV", "compile_in_background", "enabled", "output_shapes", "wait"]
+__all__ = ["ENV", "compile_in_background", "enabled", "wait"]
 
 ENV = "MANIFOLD_DIRAC_COMPILE_AHEAD"
 """The environment variable that switches compiling ahead off (``0``)."""
@@ -68,17 +69,6 @@ def _submit(work: Callable[[], object]) -> concurrent.futures.Future:
             _pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="manifold_dirac-compile")
     stats["submitted"] += 1
     return _pool.submit(work)
-
-
-def output_shapes(fn: Callable, args: tuple) -> object:
-    """The shapes of ``fn(*args)`` (a tree of ``jax.ShapeDtypeStruct``), lowering ``fn`` now, compiling nothing.
-
-    ``fn`` is a run's program: a ``jax.jit`` function (its lowering is kept
-    and reused by the call) or a :class:`~.exported.DiskProgram`.
-    """
-    if isinstance(fn, DiskProgram):
-        return fn.output_shapes(*args)
-    return fn.lower(*args).out_info
 
 
 def compile_in_background(fn: Callable, args: tuple) -> None:

@@ -346,7 +346,7 @@ def _aval(x: object) -> tuple[tuple[int, ...], str, bool]:
         return tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype).str, False
     if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
         return tuple(x.shape), x.dtype.str, bool(x.weak_type)
-    if isinstance(x, jax.ShapeDtypeStruct):  # a call's shapes only (DiskProgram.output_shapes, compile_ahead)
+    if isinstance(x, jax.ShapeDtypeStruct):  # a call's shapes only (DiskProgram.compile_ahead)
         return tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype).str, bool(x.weak_type)
     a = jax.typeof(x)
     return tuple(a.shape), a.dtype.str, bool(a.weak_type)
@@ -488,17 +488,6 @@ class DiskProgram:
             run = self._runs[sig] = self._obtain(sig)
         return run(*leaves)
 
-    def output_shapes(self, *args: object) -> object:
-        """The outputs' shapes of a call with ``args`` (arrays or ``jax.ShapeDtypeStruct``), lowering its program.
-
-        The program is loaded or exported and lowered now, as a call would,
-        and compiled by the first call with that signature (in that call's
-        thread), so that the caller can lower another program meanwhile
-        (:mod:`~manifold_dirac._run.ahead`). Returns a tree of
-        ``jax.ShapeDtypeStruct`` like the call's result.
-        """
-        return self._prepared(args, _deferred).shapes
-
     def compile_ahead(self, *args: object, submit: Callable[[Callable[[], object]], concurrent.futures.Future]) -> None:
         """Lower the program of a call with ``args`` now and compile it with ``submit`` (a thread pool's).
 
@@ -506,21 +495,16 @@ class DiskProgram:
         that signature waits for it. A compile that fails there falls back to
         the traced program, as in a call.
         """
-        self._prepared(args, lambda work: submit(work).result)
-
-    def _prepared(self, args: tuple, when: Callable) -> Callable:
         _, sig = _signature(args)
-        run = self._runs.get(sig)
-        if run is None or getattr(run, "shapes", None) is None:
-            run = self._runs[sig] = self._obtain(sig, when)
-        return run
+        if sig not in self._runs:
+            self._runs[sig] = self._obtain(sig, lambda work: submit(work).result)
 
     def _obtain(self, sig: _Signature, when: Callable | None = None) -> Callable:
         """The run of signature ``sig``: loaded, else exported, else traced; compiled now, or ``when(work)``.
 
         ``when(work)`` returns a function that gives ``work()``'s compiled
-        executable when first needed (:func:`_deferred`, or a future's
-        ``result``); ``None`` compiles now.
+        executable when first needed (a future's ``result``); ``None``
+        compiles now.
         """
         try:
             key = _full_key(self._static, sig)
@@ -558,11 +542,9 @@ class DiskProgram:
         """The jitted program itself (its executables are ``jax.jit``'s); lowered now and compiled by ``when``."""
         fn, tree = self._jitted(), sig.tree
         get = None
-        shapes = None
         if when is not None:
             lowered = fn.lower(*jax.tree.unflatten(tree, _shapes(sig)))
             self._sync_spec()
-            shapes = lowered.out_info
             get = when(lowered.compile)  # jax.jit keeps the executable: the call below finds it
 
         def run(*leaves):
@@ -573,7 +555,6 @@ class DiskProgram:
             self._sync_spec()
             return out
 
-        run.shapes = shapes  # type: ignore[attr-defined]
         return run
 
     def _fallback(self, sig: _Signature) -> Callable[[BaseException], Callable]:
@@ -609,7 +590,6 @@ class DiskProgram:
         with _lapack_initialization(_calls_lapack(bytes(entry.exported.mlir_module_serialized))):
             lowered = jax.jit(entry.exported.call).lower(*_shapes(sig))
         out_tree = entry.out_tree
-        shapes = jax.tree.unflatten(out_tree, lowered.out_info)
         if when is None:
             compiled = lowered.compile(compiler_options=options)
 
@@ -628,20 +608,7 @@ class DiskProgram:
                     return fall_back(exc)(*leaves)
                 return jax.tree.unflatten(out_tree, compiled(*leaves))
 
-        run.shapes = shapes  # type: ignore[attr-defined]
         return run
-
-
-def _deferred(work: Callable[[], object]) -> Callable[[], object]:
-    """``work()`` when first asked for, then the same value (a compile left to the first call)."""
-    done: list = []
-
-    def get() -> object:
-        if not done:
-            done.append(work())
-        return done[0]
-
-    return get
 
 
 _local = threading.local()

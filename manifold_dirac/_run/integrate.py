@@ -117,6 +117,11 @@ def integrate(
     Each step solves the scheme's equations (``docs/schemes.md``) by Newton's
     method in the chart centred at ``q_k``; see :class:`StepMap`.
 
+    A first call compiles two programs, the start of the run and its loop;
+    with two CPUs or more the loop compiles in a background thread while
+    the start is traced, compiled and checked (``docs/performance.md``;
+    ``MANIFOLD_DIRAC_COMPILE_AHEAD=0`` switches this off).
+
     Examples
     --------
     >>> import numpy as np

@@ -24,7 +24,7 @@ from .._mechanics.newton import SolverOptions
 from .._mechanics.rules import QuadratureRule, get_rule
 from .._mechanics.schemes import Scheme, get_scheme
 from .._mechanics.status import Status
-from .._mechanics.step import StepMap, StepRecord
+from .._mechanics.step import State, StepMap, StepRecord
 from .._mechanics.system import LagrangeDiracSystem
 from .._types import Params, Point
 from . import ahead
@@ -213,7 +213,7 @@ class Integrator:
         """Compile the loop of :meth:`run` from ``start`` in the background, if it is new (:mod:`.ahead`).
 
         Its arguments are those :func:`~.loop.drive` passes: the state at
-        ``t0`` (its shapes from the start's lowering), the previous point
+        ``t0`` (its shapes without tracing the start: :meth:`_member_shapes`), the previous point
         (``q0``), the counts, the initial velocity, ``(t0, h)``, the
         parameters and the controls. Any failure leaves the loop to
         :meth:`run`, which compiles it and raises what it would have raised.
@@ -224,7 +224,7 @@ class Integrator:
             return
         try:
             controls_j = _controls(controls, n_steps, start.B, self.system.dim)
-            members = ahead.output_shapes(start.fn, start.args)[0]
+            members = self._member_shapes(start)
             f64 = np.dtype(np.float64)
             args = (members, members.q, np.zeros(6, np.int32), jax.ShapeDtypeStruct(members.p.shape, f64),
                     np.zeros(2), self._use_params(params, "Integrator.run"),
@@ -232,6 +232,23 @@ class Integrator:
             ahead.compile_in_background(fn, args)
         except Exception as exc:  # noqa: BLE001  (the run compiles its loop itself and raises what is wrong)
             _log.debug("the loop was not compiled ahead: %s", exc)
+
+    def _member_shapes(self, start: _Start) -> State:
+        """The shapes of the state at ``t0`` that the start program returns, without tracing the start.
+
+        :meth:`StepMap.initial <manifold_dirac._mechanics.step.StepMap.initial>`
+        of one member (a trace of a few constants), its batch axes flattened
+        to one as the start flattens them. A mismatch would only make the
+        run compile its loop itself (``tests/test_compile_ahead.py`` counts).
+        """
+        nb, n = len(start.B), self.system.dim
+        q1 = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[nb:], np.asarray(a).dtype), start.q0)
+        vec = jax.ShapeDtypeStruct((n,), np.dtype(np.float64))
+        one = jax.eval_shape(self.stepmap.initial, q1, vec, vec)
+        if not nb:
+            return one
+        size = int(np.prod(start.B))
+        return jax.tree.map(lambda s: jax.ShapeDtypeStruct((size, *s.shape), s.dtype, weak_type=s.weak_type), one)
 
     def _chunk_program(self, nb: int, no_controls: bool) -> Callable:
         sm = self.stepmap
