@@ -8,7 +8,8 @@ round to round, so that the machine's load falls on both alike; the fastest of t
 reported per setting, with the CPU time of that process (the compile in the background is CPU time
 of the same process). The final points of the two settings must be equal bit for bit.
 
-    python benchmarks/compile_ahead.py                     # writes results/compile_ahead.{json,md}
+    python benchmarks/compile_ahead.py                     # writes results/compile_ahead.json
+    python tools/performance_tables.py --write             # its table in docs/performance.md
     python benchmarks/compile_ahead.py --rounds 1 --systems pendulum --out /tmp/x   # smoke
 """
 
@@ -75,21 +76,6 @@ def measure(systems: list[str], rounds: int, steps: int, timeout: float) -> list
     return rows
 
 
-def table(result: dict) -> str:
-    m = result["meta"]
-    lines = [f"*{m['cpu']}, {m['cores']} cores, {m['os']}, Python {m['python']}, jax {m['jax']}; load average (1 min) "
-             f"{m['load'][0]} at the start, {result['load_end'][0]} at the end; {m['date']}. "
-             f"`python benchmarks/compile_ahead.py`: the first `integrate` call of a fresh process, {result['steps']} "
-             f"steps, the fastest of {result['rounds']} rounds per setting (wall time, and the CPU time of that "
-             "process).*", "",
-             "| system | empty cache: one after the other | empty cache: loop ahead | from the cache: one after "
-             "the other | from the cache: loop ahead |", "|---|---|---|---|---|"]
-    for r in result["rows"]:
-        cells = [f"{r[k]['wall_s']:.2f} s (CPU {r[k]['cpu_s']:.2f})" for k in ("cold_0", "cold_1", "cached_0", "cached_1")]
-        lines.append(f"| `{r['name']}` | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--systems", nargs="+", default=list(SYSTEMS))
@@ -105,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
               "command": "python benchmarks/compile_ahead.py " + " ".join(argv or sys.argv[1:])}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "compile_ahead.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "compile_ahead.md").write_text(table(result))
-    print(table(result))
+    from tools.performance_tables import compile_ahead  # the table of docs/performance.md
+
+    print(compile_ahead(args.out))
     return 0
 
 
