@@ -8,8 +8,16 @@ system both; a refused start leaves the loop's executable for the next call.
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
+import manifold_dirac as md
+import manifold_dirac._spawn as SP
+from manifold_dirac._errors import RunInterrupted
+from manifold_dirac._manifolds import Euclidean
+from manifold_dirac._mechanics.system import LagrangeDiracSystem
 from manifold_dirac._run import ahead
 from tests.test_compile import _run
 
@@ -42,19 +50,24 @@ out["values"] = {k: np.concatenate([np.ravel(tr.q), np.ravel(tr.p), np.ravel(tr.
 """
 
 
+pytestmark = pytest.mark.skipif(SP.cpu_count() < 2, reason="compiling ahead needs two CPUs (it is off on one)")
+
+
 @pytest.fixture(scope="module")
 def on_off(tmp_path_factory):
-    """The same calls with compiling ahead on and off, cache off (traced programs) and on (the layer on disk)."""
+    """The same calls with compiling ahead on and off: cache off (traced programs), the layer on disk exporting
+    (an empty cache), and loading (a second process on that cache)."""
     out = {}
-    for cache in (None, "disk"):
-        for on in ("1", "0"):
-            where = tmp_path_factory.mktemp(f"cache{on}") if cache else None
-            env = {"MANIFOLD_DIRAC_COMPILE_AHEAD": on, "PJRT_NPROC": ""}
-            out[cache, on] = _run(_BODY, cache=where, env=env)
+    for on in ("1", "0"):
+        env = {"MANIFOLD_DIRAC_COMPILE_AHEAD": on, "PJRT_NPROC": ""}
+        out[None, on] = _run(_BODY, cache=None, env=env)
+        where = tmp_path_factory.mktemp(f"cache{on}")
+        out["disk", on] = _run(_BODY, cache=where, env=env)
+        out["loaded", on] = _run(_BODY, cache=where, env=env)
     return out
 
 
-@pytest.mark.parametrize("cache", [None, "disk"])
+@pytest.mark.parametrize("cache", [None, "disk", "loaded"])
 def test_compiling_ahead_compiles_the_same_two_programs_once_with_the_same_values(on_off, cache):
     on, off = on_off[cache, "1"], on_off[cache, "0"]
     assert on["submitted"] == 3 and off["submitted"] == 0  # first, controls, batch: new loops; again: none
@@ -109,8 +122,6 @@ count("next", lambda: integrate(KE, q0, v0=v0, h=0.05, n_steps=60))
 
 
 def test_compiling_ahead_is_off_where_it_cannot_pay_or_is_switched_off(monkeypatch):
-    import manifold_dirac._spawn as SP
-
     monkeypatch.delenv("PJRT_NPROC", raising=False)
     monkeypatch.delenv(ahead.ENV, raising=False)
     monkeypatch.setattr(SP, "cpu_count", lambda: 2)
@@ -123,3 +134,51 @@ def test_compiling_ahead_is_off_where_it_cannot_pay_or_is_switched_off(monkeypat
     monkeypatch.delenv("PJRT_NPROC")
     monkeypatch.setenv(ahead.ENV, "0")
     assert not ahead.enabled()
+
+
+def _spring(q, v, params=None):
+    return 0.5 * v @ v - 0.5 * q @ q
+
+
+def test_a_ctrl_c_while_the_run_waits_for_its_loop_is_a_run_interrupted():
+    """The wait for the loop's compile is part of the first chunk's call: a Ctrl-C there is RunInterrupted (with
+    nothing stored), as during a chunk, not a bare KeyboardInterrupt."""
+    integ = md.Integrator(LagrangeDiracSystem(Euclidean(2), _spring), h=0.1)
+    state = integ.initial_state(np.array([0.3, -0.1]), v0=np.array([0.0, 0.2]))
+    fn = integ._chunk_program(0, True)
+
+    class Interrupted:
+        def exception(self):
+            raise KeyboardInterrupt
+
+        def done(self):
+            return False
+
+    ahead._pending[id(fn)] = (fn, Interrupted())
+    try:
+        with pytest.raises(RunInterrupted):
+            integ.run(state, 10)
+    finally:
+        ahead._pending.pop(id(fn), None)
+    assert integ.run(state, 10).ok  # without the pending compile the same run goes through
+
+
+class _WeakPoints(Euclidean):
+    """A Euclidean space whose checked points are weakly typed JAX arrays (as ``jnp.asarray(0.3)`` is)."""
+
+    def _check_point_host(self, q, name="q"):
+        from jax._src.lax.lax import _convert_element_type  # a weakly typed array (JAX's own route to one)
+
+        return _convert_element_type(jnp.asarray(super()._check_point_host(q, name=name)), weak_type=True)
+
+
+def test_the_state_shapes_keep_a_weakly_typed_initial_point():
+    """The start passes q0 through to its state: a weakly typed q0 gives a weakly typed state, and the loop lowered
+    ahead must take the same types (or the run compiles a third program)."""
+    integ = md.Integrator(LagrangeDiracSystem(_WeakPoints(2), _spring), h=0.1)
+    start = integ._start(np.array([0.3, -0.1]), np.array([0.0, 0.2]), None, 0.0, None)
+    assert start.q0.weak_type
+    members, _ = start.fn(*start.args)
+    shapes = integ._member_shapes(start)
+    assert jax.tree.map(lambda a: (a.shape, a.dtype, a.weak_type), members) == \
+        jax.tree.map(lambda a: (a.shape, a.dtype, a.weak_type), shapes)

@@ -21,11 +21,17 @@ It is done only where it can pay: in :func:`integrate` (not in
 arguments are not known at the start), for a loop program this process
 has not compiled yet, when this process may use two CPUs or more and is
 not a worker told to use one (``PJRT_NPROC=1``: the tour's and a sweep's
-workers). ``MANIFOLD_DIRAC_COMPILE_AHEAD=0`` switches it off. A failure
-here costs nothing but the overlap: the run then compiles its loop as
-without it, and raises what it would have raised. If the start's checks
-refuse the initial data, the loop's compile goes on in the background
-and its executable is kept for the next call (the persistent cache too).
+workers). A loop program already compiled for other shapes (another
+batch size) is compiled after the start, as without this.
+``MANIFOLD_DIRAC_COMPILE_AHEAD=0`` switches it off.
+
+A failure here costs only the overlap: the run then compiles its loop as
+without it, and raises what it would have raised. What it does cost: if the
+start's checks refuse the initial data, the error comes after the loop's
+tracing (later than without it), the loop's compile
+goes on in the background (its executable kept for the next call, and in
+the persistent cache), and a process that exits meanwhile waits for it.
+A compile that fails in the background falls back to the traced program.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from collections.abc import Callable
 
 from .exported import DiskProgram
 
-__all__ = ["ENV", "compile_in_background", "enabled", "wait"]
+__all__ = ["ENV", "compile_in_background", "enabled", "pending", "waiting"]
 
 ENV = "MANIFOLD_DIRAC_COMPILE_AHEAD"
 """The environment variable that switches compiling ahead off (``0``)."""
@@ -75,22 +81,47 @@ def compile_in_background(fn: Callable, args: tuple) -> None:
     """Lower ``fn`` for ``args`` (arrays or ``jax.ShapeDtypeStruct``) now, and compile it in the background.
 
     The first call of ``fn`` with those arguments' shapes finds the
-    executable (:func:`wait` first, for a ``jax.jit`` function: a call
-    before the compile has finished would compile it again).
+    executable (through :func:`waiting`, for a ``jax.jit`` function; a
+    :class:`~.exported.DiskProgram`'s call waits itself).
     """
     if isinstance(fn, DiskProgram):
-        fn.compile_ahead(*args, submit=_submit)  # its call waits for the compile itself
+        fn.compile_ahead(*args, submit=_submit)
         return
+    # entries whose compile is done are dropped (their executable is the jitted function's own): only compiles in
+    # flight are held here, not every program a refused start or a refused run left behind
+    for key in [k for k, (_, f) in _pending.items() if f.done()]:
+        del _pending[key]
     lowered = fn.lower(*args)
     _pending[id(fn)] = (fn, _submit(lowered.compile))
 
 
-def wait(fn: Callable) -> None:
-    """Wait for ``fn``'s compile in the background, if there is one (its failure is left to the call)."""
-    item = _pending.pop(id(fn), None)
-    if item is None:
-        return
-    stats["waited"] += 1
-    exc = item[1].exception()  # the call compiles again and raises it, where a run's errors are raised
-    if exc is not None:
-        _log.debug("compiling ahead failed: %s", exc)
+def pending(fn: Callable) -> bool:
+    """Whether ``fn`` has a compile in the background that no run has waited for yet."""
+    return id(fn) in _pending
+
+
+def waiting(fn: Callable) -> Callable:
+    """``fn``, or ``fn`` whose first call waits for its compile in the background (see :func:`compile_in_background`).
+
+    The wait is part of the first call, so that a run takes a Ctrl-C during it
+    as during a chunk (``RunInterrupted``, with what was stored: nothing).
+    A compile that failed in the background is left to the call, which
+    compiles again and raises the error where a run's errors are raised.
+    """
+    if id(fn) not in _pending:
+        return fn
+    waited: list[bool] = []
+
+    def first_waits(*args: object) -> object:
+        if not waited:
+            item = _pending.get(id(fn))
+            if item is not None:
+                stats["waited"] += 1
+                exc = item[1].exception()
+                if exc is not None:
+                    _log.debug("compiling ahead failed: %s", exc)
+                _pending.pop(id(fn), None)
+            waited.append(True)
+        return fn(*args)
+
+    return first_waits

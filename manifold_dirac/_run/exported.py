@@ -493,7 +493,10 @@ class DiskProgram:
 
         ``submit(work)`` returns a future of ``work()``; the first call with
         that signature waits for it. A compile that fails there falls back to
-        the traced program, as in a call.
+        the traced program for this process, as a failed load or export does
+        in a call, but the file is not rewritten (it was loaded or written
+        before the compile), and an exported program counts in ``stats``
+        as exported and as a fallback.
         """
         _, sig = _signature(args)
         if sig not in self._runs:

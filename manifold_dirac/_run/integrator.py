@@ -220,8 +220,8 @@ class Integrator:
         """
         nb = len(start.B)
         fn = self._chunk_program(nb, controls is None)
-        if fn._cache_size() or not ahead.enabled():  # type: ignore[attr-defined]  # compiled already
-            return
+        if fn._cache_size() or ahead.pending(fn) or not ahead.enabled():  # type: ignore[attr-defined]
+            return  # compiled already (for some shapes), or compiling
         try:
             controls_j = _controls(controls, n_steps, start.B, self.system.dim)
             members = self._member_shapes(start)
@@ -242,7 +242,9 @@ class Integrator:
         run compile its loop itself (``tests/test_compile_ahead.py`` counts).
         """
         nb, n = len(start.B), self.system.dim
-        q1 = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[nb:], np.asarray(a).dtype), start.q0)
+        q1 = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[nb:], a.dtype if hasattr(a, "dtype") else
+                                                         np.asarray(a).dtype,
+                                                         weak_type=bool(getattr(a, "weak_type", False))), start.q0)
         vec = jax.ShapeDtypeStruct((n,), np.dtype(np.float64))
         one = jax.eval_shape(self.stepmap.initial, q1, vec, vec)
         if not nb:
@@ -360,10 +362,10 @@ class Integrator:
         params = self._use_params(params, "Integrator.run")
         controls_j = _controls(controls, n_steps, B, n)
         fn = self._chunk_program(nb, controls is None)
-        ahead.wait(fn)  # compiled in the background during the start (integrate): not compiled twice
         recording = Recording(stride, n_steps)
         store = recording.store(fn.spec)
-        out = drive(fn, state, recording, store, Monitor(n_steps, progress, callback), raises(self.on_failure, B),
+        # a loop compiled in the background during the start (integrate): its first call waits for it
+        out = drive(ahead.waiting(fn), state, recording, store, Monitor(n_steps, progress, callback), raises(self.on_failure, B),
                     h, params, controls_j)
         final = out.final
         tr = self._assemble(store, out, stride)
