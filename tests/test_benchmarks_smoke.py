@@ -171,3 +171,17 @@ def test_first_call_layer_cost_times_both_paths_of_both_programs(tmp_path):
         for phase in ("traced: trace", "traced: lower", "traced: compile", "layer: export", "layer: embed",
                       "layer: compile"):
             assert rows[f"{program} {phase}"]["min"] > 0, (program, phase)
+
+
+def test_compile_ahead_benchmark_times_both_settings_and_the_page_renders_it(tmp_path):
+    """One round on the pendulum: both settings, an empty cache and the cache again, equal final points (the
+    script refuses unequal ones), and the page's block renders the results file."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compile_ahead.py"), "--rounds", "1",
+                           "--systems", "pendulum", "--steps", "100", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    d = json.loads((tmp_path / "compile_ahead.json").read_text())
+    (row,) = d["rows"]
+    assert all(row[k]["wall_s"] > 0 for k in ("cold_0", "cold_1", "cached_0", "cached_1"))
+    block = _tables().compile_ahead(tmp_path)
+    assert "`pendulum`" in block and all(line.count("|") == 6 for line in block.splitlines() if line.startswith("| `"))

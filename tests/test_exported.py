@@ -248,8 +248,8 @@ def test_the_start_is_compiled_with_its_options_whether_loaded_or_exported(disk,
     seen = []
     original = exported.DiskProgram._executable
     monkeypatch.setattr(exported.DiskProgram, "_executable",
-                        staticmethod(lambda entry, sig, options=None: seen.append(
-                            (_is_start(entry), options)) or original(entry, sig, options)))
+                        staticmethod(lambda entry, sig, options=None, *rest: seen.append(
+                            (_is_start(entry), options)) or original(entry, sig, options, *rest)))
     out, d = _run()  # loaded
     assert d["loaded"] == 2 and sorted(seen, key=str) == sorted([(True, START_COMPILER_OPTIONS), (False, None)], key=str)
     np.testing.assert_array_equal(out, traced)

@@ -258,8 +258,24 @@ def gradients(results: Path) -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------ the loop compiled ahead
+def compile_ahead(results: Path) -> str:
+    d = _load("compile_ahead.json", results)
+    if d is None:
+        return _missing("python benchmarks/compile_ahead.py")
+    lines = [f"*{_machine(d['meta'], d.get('load_end'))}. `{d['command'].strip()}`: the first `integrate` call of a "
+             f"fresh process ({d['steps']} steps), the fastest of {d['rounds']} rounds per setting, the settings "
+             "alternating; wall time (CPU time of that process).*", "",
+             "| system | empty cache: one after the other | empty cache: **loop ahead** | from the cache: one after "
+             "the other | from the cache: **loop ahead** |", "|---|---|---|---|---|"]
+    for r in d["rows"]:
+        cells = [f"{_s(r[k]['wall_s'])} s (CPU {_s(r[k]['cpu_s'])} s)" for k in ("cold_0", "cold_1", "cached_0", "cached_1")]
+        lines.append(f"| `{r['name']}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 BLOCKS = {"all-systems": all_systems, "tour": tour, "sweep": sweep, "kernel": kernel,
-          "higher-order": higher_order, "gradients": gradients}
+          "higher-order": higher_order, "gradients": gradients, "compile-ahead": compile_ahead}
 
 
 def render(page: str, results: Path = RESULTS) -> str:

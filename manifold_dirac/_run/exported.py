@@ -80,6 +80,7 @@ the persistent compilation cache is (``MANIFOLD_DIRAC_JAX_CACHE=0``).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import functools
@@ -345,6 +346,8 @@ def _aval(x: object) -> tuple[tuple[int, ...], str, bool]:
         return tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype).str, False
     if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
         return tuple(x.shape), x.dtype.str, bool(x.weak_type)
+    if isinstance(x, jax.ShapeDtypeStruct):  # a call's shapes only (DiskProgram.compile_ahead)
+        return tuple(x.shape), jax.dtypes.canonicalize_dtype(x.dtype).str, bool(x.weak_type)
     a = jax.typeof(x)
     return tuple(a.shape), a.dtype.str, bool(a.weak_type)
 
@@ -485,18 +488,38 @@ class DiskProgram:
             run = self._runs[sig] = self._obtain(sig)
         return run(*leaves)
 
-    def _obtain(self, sig: _Signature) -> Callable:
+    def compile_ahead(self, *args: object, submit: Callable[[Callable[[], object]], concurrent.futures.Future]) -> None:
+        """Lower the program of a call with ``args`` now and compile it with ``submit`` (a thread pool's).
+
+        ``submit(work)`` returns a future of ``work()``; the first call with
+        that signature waits for it. A compile that fails there falls back to
+        the traced program for this process, as a failed load or export does
+        in a call, but the file is not rewritten (it was loaded or written
+        before the compile), and an exported program counts in ``stats``
+        as exported and as a fallback.
+        """
+        _, sig = _signature(args)
+        if sig not in self._runs:
+            self._runs[sig] = self._obtain(sig, lambda work: submit(work).result)
+
+    def _obtain(self, sig: _Signature, when: Callable | None = None) -> Callable:
+        """The run of signature ``sig``: loaded, else exported, else traced; compiled now, or ``when(work)``.
+
+        ``when(work)`` returns a function that gives ``work()``'s compiled
+        executable when first needed (a future's ``result``); ``None``
+        compiles now.
+        """
         try:
             key = _full_key(self._static, sig)
         except _Unkeyable as exc:
             _log.debug("not kept on disk: %s", exc)
             stats["unkeyed"] += 1
-            return self._traced(sig)
+            return self._traced(sig, when)
         path = self._where / f"{key}{_SUFFIX}"
         entry = _load(path, key) if path.exists() else None
         if entry is not None:
             try:
-                run = self._executable(entry, sig, self._xla_options)
+                run = self._executable(entry, sig, self._xla_options, when, self._fallback(sig))
             except Exception as exc:  # noqa: BLE001  (another platform, jaxlib, CPU: traced again)
                 _log.debug("could not load %s: %s", path, exc)
             else:
@@ -506,11 +529,11 @@ class DiskProgram:
                 return run
         try:
             entry = self._export(sig)
-            run = self._executable(entry, sig, self._xla_options)
+            run = self._executable(entry, sig, self._xla_options, when, self._fallback(sig))
         except Exception as exc:  # noqa: BLE001  (not exportable: the jitted program as it is)
             _log.debug("could not export a program: %s", exc)
             stats["fallback"] += 1
-            return self._traced(sig)
+            return self._traced(sig, when)
         stats["exported"] += 1
         try:
             _dump(path, key, entry)
@@ -518,15 +541,35 @@ class DiskProgram:
             _log.debug("could not write %s: %s", path, exc)
         return run
 
-    def _traced(self, sig: _Signature) -> Callable:
+    def _traced(self, sig: _Signature, when: Callable | None = None) -> Callable:
+        """The jitted program itself (its executables are ``jax.jit``'s); lowered now and compiled by ``when``."""
         fn, tree = self._jitted(), sig.tree
+        get = None
+        if when is not None:
+            lowered = fn.lower(*jax.tree.unflatten(tree, _shapes(sig)))
+            self._sync_spec()
+            get = when(lowered.compile)  # jax.jit keeps the executable: the call below finds it
 
         def run(*leaves):
+            if get is not None:
+                with contextlib.suppress(Exception):  # a failed compile: the call compiles and raises it
+                    get()
             out = fn(*jax.tree.unflatten(tree, leaves))
             self._sync_spec()
             return out
 
         return run
+
+    def _fallback(self, sig: _Signature) -> Callable[[BaseException], Callable]:
+        """What a run whose deferred compile failed does: the traced program, from then on."""
+
+        def fall_back(exc: BaseException) -> Callable:
+            _log.debug("could not compile a program: %s", exc)
+            stats["fallback"] += 1
+            run = self._runs[sig] = self._traced(sig)
+            return run
+
+        return fall_back
 
     def _export(self, sig: _Signature) -> _Entry:
         fn, tree = self._jitted(), sig.tree
@@ -544,14 +587,29 @@ class DiskProgram:
         return _Entry(exported, out_trees[0], list(self.spec))
 
     @staticmethod
-    def _executable(entry: _Entry, sig: _Signature, options: dict | None = None) -> Callable:
+    def _executable(entry: _Entry, sig: _Signature, options: dict | None = None, when: Callable | None = None,
+                    fall_back: Callable[[BaseException], Callable] | None = None) -> Callable:
+        """The serialized program embedded and lowered; compiled now, or by ``when`` (see :meth:`_obtain`)."""
         with _lapack_initialization(_calls_lapack(bytes(entry.exported.mlir_module_serialized))):
             lowered = jax.jit(entry.exported.call).lower(*_shapes(sig))
-        compiled = lowered.compile(compiler_options=options)
         out_tree = entry.out_tree
+        if when is None:
+            compiled = lowered.compile(compiler_options=options)
 
-        def run(*leaves):
-            return jax.tree.unflatten(out_tree, compiled(*leaves))
+            def run(*leaves):
+                return jax.tree.unflatten(out_tree, compiled(*leaves))
+
+        else:
+            get = when(lambda: lowered.compile(compiler_options=options))
+
+            def run(*leaves):
+                try:
+                    compiled = get()
+                except Exception as exc:  # noqa: BLE001  (as a failed compile in _obtain: the traced program)
+                    if fall_back is None:
+                        raise
+                    return fall_back(exc)(*leaves)
+                return jax.tree.unflatten(out_tree, compiled(*leaves))
 
         return run
 

@@ -117,6 +117,11 @@ def integrate(
     Each step solves the scheme's equations (``docs/schemes.md``) by Newton's
     method in the chart centred at ``q_k``; see :class:`StepMap`.
 
+    A first call compiles two programs, the start of the run and its loop;
+    with two CPUs or more the loop compiles in a background thread while
+    the start is traced, compiled and checked (``docs/performance.md``;
+    ``MANIFOLD_DIRAC_COMPILE_AHEAD=0`` switches this off).
+
     Examples
     --------
     >>> import numpy as np
@@ -147,7 +152,9 @@ def integrate(
             "map as one differentiable JAX function (docs/differentiable.md)")
     integ = Integrator(system, h, scheme, discrete_lagrangian, solver, on_failure, composition=composition)
     n_steps = _steps_to(n_steps, t_final, _finite_float(t0, "t0"), integ.h)
-    state = integ.initial_state(q0, v0=v0, p0=p0, t0=t0, params=params)
+    start = integ._start(q0, v0, p0, t0, params)
+    integ._loop_ahead(start, n_steps, controls, params)  # the loop compiles while the start does (ahead.py)
+    state = integ._started(start)
     if v0 is None and not integ.scheme.carries_pre_momentum:
         state.v_init = state.v_legendre
     return integ.run(state, n_steps, stride=stride, controls=controls, progress=progress, callback=callback,

@@ -11,7 +11,9 @@ failure (:mod:`.reports`) with the partial trajectory.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -22,9 +24,10 @@ from .._mechanics.newton import SolverOptions
 from .._mechanics.rules import QuadratureRule, get_rule
 from .._mechanics.schemes import Scheme, get_scheme
 from .._mechanics.status import Status
-from .._mechanics.step import StepMap, StepRecord
+from .._mechanics.step import State, StepMap, StepRecord
 from .._mechanics.system import LagrangeDiracSystem
 from .._types import Params, Point
+from . import ahead
 from .loop import Outcome, _build_chunk, drive
 from .programs import _compiled, member_step
 from .recording import Recording, _Store, assemble
@@ -35,6 +38,20 @@ from .trajectory import Trajectory
 from .validate import _controls, _count, _finite_float, _positive_step, _refuse_complex, _vector, run_params
 
 __all__ = ["Integrator"]
+
+_log = logging.getLogger(__name__)
+
+
+class _Start(NamedTuple):
+    """The start of a run before it runs: its program, the program's arguments, the checked initial data."""
+
+    fn: Callable
+    args: tuple
+    q0: Point
+    vv: np.ndarray | None
+    pp: np.ndarray | None
+    B: tuple[int, ...]
+    t0: float
 
 
 class Integrator:
@@ -159,6 +176,10 @@ class Integrator:
             For a point off the manifold, wrong shapes or types, non-finite
             values, ``v0`` outside ``Delta(q0)`` or ``p0`` inconsistent with ``v0``.
         """
+        return self._started(self._start(q0, v0, p0, t0, params))
+
+    def _start(self, q0: Point, v0: ArrayLike | None, p0: ArrayLike | None, t0: float, params: Params) -> _Start:
+        """The initial data checked on the host, with the start program and its arguments (nothing compiled)."""
         Q, n = self.system.Q, self.system.dim
         t0 = _finite_float(t0, "t0")
         _refuse_complex(q0, "q0")
@@ -174,13 +195,66 @@ class Integrator:
                        lambda: build_start(self.stepmap, nb, vv is not None, check_degenerate))
         zeros = np.zeros((*B, n))
         params = self._use_params(params, "initial_state")
-        members, values = fn(q0, zeros if vv is None else vv, zeros if pp is None else pp, np.float64(self.h),
-                             np.float64(t0), params)
+        args = (q0, zeros if vv is None else vv, zeros if pp is None else pp, np.float64(self.h), np.float64(t0),
+                params)
+        return _Start(fn, args, q0, vv, pp, B, t0)
+
+    def _started(self, start: _Start) -> RunState:
+        """The start program run and its values checked on the host: the state at ``t0``."""
+        fn, (q0, vv, pp, B) = start.fn, (start.q0, start.vv, start.pp, start.B)
+        members, values = fn(*start.args)
         # the values checked on the host, in one transfer
         spec = fn.spec  # type: ignore[attr-defined]  # set by build_start
         v_legendre = check_start(self.stepmap, unpack_values(np.asarray(values), spec), q0, vv, pp, B)
-        return RunState(k=0, t0=t0, members=members, batch_shape=B, q_prev=None,
-                        v_init=None if vv is None else _flatten_batch(vv, nb), v_legendre=v_legendre)
+        return RunState(k=0, t0=start.t0, members=members, batch_shape=B, q_prev=None,
+                        v_init=None if vv is None else _flatten_batch(vv, len(B)), v_legendre=v_legendre)
+
+    def _loop_ahead(self, start: _Start, n_steps: int, controls: ArrayLike | None, params: Params) -> None:
+        """Compile the loop of :meth:`run` from ``start`` in the background, if it is new (:mod:`.ahead`).
+
+        Its arguments are those :func:`~.loop.drive` passes: the state at
+        ``t0`` (its shapes without tracing the start: :meth:`_member_shapes`), the previous point
+        (``q0``), the counts, the initial velocity, ``(t0, h)``, the
+        parameters and the controls. Any failure leaves the loop to
+        :meth:`run`, which compiles it and raises what it would have raised.
+        """
+        nb = len(start.B)
+        fn = self._chunk_program(nb, controls is None)
+        if fn._cache_size() or ahead.pending(fn) or not ahead.enabled():  # type: ignore[attr-defined]
+            return  # compiled already (for some shapes), or compiling
+        try:
+            controls_j = _controls(controls, n_steps, start.B, self.system.dim)
+            members = self._member_shapes(start)
+            f64 = np.dtype(np.float64)
+            args = (members, members.q, np.zeros(6, np.int32), jax.ShapeDtypeStruct(members.p.shape, f64),
+                    np.zeros(2), self._use_params(params, "Integrator.run"),
+                    None if controls_j is None else jax.ShapeDtypeStruct(np.shape(controls_j), f64))
+            ahead.compile_in_background(fn, args)
+        except Exception as exc:  # noqa: BLE001  (the run compiles its loop itself and raises what is wrong)
+            _log.debug("the loop was not compiled ahead: %s", exc)
+
+    def _member_shapes(self, start: _Start) -> State:
+        """The shapes of the state at ``t0`` that the start program returns, without tracing the start.
+
+        :meth:`StepMap.initial <manifold_dirac._mechanics.step.StepMap.initial>`
+        of one member (a trace of a few constants), its batch axes flattened
+        to one as the start flattens them. A mismatch would only make the
+        run compile its loop itself (``tests/test_compile_ahead.py`` counts).
+        """
+        nb, n = len(start.B), self.system.dim
+        q1 = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[nb:], a.dtype if hasattr(a, "dtype") else
+                                                         np.asarray(a).dtype,
+                                                         weak_type=bool(getattr(a, "weak_type", False))), start.q0)
+        vec = jax.ShapeDtypeStruct((n,), np.dtype(np.float64))
+        one = jax.eval_shape(self.stepmap.initial, q1, vec, vec)
+        if not nb:
+            return one
+        size = int(np.prod(start.B))
+        return jax.tree.map(lambda s: jax.ShapeDtypeStruct((size, *s.shape), s.dtype, weak_type=s.weak_type), one)
+
+    def _chunk_program(self, nb: int, no_controls: bool) -> Callable:
+        sm = self.stepmap
+        return _compiled(sm, ("chunk", bool(nb), no_controls), lambda: _build_chunk(sm, bool(nb)))
 
     # ---------------------------------------------------------------- step
     def step(self, state: RunState, u: ArrayLike | None = None, *,
@@ -287,10 +361,11 @@ class Integrator:
             raise TypeError(f"Integrator.run: callback must be callable (state) -> bool | None, got {callback!r}")
         params = self._use_params(params, "Integrator.run")
         controls_j = _controls(controls, n_steps, B, n)
-        fn = _compiled(sm, ("chunk", bool(nb), controls is None), lambda: _build_chunk(sm, bool(nb)))
+        fn = self._chunk_program(nb, controls is None)
         recording = Recording(stride, n_steps)
         store = recording.store(fn.spec)
-        out = drive(fn, state, recording, store, Monitor(n_steps, progress, callback), raises(self.on_failure, B),
+        # a loop compiled in the background during the start (integrate): its first call waits for it
+        out = drive(ahead.waiting(fn), state, recording, store, Monitor(n_steps, progress, callback), raises(self.on_failure, B),
                     h, params, controls_j)
         final = out.final
         tr = self._assemble(store, out, stride)
