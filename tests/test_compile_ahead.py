@@ -27,20 +27,18 @@ import manifold_dirac._run.ahead as AH
 off_main = []
 monitoring.register_event_duration_secs_listener(lambda event, d, **kw: off_main.append(
     threading.current_thread() is not threading.main_thread()) if event.endswith("backend_compile_duration") else None)
-KE = S.knife_edge()  # body-frame velocity (omega, u, w): the blade's constraint is w = 0
-q0 = np.asarray(KE.Q.from_coordinates([0.1, -0.2, 0.3]))
-v0 = np.array([0.8, 1.0, 0.0])
+HO = S.harmonic_oscillator()  # Euclidean(1): quick to compile, the counts are what matter
+q0, v0 = np.array([0.3]), np.array([0.1])
 res = {}
 def run(label, **kw):
     def go():
-        res[label] = integrate(KE, q0, v0=v0, h=0.05, n_steps=60, stride=7, **kw)
+        res[label] = integrate(HO, q0, v0=v0, h=0.05, n_steps=60, stride=7, **kw)
     count(label, go)
 run("first")
 run("again")
-run("controls", controls=np.full((60, 3), 0.01))
-q0b = np.stack([q0, np.asarray(KE.Q.from_coordinates([0.0, 0.1, -0.4]))])
-v0b = np.stack([v0, np.array([0.3, 0.5, 0.0])])
-count("batch", lambda: res.setdefault("batch", integrate(KE, q0b, v0=v0b, h=0.05, n_steps=60, stride=7)))
+run("controls", controls=np.full((60, 1), 0.01))
+q0b, v0b = np.array([[0.3], [-0.2]]), np.array([[0.1], [0.4]])
+count("batch", lambda: res.setdefault("batch", integrate(HO, q0b, v0=v0b, h=0.05, n_steps=60, stride=7)))
 for fn, future in list(AH._pending.values()):
     future.result()
 out["submitted"] = AH.stats["submitted"]
