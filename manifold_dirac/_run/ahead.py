@@ -7,8 +7,8 @@ compiles each on one thread. One after the other, the loop's compile waits
 for the start to be compiled, run and checked. Here the loop is traced
 and lowered first (in the calling thread: tracing is Python), then
 compiled in a background thread while the calling thread traces,
-compiles, runs and checks the start; the run waits for the loop's executable before its
-first chunk. Same programs, same values (the executable is the one the
+compiles, runs and checks the start; the run waits for the loop's
+executable before its first chunk. Same programs, same values (the executable is the one the
 call would have compiled); only the wall time changes, on a machine with
 two CPUs or more (``docs/performance.md``).
 
@@ -53,8 +53,8 @@ _log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pending: dict[int, tuple[Callable, concurrent.futures.Future]] = {}
-stats = {"submitted": 0, "waited": 0}
-"""Counts of this process (for the tests): loop programs compiled ahead, and runs that waited for one."""
+stats = {"submitted": 0}
+"""Counts of this process (for the tests): loop programs compiled ahead."""
 
 
 def enabled() -> bool:
@@ -110,18 +110,14 @@ def waiting(fn: Callable) -> Callable:
     """
     if id(fn) not in _pending:
         return fn
-    waited: list[bool] = []
 
     def first_waits(*args: object) -> object:
-        if not waited:
-            item = _pending.get(id(fn))
-            if item is not None:
-                stats["waited"] += 1
-                exc = item[1].exception()
-                if exc is not None:
-                    _log.debug("compiling ahead failed: %s", exc)
-                _pending.pop(id(fn), None)
-            waited.append(True)
+        item = _pending.get(id(fn))  # removed once waited for (a Ctrl-C during the wait leaves it for the next run)
+        if item is not None:
+            exc = item[1].exception()
+            if exc is not None:
+                _log.debug("compiling ahead failed: %s", exc)
+            _pending.pop(id(fn), None)
         return fn(*args)
 
     return first_waits

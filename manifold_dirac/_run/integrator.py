@@ -28,6 +28,7 @@ from .._mechanics.step import State, StepMap, StepRecord
 from .._mechanics.system import LagrangeDiracSystem
 from .._types import Params, Point
 from . import ahead
+from .exported import _aval
 from .loop import Outcome, _build_chunk, drive
 from .programs import _compiled, member_step
 from .recording import Recording, _Store, assemble
@@ -201,7 +202,7 @@ class Integrator:
 
     def _started(self, start: _Start) -> RunState:
         """The start program run and its values checked on the host: the state at ``t0``."""
-        fn, (q0, vv, pp, B) = start.fn, (start.q0, start.vv, start.pp, start.B)
+        fn, q0, vv, pp, B = start.fn, start.q0, start.vv, start.pp, start.B
         members, values = fn(*start.args)
         # the values checked on the host, in one transfer
         spec = fn.spec  # type: ignore[attr-defined]  # set by build_start
@@ -242,9 +243,12 @@ class Integrator:
         run compile its loop itself (``tests/test_compile_ahead.py`` counts).
         """
         nb, n = len(start.B), self.system.dim
-        q1 = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[nb:], a.dtype if hasattr(a, "dtype") else
-                                                         np.asarray(a).dtype,
-                                                         weak_type=bool(getattr(a, "weak_type", False))), start.q0)
+
+        def member(a: object) -> jax.ShapeDtypeStruct:  # one member's point: its type as a call would see it
+            shape, dtype, weak = _aval(a)
+            return jax.ShapeDtypeStruct(shape[nb:], np.dtype(dtype), weak_type=weak)
+
+        q1 = jax.tree.map(member, start.q0)
         vec = jax.ShapeDtypeStruct((n,), np.dtype(np.float64))
         one = jax.eval_shape(self.stepmap.initial, q1, vec, vec)
         if not nb:
@@ -365,8 +369,8 @@ class Integrator:
         recording = Recording(stride, n_steps)
         store = recording.store(fn.spec)
         # a loop compiled in the background during the start (integrate): its first call waits for it
-        out = drive(ahead.waiting(fn), state, recording, store, Monitor(n_steps, progress, callback), raises(self.on_failure, B),
-                    h, params, controls_j)
+        out = drive(ahead.waiting(fn), state, recording, store, Monitor(n_steps, progress, callback),
+                    raises(self.on_failure, B), h, params, controls_j)
         final = out.final
         tr = self._assemble(store, out, stride)
         if out.interrupted:
