@@ -31,6 +31,7 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+@pytest.mark.slow  # every section's cold compiles and the Numba floor's: 30-50 s, a tenth of the CI budget
 def test_quick_benchmark_writes_table_and_figure_and_agrees_with_the_floor(tmp_path):
     cpu0, t = _children_cpu(), time.perf_counter()
     proc = subprocess.run(
@@ -173,6 +174,7 @@ def test_first_call_layer_cost_times_both_paths_of_both_programs(tmp_path):
             assert rows[f"{program} {phase}"]["min"] > 0, (program, phase)
 
 
+@pytest.mark.slow  # four fresh processes, two cold compiles (~20 s); tests/test_compile_ahead.py tests the feature
 def test_compile_ahead_benchmark_times_both_settings_and_the_page_renders_it(tmp_path):
     """One round on the pendulum: both settings, an empty cache and the cache again, equal final points (the
     script refuses unequal ones), and the page's block renders the results file."""

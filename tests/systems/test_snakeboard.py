@@ -227,6 +227,7 @@ def test_driven_board_order_two():
     assert abs(_fit(hs, errs) - 2) < 0.2, (errs, _slopes(hs, errs))
 
 
+@pytest.mark.slow  # three composed programs of the board (~40 s cold); order 4 of a composition: test_composition.py
 def test_triple_jump_order_four(board, start, reference):
     q0, v0 = start
     hs, errs = (0.1, 0.05, 0.025), []
