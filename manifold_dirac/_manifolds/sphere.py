@@ -6,7 +6,11 @@ given by the closed forms of this module (geomstats' ``Hypersphere(2)``)::
     exp_q(v)     = cos|v| q + (sin|v| / |v|) v,
     log_{q0}(q1) = (theta / s) w,   w = q1 - c q0,  c = q0 . q1,  s = |w|,  theta = atan2(s, c),
 
-and the two-chart frame :func:`sphere_frame`. geomstats is **not** imported
+the two-chart frame :func:`sphere_frame`, and the retraction's Jacobians
+written out (:func:`sphere_retract_with_jacobians`,
+:func:`sphere_retract_with_inverse_jacobians`: equal to the adapter's
+forward-mode derivatives of ``exp`` and ``log`` to round-off, and cheaper to
+differentiate again, as a Newton Jacobian does). geomstats is **not** imported
 for these: only ``Sphere2(values="geomstats")`` uses it (the slower, eager
 cross-check of the values through geomstats' ``metric.exp``/``metric.log``).
 geomstats' ``HypersphereMetric.log`` goes through ``arccos`` of the inner
@@ -130,6 +134,125 @@ def sphere_frame(q: jax.Array) -> jax.Array:
     return jnp.stack([e1, jnp.cross(qn, e1)], -1)
 
 
+def _series(x: jax.Array, coefficients: tuple[float, ...]) -> jax.Array:
+    """``sum_k coefficients[k] x^k`` (Horner)."""
+    out = jnp.full_like(x, coefficients[-1])
+    for c in coefficients[-2::-1]:
+        out = out * x + c
+    return out
+
+
+# (cos t - sin t / t) / t^2 = sum_{k >= 1} (-1)^k 2k / (2k+1)! t^(2k-2): -1/3, 1/30, -1/840, ...
+_G_SERIES = tuple((-1.0) ** k * 2 * k / float(np.prod(np.arange(1, 2 * k + 2))) for k in range(1, 8))
+# (1 - arctan(z) / z) / z^2 = sum_{k >= 0} (-1)^k z^(2k) / (2k + 3): 1/3, -1/5, 1/7, ...
+_U_SERIES = tuple((-1.0) ** k / (2 * k + 3) for k in range(8))
+_SERIES_BELOW = 1e-3  # the series' next term < 1e-24 there; the closed forms' cancellation ~ eps / 1e-3 above
+
+
+def _log_factors(q0: jax.Array, q1: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """``(c, w, f, h)`` of ``log_{q0}(q1) = f w``: ``c = q0 . q1``, ``w = q1 - c q0``, ``f = theta / s``, and
+    ``h = (1 - c f) / s^2 = (s - theta c) / s^3``, with which ``df = -h dc`` along the sphere.
+
+    ``f`` as in :func:`sphere_log`; ``h`` for ``c > 0`` as ``U(z^2) / c^2``, ``z = s / c``,
+    ``U(z^2) = (1 - arctan(z)/z) / z^2`` (a series below ``z^2 = 1e-3``: smooth at ``q1 = q0``, where
+    ``h = 1/3``), and directly otherwise (``1 - c f >= 1`` there: no cancellation).
+    """
+    c = _dot(q0, q1)
+    w = q1 - c[..., None] * q0
+    s2 = _dot(w, w)
+    front = c > 0
+    cs = jnp.where(front, c, 1.0)
+    z2 = s2 / (cs * cs)
+    ratio_front = _arctan_over_z_of_sq(z2) / cs
+    sb = jnp.sqrt(jnp.where(front, 1.0, s2))
+    ratio_back = (np.pi / 2 - jnp.arctan(jnp.where(front, 0.0, c) / sb)) / sb
+    f = jnp.where(front, ratio_front, ratio_back)
+    small = z2 < _SERIES_BELOW
+    zf = jnp.where(small, 1.0, z2)
+    u = jnp.where(small, _series(z2, _U_SERIES), (1 - _arctan_over_z_of_sq(zf)) / zf)
+    h = jnp.where(front, u / (cs * cs), (1 - c * f) / jnp.where(front, 1.0, s2))
+    return c, w, f, h
+
+
+def _frame_derivatives(q: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``E(q)`` ``(*batch, 3, 2)`` and ``dE`` ``(*batch, 3, 2, 2)``: ``dE[..., :, i, j]`` is column ``i``'s
+    derivative along ``E_j``.
+
+    With ``a = axis x q`` (``axis = z^`` or ``y^``, the chart of :func:`sphere_frame`), ``e1 = a / |a|``,
+    ``e2 = q x e1``, along a tangent ``d`` at a unit ``q``: ``da = axis x d``,
+    ``de1 = (da - e1 (e1 . da)) / |a|``, ``de2 = d x e1 + q x de1``.
+    """
+    E = sphere_frame(q)
+    qn = q / jnp.sqrt(_dot(q, q))[..., None]
+    polar = jnp.abs(qn[..., 2]) > _INV_SQRT2
+    axis = jnp.where(polar[..., None], jnp.array([0.0, 1.0, 0.0]), jnp.array([0.0, 0.0, 1.0]))
+    e1 = E[..., 0]
+    na = jnp.sqrt(_dot(jnp.cross(axis, qn), jnp.cross(axis, qn)))
+    d = jnp.moveaxis(E, -1, -2)  # (*batch, 2, 3): the directions E_j
+    da = jnp.cross(axis[..., None, :], d)
+    de1 = (da - e1[..., None, :] * _dot(e1[..., None, :], da)[..., None]) / na[..., None, None]
+    de2 = jnp.cross(d, e1[..., None, :]) + jnp.cross(qn[..., None, :], de1)
+    dE = jnp.stack([de1, de2], -2)  # (*batch, j, i, 3)
+    return E, jnp.moveaxis(dE, -1, -3).swapaxes(-1, -2)
+
+
+def _frame_t(E: jax.Array, V: jax.Array) -> jax.Array:
+    """``E^T V``: ``(*batch, 3, 2)``, ``(*batch, 3, m)`` -> ``(*batch, 2, m)`` (multiply and sum: a fused kernel)."""
+    return jnp.sum(E[..., :, :, None] * V[..., :, None, :], -3)
+
+
+def sphere_retract_with_jacobians(q: jax.Array, xi: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(q1, J_q, J_xi)`` of ``R_q(xi) = exp_q(E(q) xi)`` in closed form (:meth:`Manifold.retract_with_jacobians`).
+
+    With ``v = E(q) xi``, ``t = |v| = |xi|`` (the frame is orthonormal), ``E1 = E(q1)``::
+
+        J_xi = E1^T (sinc t E(q) + (g(t) v - sinc t q) xi^T),     g = (cos t - sinc t) / t^2,
+        J_q  = E1^T (cos t E(q) + sinc t [dE(q)[E_j] xi]_j),
+
+    ``dE`` the frame's derivative (:func:`_frame_derivatives`). Equal to the forward-mode derivatives of the
+    closed forms to round-off (``tests/manifolds/test_sphere.py``), without differentiating them: a Newton
+    Jacobian of a step then differentiates these once, not the closed forms twice.
+    """
+    E, dE = _frame_derivatives(q)
+    v = jnp.sum(E * xi[..., None, :], -1)
+    t2 = _dot(v, v)
+    cos, sinc = _cos_sinc_of_sq(t2)
+    q1 = cos[..., None] * q + sinc[..., None] * v  # sphere_exp(q, v), the value of ``retract``
+    E1 = sphere_frame(q1)
+    small = t2 < _SERIES_BELOW
+    g = jnp.where(small, _series(t2, _G_SERIES), (cos - sinc) / jnp.where(small, 1.0, t2))
+    outer = (g[..., None] * v - sinc[..., None] * q)[..., :, None] * xi[..., None, :]
+    Jxi = _frame_t(E1, sinc[..., None, None] * E + outer)
+    M = jnp.sum(dE * xi[..., None, :, None], -2)  # (*batch, 3, j): dE[E_j] xi
+    Jq = _frame_t(E1, cos[..., None, None] * E + sinc[..., None, None] * M)
+    return q1, Jq, Jxi
+
+
+def sphere_retract_with_inverse_jacobians(q0: jax.Array, xi: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(q1, J0, J1)``: ``q1 = R_{q0}(xi)`` and the Jacobians of ``xi = E(q0)^T log_{q0}(q1)`` in closed form.
+
+    With ``log_{q0}(q1) = f w`` (:func:`_log_factors`; ``df = -h dc`` along the sphere), ``E0 = E(q0)``,
+    ``E1 = E(q1)``::
+
+        J1 = f E0^T E1 - h (E0^T w)(q0^T E1),
+        J0 = [dE(q0)[E_j]^T log]_j - f c I - h (E0^T w)(q1^T E0),
+
+    (:meth:`Manifold.retract_with_inverse_jacobians`): at ``xi = 0``, ``J0 = -I`` and ``J1 = I``.
+    """
+    E0, dE0 = _frame_derivatives(q0)
+    q1 = sphere_exp(q0, jnp.sum(E0 * xi[..., None, :], -1))
+    E1 = sphere_frame(q1)
+    c, w, f, h = _log_factors(q0, q1)
+    E0w = _dot(jnp.moveaxis(E0, -1, -2), w[..., None, :])  # (*batch, 2)
+    J1 = f[..., None, None] * _frame_t(E0, E1) - h[..., None, None] * E0w[..., :, None] * _dot(
+        q0[..., None, :], jnp.moveaxis(E1, -1, -2))[..., None, :]
+    log = f[..., None] * w
+    N = jnp.sum(dE0 * log[..., :, None, None], -3)  # (*batch, i, j): dE(q0)[E_j][:, i] . log
+    J0 = (N - (f * c)[..., None, None] * jnp.eye(2)
+          - h[..., None, None] * E0w[..., :, None] * _dot(q1[..., None, :], jnp.moveaxis(E0, -1, -2))[..., None, :])
+    return q1, J0, J1
+
+
 def _hypersphere2() -> Any:
     from .._compat import import_geomstats
 
@@ -193,6 +316,21 @@ class Sphere2(GeomstatsManifold):
 
     def __repr__(self) -> str:
         return "Sphere2()" if self.values == "closed_form" else f"Sphere2(values={self.values!r})"
+
+    def retract_with_jacobians(self, q, xi):
+        """``(q1, J_q, J_xi)`` in closed form: :func:`sphere_retract_with_jacobians`."""
+        q, xi = jnp.asarray(q, dtype=float), jnp.asarray(xi, dtype=float)
+        batch = jnp.broadcast_shapes(q.shape[:-1], xi.shape[:-1])
+        q1, Jq, Jxi = sphere_retract_with_jacobians(jnp.broadcast_to(q, (*batch, 3)), jnp.broadcast_to(xi, (*batch, 2)))
+        return (self.retract(q, xi) if self.values == "geomstats" else q1), Jq, Jxi
+
+    def retract_with_inverse_jacobians(self, q0, xi):
+        """``(q1, J0, J1)`` in closed form: :func:`sphere_retract_with_inverse_jacobians`."""
+        q0, xi = jnp.asarray(q0, dtype=float), jnp.asarray(xi, dtype=float)
+        batch = jnp.broadcast_shapes(q0.shape[:-1], xi.shape[:-1])
+        q1, J0, J1 = sphere_retract_with_inverse_jacobians(jnp.broadcast_to(q0, (*batch, 3)),
+                                                           jnp.broadcast_to(xi, (*batch, 2)))
+        return (self.retract(q0, xi) if self.values == "geomstats" else q1), J0, J1
 
     def random_point(self, rng, batch_shape=()):
         def draw():
