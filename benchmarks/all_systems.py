@@ -95,6 +95,18 @@ def summarize(cold: dict, cached: dict) -> dict:
             "ok": cold["ok"] and cached["ok"], "version": cold["version"]}
 
 
+def fastest(summaries: list[dict]) -> dict:
+    """One summary from several rounds' (:func:`summarize`): each time the smallest of the rounds."""
+    if any("error" in s for s in summaries):
+        return next(s for s in summaries if "error" in s)
+    out = dict(summaries[0])
+    for k, v in out.items():
+        if isinstance(v, float) and k != "import_s":
+            vals = [s[k] for s in summaries if s.get(k) is not None]
+            out[k] = min(vals) if vals else v
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_version_arguments(p, f"smoke: {', '.join(QUICK_SYSTEMS)}, 200 steps, 2 repeats")
@@ -103,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=7, help="warm repeats per process (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=900.0, help="per process, seconds")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="rounds per system, the versions alternating; each figure is the fastest round's")
+    p.add_argument("--label", help="write all_systems_LABEL.json (a partial run beside the full table's file)")
     args = p.parse_args(argv)
     if args.quick:
         args.steps, args.repeats = 200, 2
@@ -110,24 +125,34 @@ def main(argv: list[str] | None = None) -> int:
     trees = versions(args, ROOT)
     names = args.systems or catalog_names(ROOT)
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / ("all_systems_quick.json" if args.quick else "all_systems.json")
+    path = args.out / ("all_systems_quick.json" if args.quick else
+                       f"all_systems_{args.label}.json" if args.label else "all_systems.json")
     res = {"meta": describe(), "systems": names, "steps": args.steps, "repeats": args.repeats, "versions": list(trees),
            "command": "python benchmarks/all_systems.py" + (" --before DIR" if args.before else "")
-           + (" --quick" if args.quick else ""), "rows": []}
+           + (" --quick" if args.quick else "") + (f" --rounds {args.rounds}" if args.rounds > 1 else "")
+           + (f" --systems {' '.join(args.systems)}" if args.systems and not args.quick else ""),
+           "rounds": args.rounds, "rows": []}
     print(res["meta"])
     labels = list(trees)
     for i, name in enumerate(names):
         order = labels[i % len(labels):] + labels[:i % len(labels)]
-        caches = {lab: tempfile.mkdtemp(prefix="md-bench-cache-") for lab in labels}
-        raw: dict = {lab: {} for lab in labels}
-        try:
-            for stage in ("cold", "cached"):
-                for lab in order:
-                    raw[lab][stage] = run_child(trees[lab], caches[lab], name, args.steps, args.repeats, args.timeout)
-        finally:
-            for c in caches.values():
-                shutil.rmtree(c, ignore_errors=True)
-        row = {"name": name, "raw": raw, **{lab: summarize(raw[lab]["cold"], raw[lab]["cached"]) for lab in labels}}
+        rounds: list[dict] = []
+        for r in range(args.rounds):
+            this_round = order if r % 2 == 0 else order[::-1]
+            caches = {lab: tempfile.mkdtemp(prefix="md-bench-cache-") for lab in labels}
+            raw: dict = {lab: {} for lab in labels}
+            try:
+                for stage in ("cold", "cached"):
+                    for lab in this_round:
+                        raw[lab][stage] = run_child(trees[lab], caches[lab], name, args.steps, args.repeats,
+                                                    args.timeout)
+            finally:
+                for c in caches.values():
+                    shutil.rmtree(c, ignore_errors=True)
+            rounds.append(raw)
+        raw = rounds[0]
+        row = {"name": name, "raw": raw if args.rounds == 1 else rounds,
+               **{lab: fastest([summarize(rw[lab]["cold"], rw[lab]["cached"]) for rw in rounds]) for lab in labels}}
         if len(labels) == 2:
             a, b = (raw[lab]["cold"] for lab in labels)
             if "final_point" in a and "final_point" in b and len(a["final_point"]) == len(b["final_point"]):
