@@ -83,8 +83,9 @@ def sphere_log(q0: jax.Array, q1: jax.Array) -> jax.Array:
 
     With ``c = q0 . q1``, ``w = q1 - c q0``, ``s = |w|``,
     ``theta = atan2(s, c)``, written as ``theta/s = (arctan(z)/z)/c``,
-    ``z = s/c``, for ``c > 0`` (a function of ``s^2``: smooth at ``q1 = q0``)
-    and ``(pi/2 - arctan(c/s))/s`` otherwise -- as accurate as ``atan2``.
+    ``z = s/c``, for angles below ``pi/4`` (``c > s``; a function of ``s^2``: smooth at ``q1 = q0``)
+    and ``(pi/2 - arctan(c/s))/s`` otherwise (``s^2 >= 1/2``) -- as accurate as ``atan2``. The front
+    formula is not used up to ``pi/2``: its derivatives lose digits like ``eps/c`` as ``c -> 0``.
     Not defined at the antipode (``s = 0``, ``c < 0``; non-finite there).
 
     Parameters
@@ -101,7 +102,7 @@ def sphere_log(q0: jax.Array, q1: jax.Array) -> jax.Array:
     c = _dot(q0, q1)
     w = q1 - c[..., None] * q0
     s2 = _dot(w, w)
-    front = c > 0
+    front = (c > 0) & (c * c > s2)  # angles below pi/4: the back formula near pi/2 (s^2 >= 1/2 there)
     cs = jnp.where(front, c, 1.0)
     ratio_front = _arctan_over_z_of_sq(s2 / (cs * cs)) / cs
     sb = jnp.sqrt(jnp.where(front, 1.0, s2))
@@ -153,14 +154,14 @@ def _log_factors(q0: jax.Array, q1: jax.Array) -> tuple[jax.Array, jax.Array, ja
     """``(c, w, f, h)`` of ``log_{q0}(q1) = f w``: ``c = q0 . q1``, ``w = q1 - c q0``, ``f = theta / s``, and
     ``h = (1 - c f) / s^2 = (s - theta c) / s^3``, with which ``df = -h dc`` along the sphere.
 
-    ``f`` as in :func:`sphere_log`; ``h`` for ``c > 0`` as ``U(z^2) / c^2``, ``z = s / c``,
+    ``f`` as in :func:`sphere_log`; ``h`` below ``pi/4`` as ``U(z^2) / c^2``, ``z = s / c``,
     ``U(z^2) = (1 - arctan(z)/z) / z^2`` (a series below ``z^2 = 1e-3``: smooth at ``q1 = q0``, where
-    ``h = 1/3``), and directly otherwise (``1 - c f >= 1`` there: no cancellation).
+    ``h = 1/3``), and directly otherwise (``1 - c f >= 1 - pi/4`` and ``s^2 >= 1/2`` there: no cancellation).
     """
     c = _dot(q0, q1)
     w = q1 - c[..., None] * q0
     s2 = _dot(w, w)
-    front = c > 0
+    front = (c > 0) & (c * c > s2)  # as in sphere_log: z^2 < 1
     cs = jnp.where(front, c, 1.0)
     z2 = s2 / (cs * cs)
     ratio_front = _arctan_over_z_of_sq(z2) / cs
@@ -210,7 +211,7 @@ def sphere_retract_with_jacobians(q: jax.Array, xi: jax.Array) -> tuple[jax.Arra
         J_q  = E1^T (cos t E(q) + sinc t [dE(q)[E_j] xi]_j),
 
     ``dE`` the frame's derivative (:func:`_frame_derivatives`). Equal to the forward-mode derivatives of the
-    closed forms to round-off (``tests/manifolds/test_sphere.py``), without differentiating them: a Newton
+    closed forms to round-off (``tests/manifolds/test_sphere_jacobians.py``), without differentiating them: a Newton
     Jacobian of a step then differentiates these once, not the closed forms twice.
     """
     E, dE = _frame_derivatives(q)

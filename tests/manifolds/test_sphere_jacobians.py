@@ -139,3 +139,24 @@ def test_a_newton_jacobian_through_them_is_a_smaller_program():
     x = jnp.array([0.2, -0.1])
     closed, auto = _ops(residual(_closed), x), _ops(residual(_autodiff), x)
     assert closed < 0.5 * auto, (closed, auto)
+
+
+@pytest.mark.parametrize("offset", [-1e-12, 0.0, 1e-12])
+def test_newton_derivatives_are_accurate_where_the_log_changes_formula(offset):
+    """At a right angle (``c = q0 . q1 -> 0``) the log's front formula (through ``z = s / c``) loses its
+    derivatives (terms of order ``1/c^2`` that cancel: an error ~ ``eps/c``, 5.7e-4 at ``pi/2 - 1e-12``); the
+    front formula is used only for angles below ``pi/4``, so the forward-mode derivative of the inverse Jacobians
+    agrees with central differences of their (accurate) values."""
+    q = jnp.asarray(np.array([0.3, 0.4, np.sqrt(0.75)]))
+    d = np.array([0.6, 0.8])
+    xi = jnp.asarray((np.pi / 2 + offset) * d)
+
+    def inverse_jacobians(x):
+        _, J0, J1 = SP.sphere_retract_with_inverse_jacobians(q, x)
+        return jnp.stack([J0, J1])
+
+    f = jax.jit(inverse_jacobians)
+    auto = np.asarray(jax.jit(jax.jacfwd(inverse_jacobians))(xi))
+    e = 1e-6
+    fd = np.stack([(np.asarray(f(xi + e * u)) - np.asarray(f(xi - e * u))) / (2 * e) for u in np.eye(2)], -1)
+    assert np.all(np.isfinite(auto)) and np.max(np.abs(auto - fd)) < 1e-7, np.max(np.abs(auto - fd))
