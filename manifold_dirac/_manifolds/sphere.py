@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .base import VALUE_ATOL, concrete_array, first_index, first_member
-from .geomstats_adapter import GeomstatsManifold
+from .geomstats_adapter import GeomstatsManifold, _to_ambient, _to_frame, _to_frame_columns
 
 __all__ = ["Sphere2", "sphere_exp", "sphere_frame", "sphere_log"]
 
@@ -101,13 +101,19 @@ def sphere_log(q0: jax.Array, q1: jax.Array) -> jax.Array:
     q0, q1 = jnp.asarray(q0), jnp.asarray(q1)
     c = _dot(q0, q1)
     w = q1 - c[..., None] * q0
-    s2 = _dot(w, w)
-    front = (c > 0) & (c * c > s2)  # angles below pi/4: the back formula near pi/2 (s^2 >= 1/2 there)
+    return _theta_over_s(c, _dot(w, w))[0][..., None] * w
+
+
+def _theta_over_s(c: jax.Array, s2: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(theta / s, front, c')`` from ``c`` and ``s^2`` (:func:`sphere_log`): ``front`` marks angles below
+    ``pi/4``, computed as ``(arctan(z)/z)/c``, ``z^2 = s^2 / c'^2`` (``c' = c`` there, 1 elsewhere); the back
+    formula near ``pi/2`` (``s^2 >= 1/2`` there)."""
+    front = (c > 0) & (c * c > s2)
     cs = jnp.where(front, c, 1.0)
     ratio_front = _arctan_over_z_of_sq(s2 / (cs * cs)) / cs
     sb = jnp.sqrt(jnp.where(front, 1.0, s2))
     ratio_back = (np.pi / 2 - jnp.arctan(jnp.where(front, 0.0, c) / sb)) / sb
-    return jnp.where(front, ratio_front, ratio_back)[..., None] * w
+    return jnp.where(front, ratio_front, ratio_back), front, cs
 
 
 def sphere_frame(q: jax.Array) -> jax.Array:
@@ -161,13 +167,8 @@ def _log_factors(q0: jax.Array, q1: jax.Array) -> tuple[jax.Array, jax.Array, ja
     c = _dot(q0, q1)
     w = q1 - c[..., None] * q0
     s2 = _dot(w, w)
-    front = (c > 0) & (c * c > s2)  # as in sphere_log: z^2 < 1
-    cs = jnp.where(front, c, 1.0)
+    f, front, cs = _theta_over_s(c, s2)
     z2 = s2 / (cs * cs)
-    ratio_front = _arctan_over_z_of_sq(z2) / cs
-    sb = jnp.sqrt(jnp.where(front, 1.0, s2))
-    ratio_back = (np.pi / 2 - jnp.arctan(jnp.where(front, 0.0, c) / sb)) / sb
-    f = jnp.where(front, ratio_front, ratio_back)
     small = z2 < _SERIES_BELOW
     zf = jnp.where(small, 1.0, z2)
     u = jnp.where(small, _series(z2, _U_SERIES), (1 - _arctan_over_z_of_sq(zf)) / zf)
@@ -188,18 +189,14 @@ def _frame_derivatives(q: jax.Array) -> tuple[jax.Array, jax.Array]:
     polar = jnp.abs(qn[..., 2]) > _INV_SQRT2
     axis = jnp.where(polar[..., None], jnp.array([0.0, 1.0, 0.0]), jnp.array([0.0, 0.0, 1.0]))
     e1 = E[..., 0]
-    na = jnp.sqrt(_dot(jnp.cross(axis, qn), jnp.cross(axis, qn)))
+    a = jnp.cross(axis, qn)  # sphere_frame's a (z^ x q or y^ x q)
+    na = jnp.sqrt(_dot(a, a))
     d = jnp.moveaxis(E, -1, -2)  # (*batch, 2, 3): the directions E_j
     da = jnp.cross(axis[..., None, :], d)
     de1 = (da - e1[..., None, :] * _dot(e1[..., None, :], da)[..., None]) / na[..., None, None]
     de2 = jnp.cross(d, e1[..., None, :]) + jnp.cross(qn[..., None, :], de1)
     dE = jnp.stack([de1, de2], -2)  # (*batch, j, i, 3)
     return E, jnp.moveaxis(dE, -1, -3).swapaxes(-1, -2)
-
-
-def _frame_t(E: jax.Array, V: jax.Array) -> jax.Array:
-    """``E^T V``: ``(*batch, 3, 2)``, ``(*batch, 3, m)`` -> ``(*batch, 2, m)`` (multiply and sum: a fused kernel)."""
-    return jnp.sum(E[..., :, :, None] * V[..., :, None, :], -3)
 
 
 def sphere_retract_with_jacobians(q: jax.Array, xi: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -215,7 +212,7 @@ def sphere_retract_with_jacobians(q: jax.Array, xi: jax.Array) -> tuple[jax.Arra
     Jacobian of a step then differentiates these once, not the closed forms twice.
     """
     E, dE = _frame_derivatives(q)
-    v = jnp.sum(E * xi[..., None, :], -1)
+    v = _to_ambient(E, xi)
     t2 = _dot(v, v)
     cos, sinc = _cos_sinc_of_sq(t2)
     q1 = cos[..., None] * q + sinc[..., None] * v  # sphere_exp(q, v), the value of ``retract``
@@ -223,9 +220,9 @@ def sphere_retract_with_jacobians(q: jax.Array, xi: jax.Array) -> tuple[jax.Arra
     small = t2 < _SERIES_BELOW
     g = jnp.where(small, _series(t2, _G_SERIES), (cos - sinc) / jnp.where(small, 1.0, t2))
     outer = (g[..., None] * v - sinc[..., None] * q)[..., :, None] * xi[..., None, :]
-    Jxi = _frame_t(E1, sinc[..., None, None] * E + outer)
+    Jxi = _to_frame_columns(E1, sinc[..., None, None] * E + outer)
     M = jnp.sum(dE * xi[..., None, :, None], -2)  # (*batch, 3, j): dE[E_j] xi
-    Jq = _frame_t(E1, cos[..., None, None] * E + sinc[..., None, None] * M)
+    Jq = _to_frame_columns(E1, cos[..., None, None] * E + sinc[..., None, None] * M)
     return q1, Jq, Jxi
 
 
@@ -241,16 +238,14 @@ def sphere_retract_with_inverse_jacobians(q0: jax.Array, xi: jax.Array) -> tuple
     (:meth:`Manifold.retract_with_inverse_jacobians`): at ``xi = 0``, ``J0 = -I`` and ``J1 = I``.
     """
     E0, dE0 = _frame_derivatives(q0)
-    q1 = sphere_exp(q0, jnp.sum(E0 * xi[..., None, :], -1))
+    q1 = sphere_exp(q0, _to_ambient(E0, xi))
     E1 = sphere_frame(q1)
     c, w, f, h = _log_factors(q0, q1)
-    E0w = _dot(jnp.moveaxis(E0, -1, -2), w[..., None, :])  # (*batch, 2)
-    J1 = f[..., None, None] * _frame_t(E0, E1) - h[..., None, None] * E0w[..., :, None] * _dot(
-        q0[..., None, :], jnp.moveaxis(E1, -1, -2))[..., None, :]
+    hE0w = (h[..., None] * _to_frame(E0, w))[..., :, None]  # (*batch, 2, 1): h E0^T w
+    J1 = f[..., None, None] * _to_frame_columns(E0, E1) - hE0w * _to_frame(E1, q0)[..., None, :]
     log = f[..., None] * w
     N = jnp.sum(dE0 * log[..., :, None, None], -3)  # (*batch, i, j): dE(q0)[E_j][:, i] . log
-    J0 = (N - (f * c)[..., None, None] * jnp.eye(2)
-          - h[..., None, None] * E0w[..., :, None] * _dot(q1[..., None, :], jnp.moveaxis(E0, -1, -2))[..., None, :])
+    J0 = N - (f * c)[..., None, None] * jnp.eye(2) - hE0w * _to_frame(E0, q1)[..., None, :]
     return q1, J0, J1
 
 
