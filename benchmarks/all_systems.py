@@ -101,7 +101,7 @@ def fastest(summaries: list[dict]) -> dict:
         return next(s for s in summaries if "error" in s)
     out = dict(summaries[0])
     for k, v in out.items():
-        if isinstance(v, float) and k != "import_s":
+        if isinstance(v, float):
             vals = [s[k] for s in summaries if s.get(k) is not None]
             out[k] = min(vals) if vals else v
     return out

@@ -130,6 +130,8 @@ def test_all_systems_quick_measures_a_system_and_the_page_renders_it(tmp_path):
     assert s["ok"] and 0 < s["warm_run_s"] < s["cold_first_call_s"]
     assert row["raw"]["this version"]["cached"]["first_call_events_s"].get("cache_retrieval", 0) > 0, \
         "the second process loads the program from the persistent cache"
+    # the first call's own counts: its two programs (the start and the loop), not the import's or q0's eager ones
+    assert row["raw"]["this version"]["cold"]["first_call_event_counts"]["backend_compile"] == 2
     (tmp_path / "all_systems.json").write_text(json.dumps(d))
     block = _tables().all_systems(tmp_path)
     assert "`pendulum`" in block and d["meta"]["cpu"] in block
@@ -187,3 +189,14 @@ def test_compile_ahead_benchmark_times_both_settings_and_the_page_renders_it(tmp
     assert all(row[k]["wall_s"] > 0 for k in ("cold_0", "cold_1", "cached_0", "cached_1"))
     block = _tables().compile_ahead(tmp_path)
     assert "`pendulum`" in block and all(line.count("|") == 6 for line in block.splitlines() if line.startswith("| `"))
+
+
+def test_program_size_counts_the_operations_of_a_loop():
+    """benchmarks/program_size.py lowers a bundled system's loop (no compile): a count, and a larger system's is
+    larger (the harmonic oscillator against the spherical pendulum)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "program_size.py"), "harmonic_oscillator",
+                           "spherical_pendulum"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    small, large = (json.loads(line) for line in proc.stdout.splitlines())
+    assert 0 < small["ops"] < large["ops"] and "compile_s" not in small
