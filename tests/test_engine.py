@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from tests._tiers import covering
+
 import manifold_dirac  # noqa: F401  (float64, cache)
 from manifold_dirac.analysis import observed_order
 from manifold_dirac._manifolds import SO3, Euclidean
@@ -77,8 +79,8 @@ DAMPED = LagrangeDiracSystem(Euclidean(1), lambda q, v: 0.5 * v @ v - 0.5 * q @ 
 
 
 # ------------------------------------------------------------ two routes
-@pytest.mark.parametrize("scheme", ["plus", "minus", "symmetric"])
-@pytest.mark.parametrize("rule", ["midpoint", "trapezoid", "rectangle+"])
+# every scheme and every rule in the default tier, the other six pairs with -m slow (tests/_tiers.py)
+@pytest.mark.parametrize("scheme,rule", covering(["plus", "minus", "symmetric"], ["midpoint", "trapezoid", "rectangle+"]))
 def test_knife_edge_agrees_with_numpy_engine(scheme, rule):
     """Same equations, two implementations: the compiled engine equals the numpy engine (its recorded run
     of the same system, coded in numpy)."""

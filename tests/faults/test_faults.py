@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from tests._tiers import covering
+
 import manifold_dirac
 from manifold_dirac import integrate, rollout
 from manifold_dirac._errors import IllPosedStepError, IllPosedSystemError, StepError
@@ -226,8 +228,8 @@ def test_holonomic_only_bad_v0_names_dg():
     assert "A(q0) v0|" not in str(e)
 
 
-@pytest.mark.parametrize("rule", ["gauss4", "gauss6"])
-@pytest.mark.parametrize("scheme", ["symmetric", "plus", "minus"])
+# every rule and every scheme in the default tier, the other pairs with -m slow (tests/_tiers.py)
+@pytest.mark.parametrize("scheme,rule", covering(["symmetric", "plus", "minus"], ["gauss4", "gauss6"]))
 def test_galerkin_rules_refuse_a_degenerate_constrained_lagrangian(rule, scheme):
     """The LC circuit's capacitor charge has no kinetic term: the internal stages are fixed by the
     potential alone in that direction (the charge stayed at 1, or ended at -0.062, not -0.654)."""

@@ -9,6 +9,8 @@ import functools
 import numpy as np
 import pytest
 
+from tests._tiers import covering
+
 from manifold_dirac import integrate
 from manifold_dirac.dirac.route import verify
 from manifold_dirac.study import example_system
@@ -35,8 +37,9 @@ def test_a_correct_holonomic_run_passes(h):
     assert r.ok and np.max(r.basepoint) < 1e-13 and r.tolerance == 1e-10
 
 
-@pytest.mark.parametrize("name", ["pendulum", "knife_edge", "cartesian_pendulum", "mass_spring_torn"])
-@pytest.mark.parametrize("field", ["v", "energy", "p", "xi", "t"])
+# every field and every system in the default tier, the other pairs with -m slow (tests/_tiers.py)
+@pytest.mark.parametrize("name,field", covering(["pendulum", "knife_edge", "cartesian_pendulum", "mass_spring_torn"],
+                                                ["v", "energy", "p", "xi", "t"]))
 def test_tampering_with_any_recorded_field_is_found(name, field):
     sysm, tr = _run(name)
     assert verify(sysm, tr).ok  # sensitivity: untouched, it passes

@@ -338,8 +338,9 @@ def _discrete_lagrangian_along(sysm, q, h):
     return [np.asarray(a) for a in along(q)]
 
 
+# (the rolling ball, ~16 s cold, with -m slow; its steps are compared between the two routes in the default tier)
 CI_DIRAC = {("mass_spring", "minus", "midpoint")} | {
-    (n, "symmetric", "midpoint") for n in ("mass_spring", "rolling_disk", "rolling_ball")}
+    (n, "symmetric", "midpoint") for n in ("mass_spring", "rolling_disk")}
 
 
 DIRAC_SYSTEMS = ["mass_spring", "rolling_disk", "rolling_ball", "cart"]

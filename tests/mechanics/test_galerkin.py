@@ -491,6 +491,8 @@ def test_constrained_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
     assert np.max(np.abs(np.asarray(off.D1) - fd1)) > 1e-6 * scale
 
 
+@pytest.mark.slow  # ~35 s cold (three gauss4 rollout programs); rollout gradients against finite differences
+# stay in the default tier in tests/mechanics/test_differentiable.py, holonomic gauss4 runs in this file
 def test_rollout_with_holonomic_galerkin_matches_integrate_and_its_gradient():
     """The differentiable rollout carries the node multipliers: same q as integrate, grad = finite differences."""
     from manifold_dirac._run.rollout import rollout

@@ -17,6 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from tests._tiers import covering
+
 import manifold_dirac  # noqa: F401  (float64)
 from manifold_dirac._manifolds import SE2, SO3, Euclidean, ProductManifold
 from manifold_dirac._manifolds.product import block_diag
@@ -66,8 +68,7 @@ def _compare(Q, s, q0, xi):
     return both(xi)
 
 
-@pytest.mark.parametrize("name", sorted(PRODUCTS))
-@pytest.mark.parametrize("s", [0.5, 0.3, 1.0])
+@pytest.mark.parametrize("name,s", covering(sorted(PRODUCTS), [0.5, 0.3, 1.0]))  # tests/_tiers.py
 def test_the_blockwise_node_equals_the_dense_one(name, s):
     Q = PRODUCTS[name]
     q0, xi = _data(Q)

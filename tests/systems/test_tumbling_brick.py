@@ -43,7 +43,10 @@ def _gravity(sysm: LagrangeDiracSystem, g: float):
         sysm.params = saved
 
 
-@pytest.fixture(params=RETRACTIONS)
+# the split retraction in the default tier; the coupled ones (a program of ~10 s each to compile, cold)
+# with -m slow: SE(3)'s exp and Cayley are tested by the manifold laws and tests/manifolds/test_se3.py, and
+# examples/se3_tumbling_brick.py runs the brick with all three
+@pytest.fixture(params=[r if r == "so3xr3" else pytest.param(r, marks=pytest.mark.slow) for r in RETRACTIONS])
 def brick(request):
     return request.param, _system(request.param)
 
