@@ -283,6 +283,7 @@ def test_zero_lagrangian_refused_by_integrate_and_marked_by_rollout():
     _raises(IllPosedStepError, r"step 0", r.check)
 
 
+@pytest.mark.slow  # ~14 s cold (an SE(3) rollout under jit); a rollout marked ill-posed stays in the default tier above
 def test_rollout_of_an_undetermined_body_is_marked_ill_posed_also_under_jit():
     sysm = body_without_translation()
     f = jax.jit(lambda v: rollout(sysm, SE3().default_point(), v, h=0.1, n_steps=2).status)

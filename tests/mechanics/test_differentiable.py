@@ -218,6 +218,7 @@ def test_batched_gradients_with_vmap(drive):
 
 
 # --------------------------------------------------------- interconnected
+@pytest.mark.slow  # ~23 s cold; gradients against finite differences stay on the heavy top and the differential drive
 def test_interconnected_rolling_disk_gradient_matches_finite_differences():
     """A rolling disk assembled by interconnection: a body on SE(2) whose blade is turned by a parameter
     angle (a constraint parameter) with mass and inertia parameters, and a wheel on R; d/d(parameters of

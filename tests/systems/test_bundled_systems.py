@@ -33,8 +33,10 @@ from manifold_dirac.systems.catalog import EXAMPLES, get_example
 from .bundled import CASES, FIELDS, assert_same_trajectory, new, numpy_engine_reference, run_against_reference
 
 # ------------------------------------------------------------ two engines
+# (the spherical pendulum, ~10 s cold: its retraction Jacobians are compared with automatic differentiation in
+# tests/manifolds/test_sphere_jacobians.py, the sphere's laws in the manifold laws, its example runs in the default tier)
 SLOW_VARIANTS = {"free_rigid_body_cayley", "heavy_top_cayley", "inclined_knife_edge_cayley",
-                 "inclined_knife_edge_so2xr2", "chaplygin_sled_cayley"}
+                 "inclined_knife_edge_so2xr2", "chaplygin_sled_cayley", "spherical_pendulum"}
 
 
 @pytest.mark.parametrize("key", [k if k not in SLOW_VARIANTS else pytest.param(k, marks=pytest.mark.slow)
