@@ -45,7 +45,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._interconnection import InterconnectedSystem, SubsystemDiscreteLagrangian
-from .._mechanics.compile_cache import structure_key
 from .._mechanics.rules import DiscreteLagrangian, QuadratureRule, RuleValue, get_rule, node_geometry
 from .._mechanics.schemes import Scheme, get_scheme
 from .._mechanics.system import LagrangeDiracSystem
@@ -139,36 +138,9 @@ def _nodes_of(rule: str | DiscreteLagrangian) -> tuple[tuple[float, float], ...]
 
 
 # ------------------------------------------------------- compiled evaluations
-class _SameSystem:
-    """A system as a cache key: equal for systems built from the same functions with equal ``params``.
-
-    As ``md.integrate``'s programs are shared (``structure_key``), so are the route's: a system built
-    again from the same functions (``md.systems.knife_edge()`` called twice) finds the jitted
-    functions of the first, and is not traced again. The route's functions read ``params`` as
-    constants, so their values are part of the key.
-    """
-
-    __slots__ = ("system", "_key")
-
-    def __init__(self, system: LagrangeDiracSystem):
-        self.system = system
-        self._key = (structure_key(system), structure_key(system.params))
-
-    def __hash__(self) -> int:
-        return hash(self._key)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _SameSystem) and self._key == other._key
-
-
-def _compiled(system: LagrangeDiracSystem, nodes: tuple) -> dict[str, Callable]:
-    """Jitted pieces of the route for one system and rule (shared by systems of equal structure and params)."""
-    return _compiled_for(_SameSystem(system), nodes)
-
-
 @functools.lru_cache(maxsize=64)
-def _compiled_for(same: _SameSystem, nodes: tuple) -> dict[str, Callable]:
-    system = same.system
+def _compiled(system: LagrangeDiracSystem, nodes: tuple) -> dict[str, Callable]:
+    """Jitted pieces of the route for one system and rule (cached per system object)."""
     n = system.dim
 
     def pieces(q0, xi, h, t0):
@@ -210,13 +182,8 @@ def _compiled_for(same: _SameSystem, nodes: tuple) -> dict[str, Callable]:
             "momentum": jax.jit(momentum), "inverse_retract": jax.jit(lambda a, b: _inverse_retract(system, a, b))}
 
 
-def _scheme_equations(system: LagrangeDiracSystem, nodes: tuple, scheme: Scheme) -> tuple[Callable, Callable]:
-    """The scheme's step equations for ``system`` (shared by systems of equal structure, see :class:`_SameSystem`)."""
-    return _scheme_equations_for(_SameSystem(system), nodes, scheme)
-
-
 @functools.lru_cache(maxsize=64)
-def _scheme_equations_for(same: _SameSystem, nodes: tuple, scheme: Scheme) -> tuple[Callable, Callable]:
+def _scheme_equations(system: LagrangeDiracSystem, nodes: tuple, scheme: Scheme) -> tuple[Callable, Callable]:
     """Jitted: a scheme's own step equations at one step, with the route's ``L_d`` partials and forces.
 
     ``at(q0, xi, h, t0) -> (P0, P1, c, G)`` with ``P0 = -(D1 L_d + f^-)``,
@@ -224,7 +191,6 @@ def _scheme_equations_for(same: _SameSystem, nodes: tuple, scheme: Scheme) -> tu
     ``c`` the scheme's constraint equations and ``G`` its reaction;
     ``reported(q0, p_in, mu)`` the momentum it reports.
     """
-    system = same.system
     n, m = system.dim, system.n_constraints
     pieces = _compiled(system, nodes)["pieces"]
     Q, params = system.Q, system.params

@@ -320,20 +320,3 @@ def test_p0_only_start_respects_the_constraints():
     m, J, off = 1.0, 0.2, 0.5
     E = 0.5 * m * (v0[1] ** 2 + (v0[2] + off * v0[0]) ** 2) + 0.5 * J * v0[0] ** 2
     np.testing.assert_allclose(a.energy[0], E, rtol=1e-13)
-
-
-def test_the_routes_functions_are_shared_by_equal_systems_and_not_across_params():
-    """A system built again from the same functions finds the route's jitted functions (no new trace); one
-    with other ``params`` values gets its own (the route reads them as constants), and their values differ."""
-    from manifold_dirac import systems as S
-    from manifold_dirac.dirac import route as R
-
-    nodes = ((0.5, 1.0),)
-    a, b, heavy = S.knife_edge(), S.knife_edge(), S.knife_edge(mass=2.0)
-    assert R._compiled(a, nodes) is R._compiled(b, nodes)
-    assert R._scheme_equations(a, nodes, R.get_scheme("plus")) is R._scheme_equations(b, nodes, R.get_scheme("plus"))
-    assert R._compiled(heavy, nodes) is not R._compiled(a, nodes)
-    q0, xi = np.eye(3), np.array([0.1, 0.05, 0.0])
-    va = np.asarray(R._compiled(a, nodes)["pieces"](q0, xi, 0.05, 0.0)[0])
-    vh = np.asarray(R._compiled(heavy, nodes)["pieces"](q0, xi, 0.05, 0.0)[0])
-    assert np.max(np.abs(va - vh)) > 1e-3  # sensitivity: sharing across params would make these equal
