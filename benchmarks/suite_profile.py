@@ -40,7 +40,7 @@ def _listener(event: str, duration: float, **kwargs) -> None:
     key = event.rsplit("/", 1)[-1]
     if key not in EVENTS:
         return
-    test = _current["id"] or "<collection>"
+    test = _current["id"] or f"<outside tests, {os.environ.get('PYTEST_XDIST_WORKER', 'main')}>"
     _rows[test][key] += duration
     _rows[test][key + "_n"] += 1
     if key == "backend_compile_duration":
@@ -74,14 +74,20 @@ def pytest_unconfigure(config) -> None:
 
 
 def load(directory: Path) -> tuple[dict, list]:
-    """Every worker's rows (per test) and compiled programs ``(test, name, seconds)``, merged."""
-    rows: dict = {}
+    """Every worker's rows (per test) and compiled programs ``(test, name, seconds)``, merged.
+
+    Rows with the same key in two files (the work outside tests, in files written before it was keyed
+    per worker) are summed, not overwritten. Write each run to a directory of its own: every ``*.json``
+    of the directory is merged.
+    """
+    rows: dict = collections.defaultdict(collections.Counter)
     programs: list = []
     for f in sorted(directory.glob("*.json")):
         data = json.loads(f.read_text())
-        rows.update(data["rows"])
+        for test, row in data["rows"].items():
+            rows[test].update(row)
         programs += data.get("programs", data.get("progs", []))
-    return rows, programs
+    return {k: dict(v) for k, v in rows.items()}, programs
 
 
 def summary(rows: dict, programs: list) -> dict:

@@ -4,7 +4,7 @@ A test over a matrix of cases (scheme x rule, system x field, ...) compiles a pr
 compiling is what the default run spends its time on. :func:`covering` keeps, in the default tier, a
 *covering subset*: every value of every axis appears in at least one kept case (the greedy cover:
 repeatedly the case with the most values not yet covered, ties in the given order). The other cases
-are marked ``slow``: ``pytest -m slow`` runs the whole matrix. A 3 x 3 matrix keeps 3 cases (a
+are marked ``slow``: ``pytest -m slow`` runs them (the default run, the kept ones). A 3 x 3 matrix keeps 3 cases (a
 diagonal), 4 x 5 keeps 5. Interactions between values of two axes are then tested in the slow tier
 only; a test where an interaction is the point lists its cases itself.
 """

@@ -31,6 +31,7 @@ def run_example(script: Path, out: Path, capsys) -> None:
     """Run ``script --out out`` in this process as ``__main__`` and check what it printed and wrote."""
     import matplotlib.pyplot as plt
 
+    plt.switch_backend("Agg")  # as MPLBACKEND=Agg did for the scripts' own processes
     argv, path, cwd = sys.argv, list(sys.path), os.getcwd()
     sys.argv = [str(script), "--out", str(out)]
     sys.path.insert(0, str(script.parent))

@@ -41,3 +41,12 @@ def test_the_summary_sums_per_file_and_per_class():
     assert s["files"]["tests/a.py"]["wall"] == 3.0 and s["files"]["tests/b.py"]["jaxpr_trace_duration"] == 0.5
     assert s["classes"]["<= 0.2 s"] == [1, 0.1] and s["classes"]["<= 5 s"] == [1, 1.4]
     assert s["total"]["backend_compile_duration_n"] == 2 and list(s["names"]) == ["jit(chunk)", "jit(add)"]
+
+
+def test_rows_of_two_workers_with_the_same_key_are_summed(tmp_path):
+    """Sensitivity of the merge: two workers' work outside tests under one key adds up (it was overwritten)."""
+    for w, n in (("gw0", 2), ("gw1", 3)):
+        (tmp_path / f"{w}.json").write_text(json.dumps({"rows": {"<collection>": {"backend_compile_duration_n": n}},
+                                                        "programs": [["<collection>", "jit(f)", 0.1]] * n}))
+    rows, programs = SP.load(tmp_path)
+    assert rows["<collection>"]["backend_compile_duration_n"] == 5 == len(programs)

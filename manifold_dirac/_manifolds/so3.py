@@ -49,7 +49,8 @@ def skew(w: jax.Array) -> jax.Array:
     every entry NaN, where it made only its own entries so before.
     """
     w = jnp.asarray(w)
-    return jnp.sum(_HAT * w[..., None, None, :], axis=-1)
+    hat = _HAT.astype(w.dtype) if jnp.issubdtype(w.dtype, jnp.inexact) else _HAT  # the input's float type
+    return jnp.sum(hat * w[..., None, None, :], axis=-1)
 
 
 def computed_once(*xs: jax.Array) -> tuple[jax.Array, ...]:
