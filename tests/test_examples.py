@@ -27,27 +27,25 @@ def _check_output(printed: str, out: Path) -> None:
     assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
 
 
-def run_example(script: Path, out: Path, capsys) -> None:
-    """Run ``script --out out`` in this process as ``__main__`` and check what it printed and wrote."""
+def run_example(script: Path, out: Path, capsys, monkeypatch) -> None:
+    """Run ``script --out out`` in this process as ``__main__`` and check what it printed and wrote
+    (``monkeypatch`` restores ``sys.argv``, ``sys.path`` and the working directory after the test)."""
     import matplotlib.pyplot as plt
 
     plt.switch_backend("Agg")  # as MPLBACKEND=Agg did for the scripts' own processes
-    argv, path, cwd = sys.argv, list(sys.path), os.getcwd()
-    sys.argv = [str(script), "--out", str(out)]
-    sys.path.insert(0, str(script.parent))
-    os.chdir(script.parent)
+    monkeypatch.setattr(sys, "argv", [str(script), "--out", str(out)])
+    monkeypatch.syspath_prepend(str(script.parent))
+    monkeypatch.chdir(script.parent)
     try:
         runpy.run_path(str(script), run_name="__main__")
     finally:
-        sys.argv, sys.path[:] = argv, path
-        os.chdir(cwd)
         plt.close("all")
     _check_output(capsys.readouterr().out, out)
 
 
 @pytest.mark.parametrize("script", SCRIPTS[0::2], ids=lambda p: p.stem)
-def test_example_runs_and_writes_figures(script, tmp_path, capsys):
-    run_example(script, tmp_path, capsys)
+def test_example_runs_and_writes_figures(script, tmp_path, capsys, monkeypatch):
+    run_example(script, tmp_path, capsys, monkeypatch)
 
 
 def test_an_example_runs_as_a_program(tmp_path):
@@ -67,17 +65,17 @@ def test_the_two_halves_cover_every_example():
     assert len(SCRIPTS) >= 10
 
 
-def test_a_failing_example_fails_the_test(tmp_path, capsys):
+def test_a_failing_example_fails_the_test(tmp_path, capsys, monkeypatch):
     """Sensitivity: an example that raises, or prints nothing, or writes no figure, fails its test."""
     bad = tmp_path / "bad.py"
     bad.write_text("raise RuntimeError('an example that fails')\n")
     with pytest.raises(RuntimeError, match="an example that fails"):
-        run_example(bad, tmp_path, capsys)
+        run_example(bad, tmp_path, capsys, monkeypatch)
     quiet = tmp_path / "quiet.py"
     quiet.write_text("x = 1\n")
     with pytest.raises(AssertionError, match="prints"):
-        run_example(quiet, tmp_path, capsys)
+        run_example(quiet, tmp_path, capsys, monkeypatch)
     silent_plot = tmp_path / "noplot.py"
     silent_plot.write_text("print('no figure')\n")
     with pytest.raises(AssertionError):
-        run_example(silent_plot, tmp_path / "empty", capsys)
+        run_example(silent_plot, tmp_path / "empty", capsys, monkeypatch)
