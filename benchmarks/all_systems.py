@@ -18,7 +18,8 @@ Reported per system and version: the first call in a fresh process with an empty
 first call from the persistent cache, and the warm run time (the minimum over both processes'
 repeats) per step of an ``--steps``-step run with the system's own ``h``; with ``--before``, the
 ratios old/new and the largest difference between the two versions' final points. The results
-file records the machine, the load before and after every process, the versions and the date.
+file records the machine, the load before and after every process, the versions (and the commit
+checked out in each, ``+`` if its files differ from it) and the date.
 
     python benchmarks/all_systems.py                               # this version, every system
     python benchmarks/all_systems.py --before ../older-checkout    # old against new, side by side
@@ -43,7 +44,7 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.machine import add_version_arguments, describe, load, versions  # noqa: E402
+from benchmarks.machine import add_version_arguments, commit, describe, load, versions  # noqa: E402
 
 CHILD = HERE / "system_child.py"
 QUICK_SYSTEMS = ("pendulum",)
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
            "command": "python benchmarks/all_systems.py" + (" --before DIR" if args.before else "")
            + (" --quick" if args.quick else "") + (f" --rounds {args.rounds}" if args.rounds > 1 else "")
            + (f" --systems {' '.join(args.systems)}" if args.systems and not args.quick else ""),
-           "rounds": args.rounds, "rows": []}
+           "rounds": args.rounds, "commits": {lab: commit(tree) for lab, tree in trees.items()}, "rows": []}
     print(res["meta"])
     labels = list(trees)
     for i, name in enumerate(names):

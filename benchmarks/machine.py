@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from datetime import datetime, timezone
 
 
@@ -64,6 +65,20 @@ def add_version_arguments(parser, quick_help: str) -> None:
     parser.add_argument("--before-label", default="previous version")
     parser.add_argument("--after-label", default="this version")
     parser.add_argument("--quick", action="store_true", help=quick_help)
+
+
+def commit(tree) -> str | None:
+    """The short hash of the commit checked out in ``tree`` (``None`` outside git), ``+`` if its tree differs."""
+    try:
+        run = lambda *a: subprocess.run(["git", "-C", str(tree), *a], capture_output=True, text=True,  # noqa: E731
+                                        timeout=30)
+        head = run("rev-parse", "--short", "HEAD")
+        if head.returncode:
+            return None
+        dirty = run("status", "--porcelain", "--untracked-files=no").stdout.strip()
+        return head.stdout.strip() + ("+" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def versions(args, root) -> dict:

@@ -132,6 +132,7 @@ def test_all_systems_quick_measures_a_system_and_the_page_renders_it(tmp_path):
         "the second process loads the program from the persistent cache"
     # the first call's own counts: its two programs (the start and the loop), not the import's or q0's eager ones
     assert row["raw"]["this version"]["cold"]["first_call_event_counts"]["backend_compile"] == 2
+    assert set(d["commits"]) == {"this version"}  # the checkout's commit (None outside git), recorded per version
     (tmp_path / "all_systems.json").write_text(json.dumps(d))
     block = _tables().all_systems(tmp_path)
     assert "`pendulum`" in block and d["meta"]["cpu"] in block
@@ -200,3 +201,23 @@ def test_program_size_counts_the_operations_of_a_loop():
     assert proc.returncode == 0, proc.stderr[-3000:]
     small, large = (json.loads(line) for line in proc.stdout.splitlines())
     assert 0 < small["ops"] < large["ops"] and "compile_s" not in small
+
+
+def test_a_results_file_names_the_commit_of_each_version_and_marks_a_changed_tree(tmp_path):
+    """``machine.commit``: the short hash of a checkout, with ``+`` when a tracked file differs, ``None`` outside git."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks.machine import commit
+    finally:
+        sys.path.remove(str(ROOT))
+    assert commit(tmp_path) is None
+    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    (tmp_path / "f.py").write_text("x = 1\n")
+    git("add", "f.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    assert commit(tmp_path) == head
+    (tmp_path / "f.py").write_text("x = 2\n")
+    assert commit(tmp_path) == head + "+"
