@@ -23,8 +23,21 @@ from jax.typing import DTypeLike
 from .._manifolds.base import Manifold
 from .._types import (ArrayLike, Constraint, Force, Holonomic, Lagrangian, Params, Partials, Point,
                       PointBatch, Scalar)
+from .small import mv, solve_small, vm
 
 __all__ = ["LagrangeDiracSystem", "as_one_forms", "over_batch"]
+
+SMALL_PROJECTION_MAX = 5
+"""Largest bordered system of :meth:`LagrangeDiracSystem.holonomic_projection` solved by the unrolled elimination.
+
+The projection runs at every recorded point, inside the compiled step loop. Unrolled
+(:func:`~manifold_dirac._mechanics.small.solve_small`), the loop stays one kernel; a LAPACK call
+splits it into several kernels, which cost time per step but compile in parallel and each
+sooner than one large kernel. Measured (``python benchmarks/all_systems.py --before DIR
+--rounds 3 --label holonomic_solve``, fastest of 3 rounds, 2 cores): unrolled, the Cartesian
+pendulum's ``3 x 3`` made its step 7.2 -> 1.5 µs at an equal first call, the four-bar's ``5 x 5``
+15.8 -> 8.7 µs for a first call 4.2 -> 4.5 s, but the three-dimensional rolling disk's ``7 x 7``
+24.9 -> 16.3 µs for a loop compile 9.0 -> 12 s (first call 11.6 -> 14.6 s): above this size, LAPACK."""
 
 _TRACE_HINT = (
     "Write it with jax.numpy (`import jax.numpy as jnp`; jnp.sin, jnp.sum, x[i] indexing, ...) for ONE "
@@ -435,9 +448,12 @@ class LagrangeDiracSystem:
         M = jax.jacfwd(lambda w: self.momentum(q, w, params))(v)
         r = self._r
         K = jnp.block([[M, G.T], [G, jnp.zeros((r, r))]])
-        rhs = jnp.stack([jnp.concatenate([M @ v, jnp.zeros(r)]), jnp.concatenate([p, jnp.zeros(r)])], axis=1)
-        sol = jnp.linalg.solve(K, rhs)
-        return sol[: self.dim, 0], p - G.T @ sol[self.dim:, 1]
+        rhs = jnp.stack([jnp.concatenate([mv(M, v), jnp.zeros(r)]), jnp.concatenate([p, jnp.zeros(r)])], axis=1)
+        if self.dim + r <= SMALL_PROJECTION_MAX:  # unrolled: no LAPACK call in the loop that records the points
+            sol = solve_small(K, rhs)
+        else:
+            sol = jnp.linalg.solve(K, rhs)
+        return sol[: self.dim, 0], p - vm(sol[self.dim:, 1], G)
 
     def force(self, t: Scalar, q: Point, v: jax.Array, params: Params = None) -> jax.Array | None:
         """``F(t, q, v)``, ``(dim,)``, or None without a force."""

@@ -7,6 +7,9 @@ pinned by spherical joints (an interconnection). Long runs (10^5 steps) and
 the every-scheme sweeps of the heavier systems are marked slow.
 """
 
+import re
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -282,6 +285,53 @@ def test_project_position_and_velocity_give_consistent_four_bar_data(fourbar):
     assert np.max(np.abs(C.T @ np.linalg.lstsq(C.T, fe, rcond=None)[0] - fe)) > 1e-4
     # a consistent velocity is left alone
     np.testing.assert_allclose(np.asarray(fourbar.project_velocity(q0, v0)), v0, atol=1e-14)
+
+
+# ------------------------------------------------------------- the projection of the recorded points
+_LAPACK = re.compile(r"= (lu|lu_pivots_to_permutation|triangular_solve|svd|qr)\b")  # jaxpr primitives of a LAPACK call
+
+
+def _projection_jaxpr(system, q, v):
+    p = system.momentum(q, v)
+    return str(jax.make_jaxpr(lambda q, v, p: system.holonomic_projection(q, v, p))(q, v, p))
+
+
+def test_the_recorded_points_projection_is_unrolled_for_a_small_bordered_system(cart, fourbar, disk, start_s2):
+    """The RATTLE projection runs at every recorded point inside the step loop: up to ``SMALL_PROJECTION_MAX``
+    unknowns (the Cartesian pendulum's 3, the four-bar's 5) by the unrolled elimination, no LAPACK call that
+    would split the loop into several kernels; above it (the 3-D rolling disk's 7) LAPACK, which the check sees."""
+    from manifold_dirac._mechanics.system import SMALL_PROJECTION_MAX
+
+    q, _, v = start_s2
+    q4, v4 = four_bar_initial()
+    qd, vd = rolling_disk_3d_initial()
+    sizes = {name: s.dim + s.n_holonomic for name, s in (("cart", cart), ("fourbar", fourbar), ("disk", disk))}
+    assert sizes["cart"] <= sizes["fourbar"] <= SMALL_PROJECTION_MAX < sizes["disk"]
+    assert not _LAPACK.search(_projection_jaxpr(cart, jnp.asarray(q), jnp.asarray(v)))
+    assert not _LAPACK.search(_projection_jaxpr(fourbar, jnp.asarray(q4), jnp.asarray(v4)))
+    assert _LAPACK.search(_projection_jaxpr(disk, qd, jnp.asarray(vd)))
+
+
+def test_the_unrolled_projection_equals_lapacks_to_round_off(fourbar, monkeypatch):
+    """The unrolled and the LAPACK solve of the bordered system give the same projected ``(v, p)`` (to round-off),
+    for a velocity and momentum off the constraint; the comparison sees a wrong sign in the reaction."""
+    import manifold_dirac._mechanics.system as S
+
+    q0, v0 = four_bar_initial()
+    q, v = jnp.asarray(q0), jnp.asarray(v0) + jnp.array([0.0, 0.3, -0.2])
+    p = fourbar.momentum(q, v) + jnp.array([0.1, -0.4, 0.25])
+    unrolled = [np.asarray(x) for x in fourbar.holonomic_projection(q, v, p)]
+    monkeypatch.setattr(S, "SMALL_PROJECTION_MAX", 0)
+    lapack = [np.asarray(x) for x in fourbar.holonomic_projection(q, v, p)]
+    for a, b in zip(unrolled, lapack):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
+    C = np.asarray(fourbar.constraint_matrix(q))
+    assert np.max(np.abs(C @ unrolled[0])) < 1e-13  # projected: tangent to g = 0
+    assert np.max(np.abs(unrolled[1] - np.asarray(p))) > 1e-2  # and the momentum did change (by a reaction)
+    monkeypatch.setattr(S, "vm", lambda x, A: -(x @ A))  # the reaction's sign wrong: the two routes differ
+    monkeypatch.setattr(S, "SMALL_PROJECTION_MAX", 5)
+    wrong = np.asarray(fourbar.holonomic_projection(q, v, p)[1])
+    assert np.max(np.abs(wrong - unrolled[1])) > 1e-3
 
 
 # ------------------------------------------------------------- rolling disk
