@@ -19,7 +19,7 @@ first call from the persistent cache, and the warm run time (the minimum over bo
 repeats) per step of an ``--steps``-step run with the system's own ``h``; with ``--before``, the
 ratios old/new and the largest difference between the two versions' final points. The results
 file records the machine, the load before and after every process, the versions (and the commit
-checked out in each, ``+`` if its files differ from it) and the date.
+checked out in each, ``+`` if a tracked file differs from it) and the date.
 
     python benchmarks/all_systems.py                               # this version, every system
     python benchmarks/all_systems.py --before ../older-checkout    # old against new, side by side
@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     res = {"meta": describe(), "systems": names, "steps": args.steps, "repeats": args.repeats, "versions": list(trees),
            "command": "python benchmarks/all_systems.py" + (" --before DIR" if args.before else "")
            + (" --quick" if args.quick else "") + (f" --rounds {args.rounds}" if args.rounds > 1 else "")
+           + (f" --label {args.label}" if args.label else "")
            + (f" --systems {' '.join(args.systems)}" if args.systems and not args.quick else ""),
            "rounds": args.rounds, "commits": {lab: commit(tree) for lab, tree in trees.items()}, "rows": []}
     print(res["meta"])

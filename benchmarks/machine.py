@@ -68,10 +68,18 @@ def add_version_arguments(parser, quick_help: str) -> None:
 
 
 def commit(tree) -> str | None:
-    """The short hash of the commit checked out in ``tree`` (``None`` outside git), ``+`` if its tree differs."""
+    """The short hash of the commit checked out in ``tree``, ``+`` if a tracked file differs from it.
+
+    ``None`` where ``tree`` is not the top of a git checkout (a plain copy, also one inside another
+    repository) or git is missing.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     try:
         run = lambda *a: subprocess.run(["git", "-C", str(tree), *a], capture_output=True, text=True,  # noqa: E731
-                                        timeout=30)
+                                        timeout=30, env=env)
+        top = run("rev-parse", "--show-toplevel")
+        if top.returncode or os.path.realpath(top.stdout.strip()) != os.path.realpath(tree):
+            return None
         head = run("rev-parse", "--short", "HEAD")
         if head.returncode:
             return None

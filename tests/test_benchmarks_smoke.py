@@ -203,13 +203,17 @@ def test_program_size_counts_the_operations_of_a_loop():
     assert 0 < small["ops"] < large["ops"] and "compile_s" not in small
 
 
-def test_a_results_file_names_the_commit_of_each_version_and_marks_a_changed_tree(tmp_path):
-    """``machine.commit``: the short hash of a checkout, with ``+`` when a tracked file differs, ``None`` outside git."""
+@pytest.mark.skipif(__import__("shutil").which("git") is None, reason="git is not installed")
+def test_a_results_file_names_the_commit_of_each_version_and_marks_a_changed_tree(tmp_path, monkeypatch):
+    """``machine.commit``: the short hash of a checkout, with ``+`` when a tracked file differs; ``None`` for a
+    directory that is not the top of a checkout, also a plain copy inside another repository."""
     sys.path.insert(0, str(ROOT))
     try:
         from benchmarks.machine import commit
     finally:
         sys.path.remove(str(ROOT))
+    for k in [k for k in os.environ if k.startswith("GIT_")]:
+        monkeypatch.delenv(k)
     assert commit(tmp_path) is None
     git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)  # noqa: E731
     git("init", "-q")
@@ -221,3 +225,5 @@ def test_a_results_file_names_the_commit_of_each_version_and_marks_a_changed_tre
     assert commit(tmp_path) == head
     (tmp_path / "f.py").write_text("x = 2\n")
     assert commit(tmp_path) == head + "+"
+    (tmp_path / "copy").mkdir()  # not a checkout of its own: not the outer repository's commit
+    assert commit(tmp_path / "copy") is None

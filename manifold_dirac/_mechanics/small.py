@@ -41,8 +41,8 @@ faster fused into the step (the tumbling brick 13-14 µs per step fused, 36-47
 pendulum's product manifold (1728, under ``jax.jacfwd`` a batch of 18) are
 faster as one library product than as a broadcast ``(18, 12, 12, 12)``
 multiply-and-sum (XLA:CPU gives that sum to a YNNPACK reduction kernel): 299
--> 136 µs per step (the table of ``docs/performance.md``: 265 µs in the
-version before the fused loop, 152 µs now)."""
+-> 136 µs per step (the bundled systems' table of ``docs/performance.md``
+compares it with the version before the fused loop)."""
 
 
 def mm(A: jax.Array, B: jax.Array) -> jax.Array:
@@ -74,7 +74,7 @@ def vdot(x: jax.Array, y: jax.Array) -> jax.Array:
 
 
 def solve_small(A: jax.Array, b: jax.Array) -> jax.Array:
-    """``A^{-1} b`` for one small square ``A`` (shape ``(n, n)``, ``b (n,)``), without a LAPACK call.
+    """``A^{-1} b`` for one small square ``A`` (shape ``(n, n)``, ``b (n,)`` or ``(n, k)``), without a LAPACK call.
 
     Gaussian elimination with partial pivoting (the algorithm of LAPACK's
     ``getrf``/``getrs``), unrolled over the static size ``n`` and written with

@@ -35,7 +35,7 @@ The projection runs at every recorded point, inside the compiled step loop. Unro
 splits it into several kernels, which cost time per step but compile in parallel and each
 sooner than one large kernel. Measured (``python benchmarks/all_systems.py --before DIR
 --rounds 3 --label holonomic_solve``, fastest of 3 rounds, 2 cores): unrolled, the Cartesian
-pendulum's ``3 x 3`` made its step 7.2 -> 1.5 µs at an equal first call, the four-bar's ``5 x 5``
+pendulum's ``4 x 4`` made its step 7.2 -> 1.5 µs at an equal first call, the four-bar's ``5 x 5``
 15.8 -> 8.7 µs for a first call 4.2 -> 4.5 s, but the three-dimensional rolling disk's ``7 x 7``
 24.9 -> 16.3 µs for a loop compile 9.0 -> 12 s (first call 11.6 -> 14.6 s): above this size, LAPACK."""
 

@@ -298,7 +298,7 @@ def _projection_jaxpr(system, q, v):
 
 def test_the_recorded_points_projection_is_unrolled_for_a_small_bordered_system(cart, fourbar, disk, start_s2):
     """The RATTLE projection runs at every recorded point inside the step loop: up to ``SMALL_PROJECTION_MAX``
-    unknowns (the Cartesian pendulum's 3, the four-bar's 5) by the unrolled elimination, no LAPACK call that
+    unknowns (the Cartesian pendulum's 4, the four-bar's 5) by the unrolled elimination, no LAPACK call that
     would split the loop into several kernels; above it (the 3-D rolling disk's 7) LAPACK, which the check sees."""
     from manifold_dirac._mechanics.system import SMALL_PROJECTION_MAX
 
@@ -312,26 +312,50 @@ def test_the_recorded_points_projection_is_unrolled_for_a_small_bordered_system(
     assert _LAPACK.search(_projection_jaxpr(disk, qd, jnp.asarray(vd)))
 
 
-def test_the_unrolled_projection_equals_lapacks_to_round_off(fourbar, monkeypatch):
-    """The unrolled and the LAPACK solve of the bordered system give the same projected ``(v, p)`` (to round-off),
-    for a velocity and momentum off the constraint; the comparison sees a wrong sign in the reaction."""
+def _projection_reference(system, q, v, p):
+    """RATTLE's projection in closed form (numpy): ``v' = v - M^-1 G^T S^-1 G v``, ``p' = p - G^T S^-1 G M^-1 p``,
+    ``S = G M^-1 G^T``."""
+    G = np.asarray(system.holonomic_differential(q, system.params))
+    M = np.asarray(jax.jacfwd(lambda w: system.momentum(q, w))(v))
+    Minv = np.linalg.inv(M)
+    S = G @ Minv @ G.T
+    v, p = np.asarray(v), np.asarray(p)
+    return v - Minv @ G.T @ np.linalg.solve(S, G @ v), p - G.T @ np.linalg.solve(S, G @ Minv @ p)
+
+
+def test_the_unrolled_projection_equals_lapacks_and_the_closed_form(cart, fourbar, start_s2, monkeypatch):
+    """For a velocity and momentum off the constraints, the unrolled solve, LAPACK's and the closed form give the
+    same projected ``(v, p)`` (to round-off); the closed form sees a wrong sign in the reaction and a momentum
+    reported as the velocity."""
     import manifold_dirac._mechanics.system as S
 
-    q0, v0 = four_bar_initial()
-    q, v = jnp.asarray(q0), jnp.asarray(v0) + jnp.array([0.0, 0.3, -0.2])
-    p = fourbar.momentum(q, v) + jnp.array([0.1, -0.4, 0.25])
-    unrolled = [np.asarray(x) for x in fourbar.holonomic_projection(q, v, p)]
-    monkeypatch.setattr(S, "SMALL_PROJECTION_MAX", 0)
-    lapack = [np.asarray(x) for x in fourbar.holonomic_projection(q, v, p)]
-    for a, b in zip(unrolled, lapack):
-        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
-    C = np.asarray(fourbar.constraint_matrix(q))
-    assert np.max(np.abs(C @ unrolled[0])) < 1e-13  # projected: tangent to g = 0
-    assert np.max(np.abs(unrolled[1] - np.asarray(p))) > 1e-2  # and the momentum did change (by a reaction)
-    monkeypatch.setattr(S, "vm", lambda x, A: -(x @ A))  # the reaction's sign wrong: the two routes differ
-    monkeypatch.setattr(S, "SMALL_PROJECTION_MAX", 5)
-    wrong = np.asarray(fourbar.holonomic_projection(q, v, p)[1])
-    assert np.max(np.abs(wrong - unrolled[1])) > 1e-3
+    q2, _, v2 = start_s2
+    q4, v4 = four_bar_initial()
+    cases = [(cart, jnp.asarray(q2), jnp.asarray(v2) + jnp.array([0.2, -0.1, 0.3]), jnp.array([0.1, 0.2, -0.3])),
+             (fourbar, jnp.asarray(q4), jnp.asarray(v4) + jnp.array([0.0, 0.3, -0.2]), jnp.array([0.1, -0.4, 0.25]))]
+    got = []
+    for system, q, v, dp in cases:
+        p = system.momentum(q, v) + dp
+        unrolled = [np.asarray(x) for x in system.holonomic_projection(q, v, p)]
+        with monkeypatch.context() as m:
+            m.setattr(S, "SMALL_PROJECTION_MAX", 0)
+            lapack = [np.asarray(x) for x in system.holonomic_projection(q, v, p)]
+        reference = _projection_reference(system, q, v, p)
+        for a, b, c in zip(unrolled, lapack, reference):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
+            np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-13)
+        G = np.asarray(system.holonomic_differential(q, system.params))
+        assert np.max(np.abs(G @ unrolled[0])) < 1e-13  # tangent to g = 0
+        assert np.max(np.abs(unrolled[1] - np.asarray(p))) > 1e-3  # the momentum did change (by a reaction)
+        got.append((system, q, v, p, reference))
+    # sensitivity: a wrong sign of the reaction, and the momentum's column reported as the velocity
+    monkeypatch.setattr(S, "vm", lambda x, A: -(x @ A))
+    for system, q, v, p, reference in got:
+        assert np.max(np.abs(np.asarray(system.holonomic_projection(q, v, p)[1]) - reference[1])) > 1e-3
+    monkeypatch.undo()
+    monkeypatch.setattr(S, "solve_small", lambda K, rhs: S.jnp.linalg.solve(K, rhs)[:, ::-1])
+    for system, q, v, p, reference in got:
+        assert np.max(np.abs(np.asarray(system.holonomic_projection(q, v, p)[0]) - reference[0])) > 1e-3
 
 
 # ------------------------------------------------------------- rolling disk

@@ -24,6 +24,22 @@ def test_solve_small_matches_numpy(n):
         assert np.max(np.abs(A @ x - b)) <= 1e-13 * np.max(np.abs(A)) * np.max(np.abs(x)) * n
 
 
+@pytest.mark.parametrize("n", [3, 5, SMALL_SOLVE_MAX + 1])
+def test_solve_small_of_several_right_hand_sides_is_each_columns_solve(n):
+    """``b (n, k)``: the unrolled elimination pivots the rows of all columns at once; each column of the answer is
+    the solve of that column alone (the columns swapped would not be)."""
+    rng = np.random.default_rng(10 + n)
+    A = rng.standard_normal((n, n)) * 10.0 ** rng.uniform(-2, 2, (n, 1))
+    B = rng.standard_normal((n, 2)) * np.array([1.0, 100.0])
+    X = np.asarray(jax.jit(solve_small)(A, B))
+    assert X.shape == (n, 2)
+    for j in range(2):
+        one = np.asarray(jax.jit(solve_small)(A, B[:, j]))
+        assert np.max(np.abs(X[:, j] - one)) <= 1e-15 * np.linalg.cond(A) * np.max(np.abs(one)) * n
+        np.testing.assert_allclose(X[:, j], np.linalg.solve(A, B[:, j]), rtol=1e-12 * np.linalg.cond(A))
+    assert np.max(np.abs(X[:, ::-1] - np.linalg.solve(A, B))) > 1.0
+
+
 def test_solve_small_pivots():
     """A zero (and a tiny) leading entry: elimination without row exchanges divides by it."""
     A = np.array([[0.0, 2.0, 1.0], [1.0, 1.0, 0.0], [3.0, 0.0, 1.0]])
