@@ -594,7 +594,7 @@ class LagrangeDiracSystem:
         zero = jnp.zeros((), dtype=jnp.result_type(v))
         if not self.n_constraints:
             return zero, zero
-        slip = jnp.max(jnp.abs(self.constraint_matrix(q, params) @ v))
+        slip = jnp.max(jnp.abs(mv(self.constraint_matrix(q, params), v)))  # no library product in the loop
         gv = jnp.max(jnp.abs(self.holonomic(q, params))) if self._r else zero
         return slip, gv
 
