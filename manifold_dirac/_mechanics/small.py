@@ -6,9 +6,11 @@ or a library matrix product (``@`` of small matrices becomes an Eigen call)
 splits it into many small kernels and costs microseconds per step in buffer
 traffic (``docs/performance.md``). The step equations therefore use these
 functions for the products and the Newton solve of their small, fixed-size
-matrices. Shapes are static: every loop here is unrolled at trace time. Above
-a size (:data:`FUSED_PRODUCT_MAX`, :data:`SMALL_SOLVE_MAX`) the library call
-is the faster one, and these functions make it.
+matrices. Shapes are static: the loops here are unrolled at trace time, except
+the elimination of a system above :data:`SMALL_SOLVE_MAX` unknowns, which is a
+compiled loop (:func:`solve_rolled`: its unrolled program would take longer to
+compile). Above a size (:data:`FUSED_PRODUCT_MAX`, :data:`ROLLED_SOLVE_MAX`) the
+library call is the faster one, and these functions make it.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["FUSED_PRODUCT_MAX", "SMALL_SOLVE_MAX", "mm", "mv", "solve_small", "vdot", "vm"]
+__all__ = ["FUSED_PRODUCT_MAX", "ROLLED_SOLVE_MAX", "SMALL_SOLVE_MAX", "mm", "mv", "solve_rolled", "solve_small", "vdot", "vm"]
 
 SMALL_SOLVE_MAX = 12
-"""Largest system solved by the unrolled elimination of :func:`solve_small` (``jnp.linalg.solve`` above).
+"""Largest system solved by the unrolled elimination of :func:`solve_small` (:func:`solve_rolled` above).
 
 The unrolled elimination puts ``O(n^3)`` operations into the program (about
 ``n^3 / 3`` multiply-adds: 580 at ``n = 12``); above that the compile time
@@ -29,6 +31,20 @@ benchmarks/all_systems.py --before DIR --rounds 2 --label solve14 --systems
 two_wheel_cart``, ``benchmarks/results/all_systems_solve14.json``, fastest of
 2 rounds): 10.1 -> 1.9 µs per step, but its first call 6.5 -> 22 s with an
 empty cache and 0.58 -> 0.96 s from the cache."""
+
+
+ROLLED_SOLVE_MAX = 24
+"""Largest system :func:`solve_small` solves by the rolled elimination (:func:`solve_rolled`); LAPACK above.
+
+Between :data:`SMALL_SOLVE_MAX` and this size the elimination is a loop, not unrolled: a program of
+``O(n^2)`` operations that stays inside the step loop's kernel, where a LAPACK call would split it
+into several kernels (and a program loaded from the cache would import SciPy's LAPACK first).
+Measured against LAPACK (``python benchmarks/all_systems.py --before DIR --rounds 2 --label rolled
+--systems two_wheel_cart rigid_double_pendulum``, ``benchmarks/results/all_systems_rolled.json``,
+fastest of 2 rounds): the two-wheel cart's 14 unknowns 10.1 -> 1.9 µs per step, first call 5.9 ->
+6.0 s with an empty cache (CPU 9.7 -> 7.9 s) and 0.60 -> 0.39 s from the cache; the rigid double
+pendulum's 18 unknowns 141 -> 127 µs per step, first call 7.3 -> 7.5 s. The bundled systems reach 18
+unknowns; the limit of 24 is not measured above that."""
 
 
 FUSED_PRODUCT_MAX = 512
@@ -81,12 +97,15 @@ def solve_small(A: jax.Array, b: jax.Array) -> jax.Array:
     elementwise operations and sums only, so that XLA fuses it with the
     computation around it. A zero pivot (a singular matrix) gives ``inf`` or
     ``NaN`` entries, as the LAPACK route does. Above :data:`SMALL_SOLVE_MAX`
-    it calls ``jnp.linalg.solve``.
+    the rolled elimination (:func:`solve_rolled`), above :data:`ROLLED_SOLVE_MAX`
+    ``jnp.linalg.solve``.
     """
     n = A.shape[-1]
     if n == 0:
         return b
     if n > SMALL_SOLVE_MAX:
+        if n <= ROLLED_SOLVE_MAX:
+            return solve_rolled(A, b)
         return jnp.linalg.solve(A, b)
     rows = [A[i] for i in range(n)]
     rhs = [b[i] for i in range(n)]
@@ -113,3 +132,36 @@ def solve_small(A: jax.Array, b: jax.Array) -> jax.Array:
             acc = acc - rows[k][j] * x[j]
         x[k] = acc / rows[k][k]
     return jnp.stack(x)
+
+
+def solve_rolled(A: jax.Array, b: jax.Array) -> jax.Array:
+    """``A^{-1} b`` (``A (n, n)``, ``b (n,)`` or ``(n, k)``) by Gaussian elimination in two loops, without a LAPACK call.
+
+    The algorithm of :func:`solve_small` (partial pivoting, the first of equal pivots) on the
+    augmented matrix ``[A | b]``, as ``fori_loop`` s over the columns: elimination, then back
+    substitution. Its program does not grow with ``n^3`` as the unrolled one does, and it stays in
+    the kernel of the loop around it. A zero pivot gives ``inf`` or ``NaN`` entries.
+    """
+    n = A.shape[-1]
+    k_rhs = b.reshape(n, -1).shape[1]
+    M = jnp.concatenate([A, b.reshape(n, -1)], axis=1)
+    idx = jnp.arange(n)
+
+    def eliminate(k, M):
+        col = jnp.where(idx >= k, jnp.abs(M[:, k]), -1.0)
+        piv = jnp.argmax(col)
+        rk, rp = M[k], M[piv]
+        M = M.at[piv].set(rk).at[k].set(rp)
+        f = jnp.where(idx > k, M[:, k] / M[k, k], 0.0)
+        return M - f[:, None] * M[k][None, :]
+
+    M = jax.lax.fori_loop(0, n - 1, eliminate, M)
+    U, y = M[:, :n], M[:, n:]
+
+    def back(i, x):
+        k = n - 1 - i
+        s = jnp.sum(U[k][:, None] * x, axis=0)  # rows of x above k are still zero
+        return x.at[k].set((y[k] - s) / U[k, k])
+
+    x = jax.lax.fori_loop(0, n, back, jnp.zeros((n, k_rhs), M.dtype))
+    return x.reshape(b.shape)

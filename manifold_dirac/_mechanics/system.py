@@ -37,7 +37,11 @@ sooner than one large kernel. Measured (``python benchmarks/all_systems.py --bef
 --rounds 3 --label holonomic_solve``, fastest of 3 rounds, 2 cores): unrolled, the Cartesian
 pendulum's ``4 x 4`` made its step 7.2 -> 1.5 µs at an equal first call, the four-bar's ``5 x 5``
 15.8 -> 8.7 µs for a first call 4.2 -> 4.5 s, but the three-dimensional rolling disk's ``7 x 7``
-24.9 -> 16.3 µs for a loop compile 9.0 -> 12 s (first call 11.6 -> 14.6 s): above this size, LAPACK."""
+24.9 -> 16.3 µs for a loop compile 9.0 -> 12 s (first call 11.6 -> 14.6 s): above this size, LAPACK.
+By the rolled elimination (:func:`~manifold_dirac._mechanics.small.solve_rolled`) instead, the disk's
+step was 23.7 -> 15.2 µs but its first call 10.2 -> 11.9 s, and (with its Newton solve rolled too) the
+rigid double pendulum's 145 -> 111 µs but 7.1 -> 9.9 s (``--label rolled_projection``, fastest of 2
+rounds): not taken either."""
 
 _TRACE_HINT = (
     "Write it with jax.numpy (`import jax.numpy as jnp`; jnp.sin, jnp.sum, x[i] indexing, ...) for ONE "

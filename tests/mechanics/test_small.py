@@ -7,11 +7,14 @@ import numpy as np
 import pytest
 
 import manifold_dirac  # noqa: F401  (float64)
-from manifold_dirac._mechanics.small import FUSED_PRODUCT_MAX, SMALL_SOLVE_MAX, mm, mv, solve_small, vdot, vm
+from manifold_dirac._mechanics.small import (FUSED_PRODUCT_MAX, ROLLED_SOLVE_MAX, SMALL_SOLVE_MAX, solve_rolled, mm, mv,
+                                             solve_small, vdot, vm)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, SMALL_SOLVE_MAX, SMALL_SOLVE_MAX + 1])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, SMALL_SOLVE_MAX, SMALL_SOLVE_MAX + 1, 18, ROLLED_SOLVE_MAX,
+                               ROLLED_SOLVE_MAX + 1])
 def test_solve_small_matches_numpy(n):
+    """Unrolled up to SMALL_SOLVE_MAX, rolled up to ROLLED_SOLVE_MAX, LAPACK above: each agrees with numpy."""
     rng = np.random.default_rng(n)
     fn = jax.jit(solve_small)
     for _ in range(5):
@@ -40,18 +43,51 @@ def test_solve_small_of_several_right_hand_sides_is_each_columns_solve(n):
     assert np.max(np.abs(X[:, ::-1] - np.linalg.solve(A, B))) > 1.0
 
 
-def test_solve_small_pivots():
+@pytest.mark.parametrize("solve", [solve_small, solve_rolled], ids=["unrolled", "rolled"])
+def test_solve_small_pivots(solve):
     """A zero (and a tiny) leading entry: elimination without row exchanges divides by it."""
     A = np.array([[0.0, 2.0, 1.0], [1.0, 1.0, 0.0], [3.0, 0.0, 1.0]])
     b = np.array([1.0, 2.0, 3.0])
-    np.testing.assert_allclose(np.asarray(solve_small(A, b)), np.linalg.solve(A, b), rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(solve(A, b)), np.linalg.solve(A, b), rtol=1e-14)
     A[0, 0] = 1e-20
-    np.testing.assert_allclose(np.asarray(solve_small(A, b)), np.linalg.solve(A, b), rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(solve(A, b)), np.linalg.solve(A, b), rtol=1e-14)
 
 
-def test_solve_small_of_a_singular_matrix_is_not_finite():
+@pytest.mark.parametrize("solve", [solve_small, solve_rolled], ids=["unrolled", "rolled"])
+def test_solve_small_of_a_singular_matrix_is_not_finite(solve):
     A = np.array([[1.0, 2.0], [2.0, 4.0]])
-    assert not np.all(np.isfinite(np.asarray(solve_small(A, np.array([1.0, 1.0])))))
+    assert not np.all(np.isfinite(np.asarray(solve(A, np.array([1.0, 1.0])))))
+
+
+def test_the_two_wheel_carts_step_makes_no_lapack_call():
+    """Its Newton system has 14 unknowns, above SMALL_SOLVE_MAX: the rolled elimination, not LAPACK, so that the step
+    loop stays one kernel (and a program loaded from the cache imports no LAPACK); the check sees LAPACK's LU when
+    the rolled route is switched off."""
+    import re
+
+    import manifold_dirac as md
+    import manifold_dirac._mechanics.small as small
+    from manifold_dirac._run.integrator import Integrator
+
+    ex = md.get_example("two_wheel_cart")
+    sysm = ex.system()
+    q0, v0 = ex.initial(sysm)
+    integ = Integrator(sysm, ex.h)
+    sm = integ.stepmap
+    assert SMALL_SOLVE_MAX < sm.n + sm.ns + sm.m <= ROLLED_SOLVE_MAX
+    st = integ.initial_state(q0, v0=v0)
+    lapack = re.compile(r"= (lu|lu_pivots_to_permutation|triangular_solve)\b")
+
+    def jaxpr():
+        return str(jax.make_jaxpr(lambda m, h, p: sm.step(m, 0, 0.0, h, p)[0])(st.members, ex.h, sysm.params))
+
+    assert not lapack.search(jaxpr())
+    saved = small.ROLLED_SOLVE_MAX
+    small.ROLLED_SOLVE_MAX = 0
+    try:
+        assert lapack.search(jaxpr())
+    finally:
+        small.ROLLED_SOLVE_MAX = saved
 
 
 def test_products_match_matmul():
