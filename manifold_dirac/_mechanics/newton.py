@@ -32,7 +32,8 @@ update in the compiled program), and the Newton matrix is solved by
 :func:`~manifold_dirac._mechanics.small.solve_small`, Gaussian elimination with partial pivoting written out
 for the matrix's static size (no LAPACK call) up to
 :data:`~manifold_dirac._mechanics.small.SMALL_SOLVE_MAX`
-unknowns: with neither a LAPACK call nor a library matrix product inside
+unknowns, and as a compiled loop up to
+:data:`~manifold_dirac._mechanics.small.ROLLED_SOLVE_MAX`: with neither a LAPACK call nor a library matrix product inside
 it, XLA:CPU compiles a whole trajectory loop, Newton included, into one
 kernel (``docs/performance.md``). Under ``vmap`` the loop runs until every
 member has stopped; members already stopped keep their iterate.

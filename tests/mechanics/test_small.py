@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -57,6 +58,32 @@ def test_solve_small_pivots(solve):
 def test_solve_small_of_a_singular_matrix_is_not_finite(solve):
     A = np.array([[1.0, 2.0], [2.0, 4.0]])
     assert not np.all(np.isfinite(np.asarray(solve(A, np.array([1.0, 1.0])))))
+
+
+def test_the_rolled_solve_of_a_singular_matrix_is_not_finite_and_of_integers_is_a_float_solve():
+    n = SMALL_SOLVE_MAX + 2  # through solve_small's dispatch
+    A = np.random.default_rng(3).standard_normal((n, n))
+    A[:, 4] = 0.0
+    assert not np.all(np.isfinite(np.asarray(jax.jit(solve_small)(A, np.ones(n)))))
+    x = np.asarray(solve_small(2 * np.eye(n, dtype=int), np.ones(n, dtype=int)))
+    assert x.dtype == np.float64 and np.allclose(x, 0.5)
+
+
+def test_the_rolled_solve_under_vmap_and_its_derivatives_are_lapacks():
+    """The rolled elimination batched and differentiated (forward and reverse) agrees with ``jnp.linalg.solve``."""
+    rng = np.random.default_rng(4)
+    n = SMALL_SOLVE_MAX + 3
+    A, b = rng.standard_normal((3, n, n)), rng.standard_normal((3, n))
+    np.testing.assert_allclose(np.asarray(jax.vmap(solve_rolled)(A, b)), np.asarray(jax.vmap(jnp.linalg.solve)(A, b)),
+                               rtol=1e-11, atol=1e-12)
+    f = lambda solve: lambda A, b: jnp.sum(jnp.sin(solve(A, b)))  # noqa: E731
+    for a, c in zip(jax.grad(f(solve_rolled), argnums=(0, 1))(A[0], b[0]),
+                    jax.grad(f(jnp.linalg.solve), argnums=(0, 1))(A[0], b[0])):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-10, atol=1e-11)
+    tangent = rng.standard_normal((n, n))
+    np.testing.assert_allclose(np.asarray(jax.jvp(lambda A: solve_rolled(A, b[0]), (A[0],), (tangent,))[1]),
+                               np.asarray(jax.jvp(lambda A: jnp.linalg.solve(A, b[0]), (A[0],), (tangent,))[1]),
+                               rtol=1e-10, atol=1e-11)
 
 
 def test_the_two_wheel_carts_step_makes_no_lapack_call():
