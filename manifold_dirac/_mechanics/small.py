@@ -39,14 +39,17 @@ ROLLED_SOLVE_MAX = 14
 Between :data:`SMALL_SOLVE_MAX` and this size the elimination is a loop, not unrolled: a program of
 ``O(n^2)`` operations that stays inside the step loop's kernel, where a LAPACK call would split it
 into several kernels (and a program loaded from the cache would import SciPy's LAPACK first).
-Measured against LAPACK (``python benchmarks/all_systems.py --before DIR --rounds 2 --label rolled
---systems two_wheel_cart rigid_double_pendulum``, ``benchmarks/results/all_systems_rolled.json``,
-fastest of 2 rounds): the two-wheel cart's 14 unknowns 10.1 -> 1.9 µs per step, first call 5.9 ->
-6.0 s with an empty cache (CPU 9.7 -> 7.9 s) and 0.60 -> 0.39 s from the cache; the rigid double
-pendulum's 18 unknowns 141 -> 127 µs per step, first call 7.3 -> 7.5 s. With the midpoint rule the
-bundled systems reach 18 unknowns; with the Galerkin rules more (the two-wheel cart 22 with ``gauss4``,
-30 with ``gauss6``, which stays with LAPACK; the three-dimensional rolling disk 23 with ``gauss6``).
-The limit of 24 is measured on those only as far as ``docs/performance.md`` says."""
+Measured against LAPACK, fastest of 2 rounds (``python benchmarks/all_systems.py --before DIR
+--rounds 2 --label rolled --systems two_wheel_cart rigid_double_pendulum``,
+``benchmarks/results/all_systems_rolled.json``): the two-wheel cart's 14 unknowns 10.1 -> 1.9 µs
+per step, first call 5.9 -> 6.0 s with an empty cache (CPU 9.7 -> 7.9 s), 0.60 -> 0.39 s from the
+cache. Above 14 it paid less or cost more (``python benchmarks/rule_first_call.py``,
+``benchmarks/results/rule_first_call.txt``, one or two rounds): the rigid double pendulum's 18,
+141 -> 127 µs per step, first call 7.3 -> 7.5 s; the rolling ball with ``gauss6`` (17) 8.2 -> 3.1 µs,
+but its first call 10.9 -> 20.2 s; the three-dimensional rolling disk with ``gauss4`` (16) 206 -> 115
+µs, first call 17.1 -> 18.4 s, with ``gauss6`` (23) 451 -> 469 µs; the two-wheel cart with ``gauss4``
+(22) 8.5 -> 3.0 µs, first call 11.6 -> 14.3 s. At 14, the rolling disk with ``gauss6`` as well:
+6.2 -> 1.8 µs, first call 9.3 -> 9.1 s."""
 
 
 FUSED_PRODUCT_MAX = 512
