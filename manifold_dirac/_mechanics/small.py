@@ -148,8 +148,8 @@ def solve_rolled(A: jax.Array, b: jax.Array) -> jax.Array:
     the kernel of the loop around it. A zero pivot gives ``inf`` or ``NaN`` entries.
     """
     n = A.shape[-1]
-    k_rhs = b.reshape(n, -1).shape[1]
-    M = jnp.concatenate([A, b.reshape(n, -1)], axis=1)
+    B = b.reshape(n, -1)
+    M = jnp.concatenate([A, B], axis=1)
     M = M.astype(jnp.result_type(float, M))  # integers: a float elimination, as jnp.linalg.solve
     idx = jnp.arange(n)
 
@@ -169,5 +169,5 @@ def solve_rolled(A: jax.Array, b: jax.Array) -> jax.Array:
         s = jnp.sum(U[k][:, None] * x, axis=0)  # rows of x above k are still zero
         return x.at[k].set((y[k] - s) / U[k, k])
 
-    x = jax.lax.fori_loop(0, n, back, jnp.zeros((n, k_rhs), M.dtype))
+    x = jax.lax.fori_loop(0, n, back, jnp.zeros(B.shape, M.dtype))
     return x.reshape(b.shape)
