@@ -47,13 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.rounds):
         for case in args.cases:
             name, rule = case.split(":")
-            for tree in (args.before.resolve(), ROOT):
+            for label, tree in (("before", args.before.resolve()), ("this", ROOT)):
                 env = dict(os.environ, PYTHONPATH=str(tree), MANIFOLD_DIRAC_JAX_CACHE="0", MANIFOLD_DIRAC_EXPORT="0")
                 env.pop("XLA_FLAGS", None)
                 out = subprocess.run([sys.executable, "-c", CHILD, name, rule], env=env, capture_output=True, text=True,
                                      cwd=str(ROOT.parent))
                 line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-300:]
-                print(r, name, rule, "before" if tree != ROOT else "this", line, flush=True)
+                print(r, name, rule, label, line, flush=True)
     return 0
 
 

@@ -227,3 +227,16 @@ def test_a_results_file_names_the_commit_of_each_version_and_marks_a_changed_tre
     assert commit(tmp_path) == head + "+"
     (tmp_path / "copy").mkdir()  # not a checkout of its own: not the outer repository's commit
     assert commit(tmp_path / "copy") is None
+
+
+def test_rule_first_call_times_a_system_with_a_rule_in_both_checkouts():
+    """``benchmarks/rule_first_call.py`` (the source of ``ROLLED_SOLVE_MAX``'s measurements) runs end to end: one
+    line per checkout with the first call, the warm time per step and the final point, equal for the same code."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rule_first_call.py"), "--before", str(ROOT), "1",
+                           "pendulum:midpoint"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [line for line in proc.stdout.splitlines() if " pendulum midpoint " in line]
+    assert [line.split()[3] for line in lines] == ["before", "this"], proc.stdout
+    for line in lines:
+        assert " cold " in line and " us/step " in line, line
+    assert lines[0].split("final")[1] == lines[1].split("final")[1]
