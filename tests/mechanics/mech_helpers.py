@@ -1,10 +1,16 @@
 """Shared helpers of the compiled-engine mechanics tests."""
 
+import re
+
 import numpy as np
 
 from manifold_dirac._run.integrator import Integrator
 from manifold_dirac._run.integrate import integrate
 from manifold_dirac.systems import rigid_bodies
+
+
+LAPACK_PRIMITIVE = re.compile(r"= (svd|lu|qr|eigh|cholesky|triangular_solve|lu_pivots_to_permutation)\b")
+"""A jaxpr primitive that XLA:CPU lowers to a LAPACK call (it splits a compiled step loop into several kernels)."""
 
 
 def heavy_top_reference(T, R0, w0):
