@@ -65,3 +65,18 @@ def _free_compiled_programs_when_the_process_holds_many():
     if _n_maps() > MAX_MAPS:
         jax.clear_caches()
         gc.collect()
+
+
+_COMPILES = [0]
+
+
+def _count_compile(event, duration, **kwargs):
+    if event == "/jax/core/compile/backend_compile_duration":
+        _COMPILES[0] += 1
+
+
+@pytest.fixture(scope="session")
+def compiles():
+    """The number of XLA programs compiled so far in this process (a callable; counting from the first use)."""
+    jax.monitoring.register_event_duration_secs_listener(_count_compile)
+    return lambda: _COMPILES[0]

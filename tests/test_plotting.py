@@ -200,21 +200,6 @@ def test_invalid_inputs_raise_with_a_sentence(sled):
 
 
 # ------------------------------------------------------------------ cost: no compilation, one layout
-_COMPILES = [0]
-
-
-def _count_compile(event, duration, **kwargs):
-    if event == "/jax/core/compile/backend_compile_duration":
-        _COMPILES[0] += 1
-
-
-@pytest.fixture(scope="module")
-def compiles():
-    """The number of XLA programs compiled so far in this process (a callable)."""
-    from jax import monitoring
-
-    monitoring.register_event_duration_secs_listener(_count_compile)
-    return lambda: _COMPILES[0]
 
 
 @pytest.fixture(scope="module")

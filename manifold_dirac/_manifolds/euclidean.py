@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -82,7 +83,7 @@ class Euclidean(Manifold):
         return jnp.broadcast_to(eta, jnp.broadcast_shapes(jnp.shape(q), jnp.shape(eta)))
 
     def default_point(self):
-        return jnp.zeros(self.dim)
+        return jax.device_put(np.zeros(self.dim))  # built on the host: eager jnp.zeros compiles a program
 
     def random_point(self, rng, batch_shape=()):
         return jnp.asarray(rng.standard_normal((*batch_shape, self.dim)))

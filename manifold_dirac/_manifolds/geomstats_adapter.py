@@ -172,7 +172,7 @@ class GeomstatsManifold(Manifold):
     # ----------------------------------------------------------- helpers
     def frame(self, q: jax.Array) -> jax.Array:
         """The frame ``E(q)``, ``(*batch, ambient_dim, dim)``."""
-        return self._frame(jnp.asarray(q))
+        return self._frame(q if isinstance(q, (np.ndarray, jax.Array)) else jnp.asarray(q))  # NumPy stays on the host
 
     def _retract_cf(self, q, xi):
         return self._exp(q, _to_ambient(self._frame(q), xi))
@@ -230,7 +230,9 @@ class GeomstatsManifold(Manifold):
 
     # ---------------------------------------------- generic (subclasses refine)
     def default_point(self):
-        return jnp.zeros(self.ambient_dim).at[-1].set(1.0)
+        q = np.zeros(self.ambient_dim)
+        q[-1] = 1.0
+        return jax.device_put(q)  # built on the host: eager jnp.zeros(...).at[].set compiles programs
 
     def random_point(self, rng, batch_shape=()):
         x = rng.standard_normal((*batch_shape, self.ambient_dim))

@@ -286,13 +286,27 @@ class SE2(MatrixLieGroup):
         return c if a is None else jax.device_put(c)
 
     def from_coordinates(self, c):
-        """The pose with ``(x, y, theta)`` ``(*batch, 3)``."""
-        c = jnp.asarray(c, dtype=float)
-        if c.shape[-1:] != (3,):
+        """The pose with ``(x, y, theta)`` ``(*batch, 3)``.
+
+        Concrete input is converted in NumPy (eager ``jax.numpy`` would compile
+        a program per operation and shape), traced input in ``jax.numpy``.
+        """
+        a = concrete_array(c)
+        shape = np.shape(a) if a is not None else jnp.shape(c)
+        if tuple(shape[-1:]) != (3,):
             raise ValueError(
-                f"SE2.from_coordinates: coordinates are (..., 3) = (x, y, theta), got shape {c.shape}"
+                f"SE2.from_coordinates: coordinates are (..., 3) = (x, y, theta), got shape {tuple(shape)}"
             )
-        return _pose(jnp.cos(c[..., 2]), jnp.sin(c[..., 2]), c[..., 0], c[..., 1])
+        if a is None:
+            c = jnp.asarray(c, dtype=float)
+            return _pose(jnp.cos(c[..., 2]), jnp.sin(c[..., 2]), c[..., 0], c[..., 1])
+        with np.errstate(all="ignore"):  # as the compiled path: a non-finite angle gives NaN, silently
+            co, si = np.cos(a[..., 2]), np.sin(a[..., 2])
+        g = np.zeros((*a.shape[:-1], 3, 3))
+        g[..., 0, 0], g[..., 0, 1], g[..., 0, 2] = co, -si, a[..., 0]
+        g[..., 1, 0], g[..., 1, 1], g[..., 1, 2] = si, co, a[..., 1]
+        g[..., 2, 2] = 1.0
+        return jax.device_put(g)
 
 
 @register_retraction(SE2)

@@ -62,7 +62,7 @@ import numpy as np
 from .._types import ArrayLike
 from .base import concrete_array, register_retraction
 from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
-from .so3 import SO3, coefficients, mm, rodrigues, rotation_log, skew
+from .so3 import SO3, coefficients, host_rodrigues, mm, rodrigues, rotation_log, skew
 
 __all__ = ["SE3", "SE3Cayley", "SE3Exp", "SO3xR3"]
 
@@ -336,9 +336,19 @@ class SE3(MatrixLieGroup):
         return c if a is None else jax.device_put(c)
 
     def from_coordinates(self, c):
-        """The pose with ``(x, y, z, r_x, r_y, r_z)`` ``(*batch, 6)``."""
-        c = _last_axis(c, 6, "SE3.from_coordinates", "(x, y, z, rx, ry, rz)")
-        return _pose(rodrigues(c[..., 3:]), c[..., :3])
+        """The pose with ``(x, y, z, r_x, r_y, r_z)`` ``(*batch, 6)``.
+
+        Concrete input is converted in NumPy (:func:`~manifold_dirac._manifolds.so3.host_rodrigues`:
+        eager ``jax.numpy`` would compile a program per operation and shape), traced input in ``jax.numpy``.
+        """
+        a = concrete_array(c)
+        if a is None:
+            c = _last_axis(c, 6, "SE3.from_coordinates", "(x, y, z, rx, ry, rz)")
+            return _pose(rodrigues(c[..., 3:]), c[..., :3])
+        _last_axis_shape(a.shape, 6, "SE3.from_coordinates", "(x, y, z, rx, ry, rz)")
+        g = np.zeros((*a.shape[:-1], 4, 4))
+        g[..., :3, :3], g[..., :3, 3], g[..., 3, 3] = host_rodrigues(a[..., 3:]), a[..., :3], 1.0
+        return jax.device_put(g)
 
     def to_position_quaternion(self, q) -> jax.Array:
         """``(x, y, z, q_x, q_y, q_z, q_w)`` ``(*batch, 7)``: position, unit quaternion (scalar last, ``q_w >= 0``)."""
@@ -370,9 +380,13 @@ def _vee3(X: jax.Array) -> jax.Array:
 
 def _last_axis(c: ArrayLike, n: int, who: str, names: str) -> jax.Array:
     c = jnp.asarray(c, dtype=float)
-    if c.shape[-1:] != (n,):
-        raise ValueError(f"{who}: coordinates are (..., {n}) = {names}, got shape {c.shape}")
+    _last_axis_shape(c.shape, n, who, names)
     return c
+
+
+def _last_axis_shape(shape: tuple[int, ...], n: int, who: str, names: str) -> None:
+    if tuple(shape[-1:]) != (n,):
+        raise ValueError(f"{who}: coordinates are (..., {n}) = {names}, got shape {tuple(shape)}")
 
 
 @register_retraction(SE3)

@@ -23,7 +23,7 @@ from .._types import ArrayLike
 from .base import concrete_array, register_retraction
 from .lie_group import Cayley, Exp, MatrixLieGroup
 
-__all__ = ["SO3", "SO3Cayley", "SO3Exp", "rodrigues", "rotation_log"]
+__all__ = ["SO3", "SO3Cayley", "SO3Exp", "host_rodrigues", "rodrigues", "rotation_log"]
 
 _SMALL = 1e-3  # threshold on theta^2 for the Taylor branches (next term < 1e-17)
 _EYE = np.eye(3)
@@ -91,7 +91,11 @@ def _direct(t2: jax.Array, which: str) -> tuple:
     # the sines and cosines the wanted coefficients read (with their derivatives' partners), once
     full, half = any(w in "ac" for w in which), any(w in "bk" for w in which)
     names = ("s", "c") * full + ("sh", "ch") * half
-    g = dict(zip(names, _trig(t, names)))
+    return _closed_forms(t, t2, dict(zip(names, _trig(t, names))), which)
+
+
+def _closed_forms(t, t2, g: dict, which: str) -> tuple:
+    """The closed forms of :func:`coefficients` from ``t``, ``t^2`` and the sines and cosines ``g`` (jnp or NumPy)."""
     table = {
         "a": lambda: g["s"] / t,
         "b": lambda: 2.0 * g["sh"] * g["sh"] / t2,
@@ -204,7 +208,17 @@ class SO3(MatrixLieGroup):
 
     # ---------------------------------------------------------------- exp/log
     def exp(self, xi):
-        return rodrigues(xi)
+        """``exp(hat(xi))`` ``(*batch, 3, 3)`` of rotation vectors ``xi`` ``(*batch, 3)`` (Rodrigues).
+
+        Concrete input (a NumPy array, or a JAX array outside any trace) is
+        evaluated in NumPy with the same formulas (:func:`host_rodrigues`) and
+        put on the device: eager ``jax.numpy`` would compile some thirty
+        one-operation XLA programs at the first call of a process (about 0.8 s
+        on two cores) for what is usually an initial condition. Traced input
+        takes the ``jax.numpy`` path.
+        """
+        a = concrete_array(xi)
+        return rodrigues(xi) if a is None else jax.device_put(host_rodrigues(a))
 
     def log(self, g):
         """The rotation vector ``(*batch, 3)`` of rotations ``g`` ``(*batch, 3, 3)``, angle in ``[0, pi]``."""
@@ -258,11 +272,12 @@ class SO3(MatrixLieGroup):
         return self.log(jnp.asarray(q)) if a is None else jax.device_put(rotation_log(a, xp=np))
 
     def from_coordinates(self, c):
-        """The rotation with rotation vector ``c`` ``(*batch, 3)``."""
-        c = jnp.asarray(c, dtype=float)
-        if c.shape[-1:] != (3,):
-            raise ValueError(f"SO3.from_coordinates: a rotation vector has shape (..., 3), got {c.shape}")
-        return self.exp(c)
+        """The rotation with rotation vector ``c`` ``(*batch, 3)`` (concrete input: on the host, as :func:`rodrigues`)."""
+        a = concrete_array(c)
+        shape = np.shape(a) if a is not None else jnp.shape(c)
+        if shape[-1:] != (3,):
+            raise ValueError(f"SO3.from_coordinates: a rotation vector has shape (..., 3), got {tuple(shape)}")
+        return self.exp(a if a is not None else jnp.asarray(c, dtype=float))
 
     @staticmethod
     def as_quaternion(g):
@@ -385,6 +400,24 @@ def rodrigues(xi: jax.Array) -> jax.Array:
     a, b = coefficients(jnp.sum(xi * xi, axis=-1), "ab")
     X = skew(xi)
     return _EYE + _c(a) * X + _c(b) * mm(X, X)
+
+
+def host_rodrigues(xi: np.ndarray) -> np.ndarray:
+    """:func:`rodrigues` in NumPy, ``(*batch, 3) -> (*batch, 3, 3)``: the same branches and operations, on the host.
+
+    Values agree with the compiled path to round-off (``tests/manifolds/test_host_paths.py``).
+    """
+    xi = np.asarray(xi, dtype=float)
+    with np.errstate(all="ignore"):  # as the compiled path: an overflow or a NaN propagates, silently here
+        t2 = np.sum(xi * xi, axis=-1)
+        small = t2 < _SMALL
+        safe = np.where(small, 1.0, t2)
+        t = np.sqrt(safe)
+        g = {"s": np.sin(t), "c": np.cos(t), "sh": np.sin(0.5 * t), "ch": np.cos(0.5 * t)}
+        a, b = (np.where(small, x, y) for x, y in zip(_series(t2, "ab"), _closed_forms(t, safe, g, "ab")))
+        X = np.sum(_HAT * xi[..., None, None, :], axis=-1)
+        XX = np.sum(X[..., :, :, None] * X[..., None, :, :], axis=-2)
+        return _EYE + a[..., None, None] * X + b[..., None, None] * XX
 
 
 def _quaternion(R, xp):

@@ -131,14 +131,17 @@ def sphere_frame(q: jax.Array) -> jax.Array:
     The chart is selected before normalizing, so neither value nor
     derivative is NaN. ``(e1, e2, q)`` is right-handed.
     """
-    q = jnp.asarray(q)
-    qn = q / jnp.sqrt(_dot(q, q))[..., None]
-    x, y, z = qn[..., 0], qn[..., 1], qn[..., 2]
-    zero = jnp.zeros_like(x)
-    polar = jnp.abs(z) > _INV_SQRT2
-    a = jnp.where(polar[..., None], jnp.stack([z, zero, -x], -1), jnp.stack([-y, x, zero], -1))
-    e1 = a / jnp.sqrt(_dot(a, a))[..., None]
-    return jnp.stack([e1, jnp.cross(qn, e1)], -1)
+    a_host = concrete_array(q)
+    xp, q = (jnp, jnp.asarray(q)) if a_host is None else (np, a_host)  # concrete: NumPy (no XLA program)
+    with np.errstate(all="ignore"):  # (NumPy) as the compiled path: a zero or non-finite q gives NaN, silently
+        qn = q / xp.sqrt(xp.sum(q * q, axis=-1))[..., None]
+        x, y, z = qn[..., 0], qn[..., 1], qn[..., 2]
+        zero = xp.zeros_like(x)
+        polar = xp.abs(z) > _INV_SQRT2
+        a = xp.where(polar[..., None], xp.stack([z, zero, -x], -1), xp.stack([-y, x, zero], -1))
+        e1 = a / xp.sqrt(xp.sum(a * a, axis=-1))[..., None]
+        E = xp.stack([e1, xp.cross(qn, e1)], -1)
+    return E if a_host is None else jax.device_put(E)
 
 
 def _series(x: jax.Array, coefficients: tuple[float, ...]) -> jax.Array:
@@ -421,11 +424,18 @@ class Sphere2(GeomstatsManifold):
         return c if a is None else jax.device_put(c)
 
     def from_coordinates(self, c):
-        """The unit vector with ``(polar, azimuth)`` ``(*batch, 2)``."""
-        c = jnp.asarray(c, dtype=float)
-        if c.shape[-1:] != (2,):
+        """The unit vector with ``(polar, azimuth)`` ``(*batch, 2)``.
+
+        Concrete input is converted in NumPy (eager ``jax.numpy`` would compile
+        a program per operation and shape), traced input in ``jax.numpy``.
+        """
+        a = concrete_array(c)
+        xp, c = (jnp, jnp.asarray(c, dtype=float)) if a is None else (np, a)
+        if tuple(c.shape[-1:]) != (2,):
             raise ValueError(
-                f"Sphere2.from_coordinates: coordinates are (..., 2) = (polar, azimuth), got shape {c.shape}"
+                f"Sphere2.from_coordinates: coordinates are (..., 2) = (polar, azimuth), got shape {tuple(c.shape)}"
             )
         th, ph = c[..., 0], c[..., 1]
-        return jnp.stack([jnp.sin(th) * jnp.cos(ph), jnp.sin(th) * jnp.sin(ph), jnp.cos(th)], -1)
+        with np.errstate(all="ignore"):  # (NumPy) as the compiled path: non-finite angles give NaN, silently
+            q = xp.stack([xp.sin(th) * xp.cos(ph), xp.sin(th) * xp.sin(ph), xp.cos(th)], -1)
+        return q if a is None else jax.device_put(q)

@@ -394,10 +394,11 @@ class LagrangeDiracSystem:
 
     def one_form_matrix(self, q: Point, params: Params = None) -> jax.Array:
         """The constraint one-forms ``A(q)`` alone, ``(m, dim)`` (no holonomic rows)."""
+        # device_put, not jnp.asarray/jnp.zeros: on a NumPy value those compile a small XLA program when eager
         if self._A_const is not None:
-            return jnp.asarray(self._A_const)
+            return jax.device_put(np.asarray(self._A_const, dtype=float))
         if self._A_fun is None:
-            return jnp.zeros((0, self.dim))
+            return jax.device_put(np.zeros((0, self.dim)))
         return jnp.asarray(self._A_fun(q, *self._args(params)))
 
     def constraint_matrix(self, q: Point, params: Params = None) -> jax.Array:

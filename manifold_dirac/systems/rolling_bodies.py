@@ -28,10 +28,10 @@ def rolling_disk_3d_contact(R, radius):
     Its height ``rho_z = -r sqrt(1 - n_z^2)``; singular when the disk lies
     flat (``n_z = +-1``).
     """
+    xp = np if isinstance(R, np.ndarray) else jnp  # a NumPy R (the initial data): on the host, no XLA program
     n = R[:, 2]
-    ez = jnp.array([0.0, 0.0, 1.0])
-    w = ez - n[2] * n
-    return -radius * w / jnp.sqrt(jnp.sum(w * w))
+    w = xp.asarray([0.0, 0.0, 1.0]) - n[2] * n
+    return -radius * w / xp.sqrt(xp.sum(w * w))
 
 
 def rolling_disk_3d(radius: float = 0.5, mass: float = 1.0, gravity: float = 9.81,
@@ -140,7 +140,7 @@ def rolling_disk_3d_initial(tilt: float = 0.3, spin: float = 5.0, turn: float = 
     """
     a = np.pi / 2 + tilt
     R0 = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(a), -np.sin(a)], [0.0, np.sin(a), np.cos(a)]])
-    rho = np.asarray(rolling_disk_3d_contact(jnp.asarray(R0), radius))
+    rho = rolling_disk_3d_contact(R0, radius)
     x0 = np.array([0.0, 0.0, -rho[2]])
     Om = np.array([0.0, turn, spin])
     xd = -np.cross(R0 @ Om, rho)
