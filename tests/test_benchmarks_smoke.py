@@ -240,3 +240,21 @@ def test_rule_first_call_times_a_system_with_a_rule_in_both_checkouts():
     for line in lines:
         assert " cold " in line and " us/step " in line, line
     assert lines[0].split("final")[1] == lines[1].split("final")[1]
+
+
+def test_first_result_times_import_building_and_first_run_in_fresh_processes(tmp_path):
+    """``benchmarks/first_result.py`` runs end to end for one system and two checkouts (here the same one):
+    its results file holds both versions' processes, empty cache then from the cache, and its table a row."""
+    out = tmp_path / "first_result"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "first_result.py"), "--before", str(ROOT),
+                           "--systems", "pendulum", "--rounds", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(out.with_suffix(".json").read_text())
+    runs = data["raw"]["pendulum"]
+    assert set(runs) == {"previous version", "this version"}
+    for version in runs.values():
+        for state in ("empty cache", "from the cache"):
+            (r,) = version[state]
+            assert r["ok"] and r["build_compiles"] == 0 and 0 < r["build_s"] < r["total_s"], r
+    assert "| `pendulum` |" in out.with_suffix(".md").read_text()
