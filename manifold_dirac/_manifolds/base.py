@@ -127,7 +127,8 @@ def concrete_array(x: object) -> np.ndarray | None:
     if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(x)):
         return None
     try:
-        return np.asarray(x, dtype=float)
+        a = np.asarray(x)
+        return None if a.dtype.kind == "c" else np.asarray(a, dtype=float)  # complex: not a real array
     except (TypeError, ValueError):
         return None
 

@@ -172,7 +172,7 @@ class GeomstatsManifold(Manifold):
     # ----------------------------------------------------------- helpers
     def frame(self, q: jax.Array) -> jax.Array:
         """The frame ``E(q)``, ``(*batch, ambient_dim, dim)``."""
-        return self._frame(q if isinstance(q, (np.ndarray, jax.Array)) else jnp.asarray(q))  # NumPy stays on the host
+        return self._frame(jnp.asarray(q))
 
     def _retract_cf(self, q, xi):
         return self._exp(q, _to_ambient(self._frame(q), xi))

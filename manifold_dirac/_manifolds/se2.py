@@ -292,13 +292,12 @@ class SE2(MatrixLieGroup):
         a program per operation and shape), traced input in ``jax.numpy``.
         """
         a = concrete_array(c)
-        shape = np.shape(a) if a is not None else jnp.shape(c)
-        if tuple(shape[-1:]) != (3,):
+        c = a if a is not None else jnp.asarray(c, dtype=float)  # (a list of tracers converts here, not in NumPy)
+        if tuple(c.shape[-1:]) != (3,):
             raise ValueError(
-                f"SE2.from_coordinates: coordinates are (..., 3) = (x, y, theta), got shape {tuple(shape)}"
+                f"SE2.from_coordinates: coordinates are (..., 3) = (x, y, theta), got shape {tuple(c.shape)}"
             )
         if a is None:
-            c = jnp.asarray(c, dtype=float)
             return _pose(jnp.cos(c[..., 2]), jnp.sin(c[..., 2]), c[..., 0], c[..., 1])
         with np.errstate(all="ignore"):  # as the compiled path: a non-finite angle gives NaN, silently
             co, si = np.cos(a[..., 2]), np.sin(a[..., 2])

@@ -213,7 +213,7 @@ class SO3(MatrixLieGroup):
         Concrete input (a NumPy array, or a JAX array outside any trace) is
         evaluated in NumPy with the same formulas (:func:`host_rodrigues`) and
         put on the device: eager ``jax.numpy`` would compile some thirty
-        one-operation XLA programs at the first call of a process (about 0.8 s
+        one-operation XLA programs at the first call of a process (about 1 s
         on two cores) for what is usually an initial condition. Traced input
         takes the ``jax.numpy`` path.
         """
@@ -274,10 +274,10 @@ class SO3(MatrixLieGroup):
     def from_coordinates(self, c):
         """The rotation with rotation vector ``c`` ``(*batch, 3)`` (concrete input: on the host, as :func:`rodrigues`)."""
         a = concrete_array(c)
-        shape = np.shape(a) if a is not None else jnp.shape(c)
-        if shape[-1:] != (3,):
-            raise ValueError(f"SO3.from_coordinates: a rotation vector has shape (..., 3), got {tuple(shape)}")
-        return self.exp(a if a is not None else jnp.asarray(c, dtype=float))
+        c = a if a is not None else jnp.asarray(c, dtype=float)  # (a list of tracers converts here, not in NumPy)
+        if c.shape[-1:] != (3,):
+            raise ValueError(f"SO3.from_coordinates: a rotation vector has shape (..., 3), got {tuple(c.shape)}")
+        return self.exp(c)
 
     @staticmethod
     def as_quaternion(g):

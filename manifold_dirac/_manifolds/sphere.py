@@ -116,7 +116,7 @@ def _theta_over_s(c: jax.Array, s2: jax.Array) -> tuple[jax.Array, jax.Array, ja
     return jnp.where(front, ratio_front, ratio_back), front, cs
 
 
-def sphere_frame(q: jax.Array) -> jax.Array:
+def sphere_frame(q: jax.Array, xp=jnp) -> jax.Array:
     """A smooth local orthonormal frame of ``S^2``, ``(*batch, 3, 2)``.
 
     Two charts, switched on ``|z|`` (the third coordinate of ``q``):
@@ -130,9 +130,15 @@ def sphere_frame(q: jax.Array) -> jax.Array:
 
     The chart is selected before normalizing, so neither value nor
     derivative is NaN. ``(e1, e2, q)`` is right-handed.
+
+    ``xp``: the array module (``numpy`` for a frame computed on the host, as
+    the catalog's initial data do; ``jax.numpy`` by default). The frame is not
+    computed on the host by itself for concrete input, as ``from_coordinates``
+    is: at ``|z| = 1/sqrt(2)`` an ulp of difference between NumPy's and XLA's
+    arithmetic would pick the other chart, and an eager frame must be the one
+    the compiled step uses.
     """
-    a_host = concrete_array(q)
-    xp, q = (jnp, jnp.asarray(q)) if a_host is None else (np, a_host)  # concrete: NumPy (no XLA program)
+    q = xp.asarray(q)
     with np.errstate(all="ignore"):  # (NumPy) as the compiled path: a zero or non-finite q gives NaN, silently
         qn = q / xp.sqrt(xp.sum(q * q, axis=-1))[..., None]
         x, y, z = qn[..., 0], qn[..., 1], qn[..., 2]
@@ -140,8 +146,7 @@ def sphere_frame(q: jax.Array) -> jax.Array:
         polar = xp.abs(z) > _INV_SQRT2
         a = xp.where(polar[..., None], xp.stack([z, zero, -x], -1), xp.stack([-y, x, zero], -1))
         e1 = a / xp.sqrt(xp.sum(a * a, axis=-1))[..., None]
-        E = xp.stack([e1, xp.cross(qn, e1)], -1)
-    return E if a_host is None else jax.device_put(E)
+        return xp.stack([e1, xp.cross(qn, e1)], -1)
 
 
 def _series(x: jax.Array, coefficients: tuple[float, ...]) -> jax.Array:

@@ -297,11 +297,10 @@ def _linkages():
 
 def _cartesian_pendulum_initial():
     """The ``spherical_pendulum`` example's start in Cartesian coordinates: ``x = q``, ``v = E(q) v_S2``."""
-    from .._manifolds.sphere import Sphere2
+    from .._manifolds.sphere import Sphere2, sphere_frame
 
-    S2 = Sphere2()
-    q = np.asarray(S2.from_coordinates([2.5, 0.3]))
-    return q, np.asarray(S2.frame(q)) @ np.array([0.5, 1.0])
+    q = np.asarray(Sphere2().from_coordinates([2.5, 0.3]))
+    return q, sphere_frame(q, xp=np) @ np.array([0.5, 1.0])  # on the host (|z| = 0.80: far from the chart switch)
 
 
 def _rolling_bodies():

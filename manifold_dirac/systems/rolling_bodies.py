@@ -25,13 +25,16 @@ def _hat(w):
 def rolling_disk_3d_contact(R, radius):
     """The contact point relative to the centre, ``rho = -r (e_z - n_z n)/|e_z - n_z n|``, ``n = R e3`` (one point).
 
+    A NumPy ``R`` gives a NumPy ``rho`` (computed on the host, as the initial data are); anything else, JAX.
+
     Its height ``rho_z = -r sqrt(1 - n_z^2)``; singular when the disk lies
     flat (``n_z = +-1``).
     """
-    xp = np if isinstance(R, np.ndarray) else jnp  # a NumPy R (the initial data): on the host, no XLA program
+    xp = np if isinstance(R, np.ndarray) else jnp  # a NumPy R (the initial data): NumPy out, no XLA program
     n = R[:, 2]
     w = xp.asarray([0.0, 0.0, 1.0]) - n[2] * n
-    return -radius * w / xp.sqrt(xp.sum(w * w))
+    with np.errstate(all="ignore"):  # (NumPy) flat on the plane: NaN, silently, as with jax.numpy
+        return -radius * w / xp.sqrt(xp.sum(w * w))
 
 
 def rolling_disk_3d(radius: float = 0.5, mass: float = 1.0, gravity: float = 9.81,
