@@ -119,6 +119,25 @@ def _exp_coefficients(w: jax.Array, w1: jax.Array | None = None):
             jnp.where(small, w * c3, (ws - s) / (ws * ws)), jnp.where(small, d, omc / (ws * ws)))
 
 
+def _host_exp(xi: np.ndarray) -> np.ndarray:
+    """``SE2.exp`` in NumPy, ``(*batch, 3) -> (*batch, 3, 3)``: :func:`_exp_coefficients`' branches, on the host."""
+    w, vx, vy = xi[..., 0], xi[..., 1], xi[..., 2]
+    with np.errstate(all="ignore"):  # as the compiled path: non-finite values propagate (the checks refuse them)
+        s, c = np.sin(w), np.cos(w)
+        w2 = w * w
+        small = w2 < _SMALL
+        ws = np.where(small, 1.0, w)
+        pos = c >= 0.0
+        omc = np.where(pos, s * s / np.where(pos, 1.0 + c, 1.0), 1.0 - c)
+        a, d = _series(w2, "ab")
+        A, B = np.where(small, a, s / ws), np.where(small, w * d, omc / ws)
+        g = np.zeros((*xi.shape[:-1], 3, 3))
+        g[..., 0, 0], g[..., 0, 1], g[..., 0, 2] = c, -s, A * vx - B * vy
+        g[..., 1, 0], g[..., 1, 1], g[..., 1, 2] = s, c, B * vx + A * vy
+        g[..., 2, 2] = 1.0
+    return g
+
+
 def _half_angle_coefficients(w: jax.Array, half1: jax.Array | None = None):
     """``cos w, sin w, A, B, h, k`` of the module docstring from one ``sin``/``cos`` of ``w/2``, NaN-free at ``w = 0``.
 
@@ -222,6 +241,15 @@ class SE2(MatrixLieGroup):
 
     # ---------------------------------------------------------------- exp/log
     def exp(self, xi):
+        """``exp`` of twists ``(w, v_x, v_y)`` ``(*batch, 3)``.
+
+        Concrete input is evaluated in NumPy with the same formulas (eager
+        ``jax.numpy`` compiled some thirty small XLA programs at the first
+        call of a process), traced input in ``jax.numpy``.
+        """
+        a = concrete_array(xi)
+        if a is not None:
+            return jax.device_put(_host_exp(a))
         w, vx, vy = _parts(xi)
         c, s, A, B = _exp_coefficients(w, _angle(xi))[:4]
         return _pose(c, s, A * vx - B * vy, B * vx + A * vy)

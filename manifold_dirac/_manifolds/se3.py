@@ -62,7 +62,8 @@ import numpy as np
 from .._types import ArrayLike
 from .base import concrete_array, register_retraction
 from .lie_group import Cayley, Exp, GroupRetraction, MatrixLieGroup
-from .so3 import SO3, coefficients, host_rodrigues, mm, rodrigues, rotation_log, skew
+from .so3 import (SO3, coefficients, host_coefficients, host_mm, host_rodrigues, host_skew, mm, rodrigues,
+                  rotation_log, skew)
 
 __all__ = ["SE3", "SE3Cayley", "SE3Exp", "SO3xR3"]
 
@@ -264,8 +265,24 @@ class SE3(MatrixLieGroup):
 
     # ---------------------------------------------------------------- exp/log
     def exp(self, xi):
-        p = _ExpParts(xi)
-        return _pose(p.rotation(), _mv(p.V(), p.v))
+        """``exp`` of twists ``(w, v)`` ``(*batch, 6)``: ``[[R(w), V(w) v], [0, 1]]``.
+
+        Concrete input is evaluated in NumPy with the same formulas (eager
+        ``jax.numpy`` compiled some fifty small XLA programs at the first call
+        of a process), traced input in ``jax.numpy``.
+        """
+        a = concrete_array(xi)
+        if a is None:
+            p = _ExpParts(xi)
+            return _pose(p.rotation(), _mv(p.V(), p.v))
+        w, v = a[..., :3], a[..., 3:]
+        with np.errstate(all="ignore"):  # as the compiled path: an overflow propagates (the checks refuse it)
+            b, c = host_coefficients(np.sum(w * w, axis=-1), "bc")
+            W = host_skew(w)
+            V = _EYE3 + b[..., None, None] * W + c[..., None, None] * host_mm(W, W)
+            g = np.zeros((*a.shape[:-1], 4, 4))
+            g[..., :3, :3], g[..., :3, 3], g[..., 3, 3] = host_rodrigues(w), np.sum(V * v[..., None, :], axis=-1), 1.0
+        return jax.device_put(g)
 
     def log(self, g):
         """The twist ``(w, v)`` ``(*batch, 6)`` of poses ``g`` ``(*batch, 4, 4)``, ``|w|`` in ``[0, pi]``."""

@@ -23,7 +23,7 @@ from .._types import ArrayLike
 from .base import concrete_array, register_retraction
 from .lie_group import Cayley, Exp, MatrixLieGroup
 
-__all__ = ["SO3", "SO3Cayley", "SO3Exp", "host_rodrigues", "rodrigues", "rotation_log"]
+__all__ = ["SO3", "SO3Cayley", "SO3Exp", "host_coefficients", "host_rodrigues", "rodrigues", "rotation_log"]
 
 _SMALL = 1e-3  # threshold on theta^2 for the Taylor branches (next term < 1e-17)
 _EYE = np.eye(3)
@@ -402,22 +402,37 @@ def rodrigues(xi: jax.Array) -> jax.Array:
     return _EYE + _c(a) * X + _c(b) * mm(X, X)
 
 
+def host_coefficients(t2: np.ndarray, which: str = "abc") -> tuple[np.ndarray, ...]:
+    """:func:`coefficients` in NumPy: the same Taylor and closed-form branches, on the host (concrete input)."""
+    t2 = np.asarray(t2, dtype=float)
+    with np.errstate(all="ignore"):  # as the compiled path: an overflow or a NaN propagates, silently here
+        small = t2 < _SMALL
+        safe = np.where(small, 1.0, t2)
+        t = np.sqrt(safe)
+        g = {"s": np.sin(t), "c": np.cos(t), "sh": np.sin(0.5 * t), "ch": np.cos(0.5 * t)}
+        return tuple(np.where(small, x, y) for x, y in zip(_series(t2, which), _closed_forms(t, safe, g, which)))
+
+
+def host_skew(w: np.ndarray) -> np.ndarray:
+    """:func:`skew` in NumPy."""
+    return np.sum(_HAT * np.asarray(w, dtype=float)[..., None, None, :], axis=-1)
+
+
+def host_mm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """:func:`mm` in NumPy (the same broadcast-and-sum)."""
+    return np.sum(A[..., :, :, None] * B[..., None, :, :], axis=-2)
+
+
 def host_rodrigues(xi: np.ndarray) -> np.ndarray:
     """:func:`rodrigues` in NumPy, ``(*batch, 3) -> (*batch, 3, 3)``: the same branches and operations, on the host.
 
     Values agree with the compiled path to round-off (``tests/manifolds/test_host_paths.py``).
     """
     xi = np.asarray(xi, dtype=float)
-    with np.errstate(all="ignore"):  # as the compiled path: an overflow or a NaN propagates, silently here
-        t2 = np.sum(xi * xi, axis=-1)
-        small = t2 < _SMALL
-        safe = np.where(small, 1.0, t2)
-        t = np.sqrt(safe)
-        g = {"s": np.sin(t), "c": np.cos(t), "sh": np.sin(0.5 * t), "ch": np.cos(0.5 * t)}
-        a, b = (np.where(small, x, y) for x, y in zip(_series(t2, "ab"), _closed_forms(t, safe, g, "ab")))
-        X = np.sum(_HAT * xi[..., None, None, :], axis=-1)
-        XX = np.sum(X[..., :, :, None] * X[..., None, :, :], axis=-2)
-        return _EYE + a[..., None, None] * X + b[..., None, None] * XX
+    with np.errstate(all="ignore"):
+        a, b = host_coefficients(np.sum(xi * xi, axis=-1), "ab")
+        X = host_skew(xi)
+        return _EYE + a[..., None, None] * X + b[..., None, None] * host_mm(X, X)
 
 
 def _quaternion(R, xp):

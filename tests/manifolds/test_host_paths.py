@@ -1,7 +1,7 @@
 """Points built from concrete values are computed on the host, in NumPy, with the compiled path's formulas.
 
-``SO3.exp`` and ``from_coordinates`` of SO(3), SE(3), SE(2) and S^2, and the default points of R^n and
-S^2, are what a user calls to build initial data (and what the catalog's examples call). Evaluated
+``exp`` of SO(3), SE(3) and SE(2), ``from_coordinates`` of SO(3), SE(3), SE(2) and S^2, and the default
+points of R^n and S^2, are what a user calls to build initial data (and what the catalog's examples call). Evaluated
 eagerly with ``jax.numpy`` they compiled one small XLA program per operation and shape: about forty at
 the first ``get_example`` of a process (1.2 s on two cores), up to 15 more for some examples' initial
 data. On concrete input they now run in NumPy and put the result on the device. Checked here:
@@ -56,6 +56,11 @@ def _inputs(name, rng, n=24):
         return np.concatenate([rng.standard_normal((n, 3)), _rotation_vectors(rng, n)], -1)
     if name == "SE2.from_coordinates":
         return np.concatenate([rng.standard_normal((n, 2)), rng.uniform(-np.pi, np.pi, (n, 1))], -1)
+    if name == "SE3.exp":
+        return np.concatenate([_rotation_vectors(rng, n), rng.standard_normal((n, 3))], -1)
+    if name == "SE2.exp":  # angles on both sides of the Taylor branch (w^2 < 1e-3), and up to pi
+        w = np.concatenate([[0.0, 1e-9, -1e-4, 0.0316, -0.0317], rng.uniform(-np.pi, np.pi, n - 5)])
+        return np.concatenate([w[:, None], rng.standard_normal((n, 2))], -1)
     if name == "Sphere2.from_coordinates":
         return np.stack([rng.uniform(0, np.pi, n), rng.uniform(-np.pi, np.pi, n)], -1)
     raise KeyError(name)
@@ -63,6 +68,8 @@ def _inputs(name, rng, n=24):
 
 ROUTES = {
     "SO3.exp": SO3().exp,
+    "SE3.exp": SE3().exp,
+    "SE2.exp": SE2().exp,
     "SO3.from_coordinates": SO3().from_coordinates,
     "SE3.from_coordinates": SE3().from_coordinates,
     "SE2.from_coordinates": SE2().from_coordinates,
@@ -126,7 +133,7 @@ def test_non_finite_values_are_refused_without_numpy_warnings(name):
         warnings.simplefilter("error")
         with pytest.raises(RetractionDomainError, match=r"non-finite entries at batch index \[1\]"):
             ROUTES[name](bad)
-        if name in ("SO3.exp", "SO3.from_coordinates", "SE3.from_coordinates"):
+        if name in ("SO3.exp", "SO3.from_coordinates", "SE3.from_coordinates", "SE3.exp"):
             huge = x.copy()
             huge[2] *= 1e200  # |w|^2 overflows
             with pytest.raises(RetractionDomainError, match=r"non-finite result from finite arguments at batch index \[2\]"):
