@@ -86,10 +86,10 @@ class Euclidean(Manifold):
         return jax.device_put(np.zeros(self.dim))  # built on the host: eager jnp.zeros compiles a program
 
     def random_point(self, rng, batch_shape=()):
-        return jnp.asarray(rng.standard_normal((*batch_shape, self.dim)))
+        return jax.device_put(rng.standard_normal((*batch_shape, self.dim)))
 
     def check_point(self, q: object, atol: float = 1e-9, name: str = "q"):
-        return jnp.asarray(self._check_point_host(q, atol, name))
+        return jax.device_put(self._check_point_host(q, atol, name))  # (jnp.asarray of NumPy compiles a program)
 
     def _check_point_host(self, q: object, atol: float = 1e-9, name: str = "q"):
         try:

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import ArrayLike, Point
-from .base import Manifold, Retraction, register_retraction, resolve_retraction, shape_of
+from .base import Manifold, Retraction, concrete_array, register_retraction, resolve_retraction, shape_of
 
 __all__ = ["ProductManifold", "ProductRetraction", "block_diag"]
 
@@ -240,7 +240,9 @@ class ProductManifold(Manifold):
         return self.join([f.to_coordinates(qi) for f, qi in zip(self.factors, q)])
 
     def from_coordinates(self, c):
-        c = jnp.asarray(c, dtype=float)
+        """The point with the factors' coordinates concatenated (concrete input: sliced in NumPy, see the factors')."""
+        a = concrete_array(c)
+        c = a if a is not None else jnp.asarray(c, dtype=float)
         sizes = [len(f.coordinate_names) for f in self.factors]
         if c.shape[-1:] != (sum(sizes),):
             raise ValueError(f"ProductManifold.from_coordinates: coordinates have length {sum(sizes)} "

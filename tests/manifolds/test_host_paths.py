@@ -235,3 +235,18 @@ print(json.dumps(out))
     assert counts.pop("control") >= 1
     assert len(counts) >= 21
     assert {k: v for k, v in counts.items() if v} == {}, "examples whose building compiled XLA programs"
+
+
+def test_product_coordinates_and_euclidean_points_compile_nothing(compiles):
+    """``ProductManifold.from_coordinates`` slices concrete coordinates in NumPy and hands each factor its
+    part (SE(2)'s on the host, R^2's checked and put on the device); the values are the compiled SE(2)'s."""
+    c = np.random.default_rng(13).standard_normal((4, 5))
+    Q = ProductManifold(SE2(), Euclidean(2))
+    expected = jax.jit(SE2().from_coordinates)(c[..., :3])
+    before = compiles()
+    pose, x = Q.from_coordinates(c)
+    Euclidean(3).check_point(np.zeros(3))
+    assert compiles() == before
+    _agree(pose, expected, "the product's SE(2) factor")
+    np.testing.assert_array_equal(np.asarray(x), c[..., 3:])
+    assert isinstance(x, jax.Array) and x.dtype == np.float64
