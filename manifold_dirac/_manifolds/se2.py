@@ -94,11 +94,11 @@ def _angle(xi: jax.Array) -> jax.Array:
     return jnp.asarray(xi)[..., 0:1]
 
 
-def _small(w: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+def _small(w: jax.Array, xp=jnp) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(w^2, small, w_safe)``: the Taylor branch's flag and ``w`` for the closed forms' divisions (1 where small)."""
     w2 = w * w
     small = w2 < _SMALL
-    return w2, small, jnp.where(small, 1.0, w)
+    return w2, small, xp.where(small, 1.0, w)
 
 
 def _exp_coefficients(w: jax.Array, w1: jax.Array | None = None):
@@ -111,31 +111,34 @@ def _exp_coefficients(w: jax.Array, w1: jax.Array | None = None):
     value or derivative. ``w1``: ``w`` as ``(*batch, 1)`` (:func:`_angle`), if at hand.
     """
     s, c = _sincos(jnp.asarray(w)[..., None] if w1 is None else w1)
-    w2, small, ws = _small(w)
+    return _closed_forms(w, c, s, jnp)
+
+
+def _closed_forms(w, c, s, xp) -> tuple:
+    """:func:`_exp_coefficients` from ``cos w``, ``sin w``, with the array module ``xp`` (``jax.numpy``, or NumPy on the host)."""
+    w2, small, ws = _small(w, xp)
     pos = c >= 0.0
-    omc = jnp.where(pos, s * s / jnp.where(pos, 1.0 + c, 1.0), 1.0 - c)  # 1 - cos w
+    omc = xp.where(pos, s * s / xp.where(pos, 1.0 + c, 1.0), 1.0 - c)  # 1 - cos w
     a, d, c3 = _series(w2, "abc")  # sin/w, (1 - cos)/w^2, (w - sin)/w^3
-    return (c, s, jnp.where(small, a, s / ws), jnp.where(small, w * d, omc / ws),
-            jnp.where(small, w * c3, (ws - s) / (ws * ws)), jnp.where(small, d, omc / (ws * ws)))
+    return (c, s, xp.where(small, a, s / ws), xp.where(small, w * d, omc / ws),
+            xp.where(small, w * c3, (ws - s) / (ws * ws)), xp.where(small, d, omc / (ws * ws)))
+
+
+def _host_pose(c, s, tx, ty) -> np.ndarray:
+    """:func:`_pose` in NumPy: ``[[c, -s, t_x], [s, c, t_y], [0, 0, 1]]`` ``(*batch, 3, 3)``."""
+    g = np.zeros((*np.shape(c), 3, 3))
+    g[..., 0, 0], g[..., 0, 1], g[..., 0, 2] = c, -s, tx
+    g[..., 1, 0], g[..., 1, 1], g[..., 1, 2] = s, c, ty
+    g[..., 2, 2] = 1.0
+    return g
 
 
 def _host_exp(xi: np.ndarray) -> np.ndarray:
     """``SE2.exp`` in NumPy, ``(*batch, 3) -> (*batch, 3, 3)``: :func:`_exp_coefficients`' branches, on the host."""
     w, vx, vy = xi[..., 0], xi[..., 1], xi[..., 2]
     with np.errstate(all="ignore"):  # as the compiled path: non-finite values propagate (the checks refuse them)
-        s, c = np.sin(w), np.cos(w)
-        w2 = w * w
-        small = w2 < _SMALL
-        ws = np.where(small, 1.0, w)
-        pos = c >= 0.0
-        omc = np.where(pos, s * s / np.where(pos, 1.0 + c, 1.0), 1.0 - c)
-        a, d = _series(w2, "ab")
-        A, B = np.where(small, a, s / ws), np.where(small, w * d, omc / ws)
-        g = np.zeros((*xi.shape[:-1], 3, 3))
-        g[..., 0, 0], g[..., 0, 1], g[..., 0, 2] = c, -s, A * vx - B * vy
-        g[..., 1, 0], g[..., 1, 1], g[..., 1, 2] = s, c, B * vx + A * vy
-        g[..., 2, 2] = 1.0
-    return g
+        c, s, A, B = _closed_forms(w, np.cos(w), np.sin(w), np)[:4]
+        return _host_pose(c, s, A * vx - B * vy, B * vx + A * vy)
 
 
 def _half_angle_coefficients(w: jax.Array, half1: jax.Array | None = None):
@@ -328,12 +331,7 @@ class SE2(MatrixLieGroup):
         if a is None:
             return _pose(jnp.cos(c[..., 2]), jnp.sin(c[..., 2]), c[..., 0], c[..., 1])
         with np.errstate(all="ignore"):  # as the compiled path: a non-finite angle gives NaN, silently
-            co, si = np.cos(a[..., 2]), np.sin(a[..., 2])
-        g = np.zeros((*a.shape[:-1], 3, 3))
-        g[..., 0, 0], g[..., 0, 1], g[..., 0, 2] = co, -si, a[..., 0]
-        g[..., 1, 0], g[..., 1, 1], g[..., 1, 2] = si, co, a[..., 1]
-        g[..., 2, 2] = 1.0
-        return jax.device_put(g)
+            return jax.device_put(_host_pose(np.cos(a[..., 2]), np.sin(a[..., 2]), a[..., 0], a[..., 1]))
 
 
 @register_retraction(SE2)

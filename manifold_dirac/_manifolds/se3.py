@@ -103,6 +103,13 @@ def _pose(R: jax.Array, x: jax.Array) -> jax.Array:
     return jnp.concatenate([top, bottom], axis=-2)
 
 
+def _host_pose(R: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """:func:`_pose` in NumPy: ``[[R, x], [0, 1]]`` ``(*batch, 4, 4)``."""
+    g = np.zeros((*np.broadcast_shapes(R.shape[:-2], x.shape[:-1]), 4, 4))
+    g[..., :3, :3], g[..., :3, 3], g[..., 3, 3] = R, x, 1.0
+    return g
+
+
 def _blocks(A: jax.Array, B: jax.Array, C: jax.Array, D: jax.Array) -> jax.Array:
     """``[[A, B], [C, D]]`` ``(*batch, 6, 6)`` from four broadcastable ``(*batch, 3, 3)`` blocks."""
     A, B, C, D = jnp.broadcast_arrays(*(jnp.asarray(m, dtype=float) for m in (A, B, C, D)))
@@ -277,12 +284,11 @@ class SE3(MatrixLieGroup):
             return _pose(p.rotation(), _mv(p.V(), p.v))
         w, v = a[..., :3], a[..., 3:]
         with np.errstate(all="ignore"):  # as the compiled path: an overflow propagates (the checks refuse it)
-            b, c = host_coefficients(np.sum(w * w, axis=-1), "bc")
+            a_, b, c = (x[..., None, None] for x in host_coefficients(np.sum(w * w, axis=-1), "abc"))
             W = host_skew(w)
-            V = _EYE3 + b[..., None, None] * W + c[..., None, None] * host_mm(W, W)
-            g = np.zeros((*a.shape[:-1], 4, 4))
-            g[..., :3, :3], g[..., :3, 3], g[..., 3, 3] = host_rodrigues(w), np.sum(V * v[..., None, :], axis=-1), 1.0
-        return jax.device_put(g)
+            WW = host_mm(W, W)
+            V = _EYE3 + b * W + c * WW
+            return jax.device_put(_host_pose(_EYE3 + a_ * W + b * WW, np.sum(V * v[..., None, :], axis=-1)))
 
     def log(self, g):
         """The twist ``(w, v)`` ``(*batch, 6)`` of poses ``g`` ``(*batch, 4, 4)``, ``|w|`` in ``[0, pi]``."""
@@ -363,9 +369,7 @@ class SE3(MatrixLieGroup):
             c = _last_axis(c, 6, "SE3.from_coordinates", "(x, y, z, rx, ry, rz)")
             return _pose(rodrigues(c[..., 3:]), c[..., :3])
         _last_axis_shape(a.shape, 6, "SE3.from_coordinates", "(x, y, z, rx, ry, rz)")
-        g = np.zeros((*a.shape[:-1], 4, 4))
-        g[..., :3, :3], g[..., :3, 3], g[..., 3, 3] = host_rodrigues(a[..., 3:]), a[..., :3], 1.0
-        return jax.device_put(g)
+        return jax.device_put(_host_pose(host_rodrigues(a[..., 3:]), a[..., :3]))
 
     def to_position_quaternion(self, q) -> jax.Array:
         """``(x, y, z, q_x, q_y, q_z, q_w)`` ``(*batch, 7)``: position, unit quaternion (scalar last, ``q_w >= 0``)."""
