@@ -57,6 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._manifolds.base import Manifold, tree_where
+from .._types import ArrayLike
 from .rules import DiscreteLagrangian, is_flow
 from .schemes import Scheme
 from .status import Status
@@ -64,7 +65,7 @@ from .step import State, StepMap, StepRecord
 from .system import LagrangeDiracSystem
 
 __all__ = ["COMPOSITIONS", "ComposedStepMap", "Composition", "adjoint_defect", "check_composable", "composed_order",
-           "get_composition", "observed_order", "register_composition"]
+           "composed_predictor", "get_composition", "observed_order", "register_composition"]
 
 
 def _triple_jump(p: int) -> tuple[float, ...]:
@@ -324,6 +325,25 @@ def composed_order(comp: Composition, base_order: int) -> int:
     return comp.order if base_order == 2 else base_order
 
 
+def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The static tables of a composed rollout's Newton starts (:meth:`ComposedStepMap.step`, and :func:`~manifold_dirac._run.rollout.rollout`'s ``warm_start``).
+
+    Returns ``(ratio, mirror, mirror_before)``, each of shape ``(s,)``: ``ratio[i] = gamma_i /
+    gamma_(i-1)`` (``gamma_1 / gamma_s`` for ``i = 0``); on the first step, ``mirror[i]`` is the sub-step of
+    the first half with the same coefficient as sub-step ``i`` of the second half (``s - 1 - i``, or -1:
+    none, or the coefficients are not a palindrome), ``mirror_before[i]`` the mirror of sub-step ``i - 1``
+    when it is solved before sub-step ``i`` (else -1).
+    """
+    g = np.asarray(gammas, dtype=float)
+    s = g.size
+    ratio = g / np.roll(g, 1)
+    idx = np.arange(s)
+    palindrome = bool(np.allclose(g, g[::-1], rtol=0, atol=1e-15))
+    mirror = np.where(palindrome & (s - 1 - idx < idx), s - 1 - idx, -1)
+    mirror_before = np.where((mirror >= 0) & (s - idx <= idx - 1), s - idx, -1)
+    return ratio, mirror.astype(np.int32), mirror_before.astype(np.int32)
+
+
 class ComposedStepMap:
     """``Psi_h = Phi_{gamma_s h} o ... o Phi_{gamma_1 h}`` of a :class:`StepMap` ``Phi``, as one step map.
 
@@ -338,13 +358,13 @@ class ComposedStepMap:
     :meth:`step` has the interface of :meth:`StepMap.step`. Sub-step ``i``
     starts at ``t + (gamma_1 + ... + gamma_{i-1}) h`` and solves the base
     scheme's equations (``docs/schemes.md``) with the step ``gamma_i h``;
-    Newton starts it from the previous sub-step's solution scaled by
-    ``gamma_i / gamma_{i-1}`` (the first from the state's ``xi`` and ``mu``
-    scaled by ``gamma_1``). The state after the step holds, as a base step
-    would: ``q_{k+1}``, ``p_{k+1}``, ``xi = R_{q_k}^{-1}(q_{k+1})`` (the whole
-    step's chart displacement, which the recorded velocity uses) and
-    ``mu`` the sum of the sub-steps' multipliers (the step's reaction
-    impulse). The record's ``error`` and ``constraint_residual`` are the
+    Newton starts it from a prediction of its solution from the same
+    sub-step on the last two steps, which the state carries
+    (``State.history``; see :meth:`step`). The state after the step holds, as
+    a base step would: ``q_{k+1}``, ``p_{k+1}``, ``xi = R_{q_k}^{-1}(q_{k+1})``
+    (the whole step's chart displacement, which the recorded velocity uses)
+    and ``mu`` the sum of the sub-steps' multipliers (the step's reaction
+    impulse), and the sub-steps' solutions of this step and the last. The record's ``error`` and ``constraint_residual`` are the
     largest over the sub-steps, ``iterations`` their sum. A sub-step that
     fails fails the step: the member stays at ``(q_k, p_k)`` with the
     failure's status, error and unknowns (those of the failed sub-step).
@@ -387,8 +407,19 @@ class ComposedStepMap:
         return self.base.warm_start(self._scaled(state, self.first_gamma()))
 
     def initial(self, q0: Any, p0: jax.Array, xi0: jax.Array) -> State:
-        """The state at step 0 (as :meth:`StepMap.initial`)."""
-        return self.base.initial(q0, p0, xi0)
+        """The state at step 0 (as :meth:`StepMap.initial`), with the sub-steps' history (``State.history``).
+
+        Before the first step the history is the state's unknowns scaled by
+        ``gamma_i`` (not read: the first step starts its sub-steps from the
+        state and from each other, see :meth:`step`).
+        """
+        st = self.base.initial(q0, p0, xi0)
+        return st._replace(history=self._fresh_history(st))
+
+    def _fresh_history(self, state: State) -> jax.Array:
+        g = jnp.asarray(self.composition.coefficients, jnp.float64)
+        z = self.base.warm_start(state)
+        return jnp.broadcast_to(g[None, :, None] * z[None, None, :], (2, g.shape[0], z.shape[-1]))
 
     @staticmethod
     def _scaled(state: State, ratio: float) -> State:
@@ -396,25 +427,54 @@ class ComposedStepMap:
 
     def step(self, state: State, k: Any, t: Any, h: Any, params: Any, u: Any = None,
              axis_name: str | None = None) -> tuple[State, StepRecord]:
-        """The composed step ``k -> k+1`` from ``state`` (see the class Notes); a failed member stays frozen."""
+        """The composed step ``k -> k+1`` from ``state`` (see the class Notes); a failed member stays frozen.
+
+        Newton's start of each sub-step is predicted as :func:`~manifold_dirac._run.rollout.rollout`
+        predicts it (the same tables, :func:`composed_predictor`), from ``state.history``: the same
+        sub-step's solution on the last step (at ``k = 1``), extrapolated linearly from the last two
+        steps (from ``k = 2``), corrected by ``gamma_i / gamma_(i-1)`` times what the prediction of the
+        sub-step before missed; on the first step (``k = 0``), or from a state without a history,
+        the first sub-step starts from the state's warm start scaled by ``gamma_1``, a sub-step of the
+        second half of a palindrome from its mirror in the first half, another from the sub-step
+        before scaled by ``gamma_i / gamma_(i-1)``. ``k`` counts the steps since the state's history
+        began (a run's step index). The start changes the iterations, not the solution (to Newton's
+        tolerance).
+        """
         gammas = self.composition.coefficients
         g = jnp.asarray(gammas, jnp.float64)
-        ratio = jnp.concatenate([g[1:] / g[:-1], jnp.ones(1)])  # the next sub-step's warm start from this one's
+        s = len(gammas)
+        ratio, mirror, mirror_before = composed_predictor(gammas)
+        t_sub = np.concatenate([np.zeros(1), np.cumsum(gammas)[:-1]])
+        first = k == 0
+        if state.history is None:  # a state built by hand: the first step's starts
+            first, history = True, self._fresh_history(state)
+        else:
+            history = state.history
+        base_state = state._replace(history=None)
+        z1, z2 = history[0], history[1]  # (s, N_z) each: every sub-step's solution on steps k - 1 and k - 2
+        P = jnp.where(k >= 2, 2.0 * z1 - z2, z1)
+        z_first = self.base.warm_start(self._scaled(base_state, gammas[0]))
 
         def sub(carry, x):
-            cur, tt, err, res, its, mu_sum, p_start = carry
-            i, gi, ri = x
-            new, rec = self.base.step(cur, k, tt, gi * h, params, u, axis_name)
+            cur, err, res, its, mu_sum, p_start, zs, last = carry
+            i, gi, ti, ri, Pi, P_before, mi, mbi = x
+            later = Pi + ri * (last - P_before)
+            start = jnp.where(mi >= 0, zs[jnp.maximum(mi, 0)] + jnp.where(
+                mbi >= 0, ri * (last - zs[jnp.maximum(mbi, 0)]), 0.0), jnp.where(i == 0, z_first, ri * last))
+            new, rec = self.base.step(cur, k, t + ti * h, gi * h, params, u, axis_name,
+                                      z0=jnp.where(first, start, later))
+            z_new = self.base.warm_start(new)
             p_start = jnp.where(i == 0, rec.p_start, p_start)
-            carry = (self._scaled(new, ri), tt + gi * h, jnp.maximum(err, rec.error),
-                     jnp.maximum(res, rec.constraint_residual), its + rec.iterations, mu_sum + new.mu, p_start)
+            carry = (new, jnp.maximum(err, rec.error), jnp.maximum(res, rec.constraint_residual),
+                     its + rec.iterations, mu_sum + new.mu, p_start, zs.at[i].set(z_new), z_new)
             return carry, None
 
-        carry0 = (self._scaled(state, gammas[0]), t + jnp.zeros((), jnp.float64), jnp.zeros(()), jnp.zeros(()),
-                  jnp.zeros((), jnp.int32), jnp.zeros_like(state.mu), state.p)
+        carry0 = (base_state, jnp.zeros(()), jnp.zeros(()), jnp.zeros((), jnp.int32), jnp.zeros_like(state.mu),
+                  state.p, z1, P[-1])
+        xs = (jnp.arange(s), g, jnp.asarray(t_sub), jnp.asarray(ratio), P, jnp.roll(P, 1, axis=0),
+              jnp.asarray(mirror), jnp.asarray(mirror_before))
         # one copy of the base step in the program (a scan), not one per sub-step: the compile stays that of one step
-        (cur, _, err, res, its, mu_sum, p_start), _ = jax.lax.scan(
-            sub, carry0, (jnp.arange(len(gammas)), g, ratio))
+        (cur, err, res, its, mu_sum, p_start, zs, _), _ = jax.lax.scan(sub, carry0, xs)
         ok = cur.status == Status.OK
         Q = self.system.Q
         xi_full = Q.inverse_retract(state.q, cur.q)
@@ -430,6 +490,7 @@ class ComposedStepMap:
             fail_z=cur.fail_z,
             fail_kind=cur.fail_kind,
             stages=jnp.where(ok, cur.stages / gammas[-1], state.stages),
+            history=jnp.where(ok, jnp.stack([zs, z1]), history),
         )
         record = StepRecord(
             p_start=p_start,

@@ -65,6 +65,10 @@ class State(NamedTuple):
         finite iterate), or ``(v_k, 0)`` for a non-finite energy at ``q_k``.
     fail_kind : int32 array, shape=[]
         :data:`FAIL_SOLUTION`, :data:`FAIL_ITERATE` or :data:`FAIL_ENERGY`.
+    history : array, shape=[2, s, n + n_stages + m], or None
+        A composed step map's (:class:`~manifold_dirac._mechanics.composition.ComposedStepMap`):
+        the unknowns of each of its ``s`` sub-steps on the last two steps, from which the next
+        step's sub-steps start Newton; None for a step map that is not composed.
 
     Examples
     --------
@@ -89,6 +93,7 @@ class State(NamedTuple):
     fail_z: jax.Array
     fail_kind: jax.Array
     stages: jax.Array
+    history: jax.Array | None = None
 
 
 class StepRecord(NamedTuple):
@@ -263,8 +268,11 @@ class StepMap:
 
     # ----------------------------------------------------------------- step
     def step(self, state: State, k: Any, t: Any, h: Any, params: Any, u: Any = None,
-             axis_name: str | None = None) -> tuple[State, StepRecord]:
+             axis_name: str | None = None, z0: jax.Array | None = None) -> tuple[State, StepRecord]:
         """Solve the step ``k -> k+1`` from ``state`` and advance (a failed member stays frozen).
+
+        ``z0``: Newton's start (default :meth:`warm_start` of ``state``; a composed step map passes its
+        sub-steps' predictions).
 
         ``axis_name``: the batch axis when the step runs under ``jax.vmap(..., axis_name=...)``
         (with ``SolverOptions(jacobian="reuse")`` Newton then branches on the whole batch, see
@@ -276,7 +284,7 @@ class StepMap:
         """
         sysm, n = self.system, self.n
         active = state.status == Status.OK
-        z0 = self.warm_start(state)
+        z0 = self.warm_start(state) if z0 is None else z0
         if axis_name is None:  # one member: the floor in a branch taken only by a probe (a real branch)
             floor: FloorTest = lambda z: self.roundoff_floor(z, state.q, state.p, t, h, params, u)  # noqa: E731
         else:  # a vmapped batch, where a branch runs for every member at every trip: from Newton's linearization

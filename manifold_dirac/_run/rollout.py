@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 
-from .._mechanics.composition import check_composable, get_composition
+from .._mechanics.composition import check_composable, composed_predictor, get_composition
 from .._mechanics.newton import SolverOptions, newton
 from .._mechanics.rules import QuadratureRule, get_rule
 from .._mechanics.schemes import Scheme, get_scheme
@@ -260,25 +260,6 @@ def _initial_unknowns(sm: StepMap, q0: Any, p0: jax.Array, xi0: jax.Array) -> ja
     return z.at[:n].set(xi0)
 
 
-def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The static tables of a composed rollout's Newton starts (see :func:`rollout`'s ``warm_start``).
-
-    Returns ``(ratio, mirror, mirror_before)``, each of shape ``(s,)``: ``ratio[i] = gamma_i /
-    gamma_(i-1)`` (``gamma_1 / gamma_s`` for ``i = 0``); on the first step, ``mirror[i]`` is the sub-step of
-    the first half with the same coefficient as sub-step ``i`` of the second half (``s - 1 - i``, or -1:
-    none, or the coefficients are not a palindrome), ``mirror_before[i]`` the mirror of sub-step ``i - 1``
-    when it is solved before sub-step ``i`` (else -1).
-    """
-    g = np.asarray(gammas, dtype=float)
-    s = g.size
-    ratio = g / np.roll(g, 1)
-    idx = np.arange(s)
-    palindrome = bool(np.allclose(g, g[::-1], rtol=0, atol=1e-15))
-    mirror = np.where(palindrome & (s - 1 - idx < idx), s - 1 - idx, -1)
-    mirror_before = np.where((mirror >= 0) & (s - idx <= idx - 1), s - idx, -1)
-    return ratio, mirror.astype(np.int32), mirror_before.astype(np.int32)
-
-
 def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrolled_iterations: int,
            checkpoint: bool, warm_start: bool, gammas: tuple[float, ...] | None = None) -> Callable:
     """The compiled rollout for one step map and one set of static choices.
@@ -471,9 +452,10 @@ def rollout(
         third). On the first step, a sub-step of the second half of a
         palindromic composition starts from its mirror in the first half
         (the same coefficient), corrected likewise; one of the first half
-        from sub-step ``i - 1``'s solution scaled by ``gamma_i / gamma_{i-1}``
-        (as :class:`~manifold_dirac._mechanics.composition.ComposedStepMap`
-        does), the first from ``gamma_1 (h v_0, 0)``.
+        from sub-step ``i - 1``'s solution scaled by ``gamma_i / gamma_{i-1}``,
+        the first from ``gamma_1 (h v_0, 0)``; :func:`integrate`'s steps
+        (:class:`~manifold_dirac._mechanics.composition.ComposedStepMap`)
+        start the same way, so both take the same iterations.
 
     Returns
     -------

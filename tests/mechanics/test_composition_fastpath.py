@@ -37,8 +37,12 @@ def test_jitted_composed_rollout_matches_integrate(name, composition):
     q0, v0 = ex.initial(sysm)
     h, n = 0.25, 4
     is_flow.cache_clear()  # the first question about this manifold is asked inside the trace
-    fast = jax.jit(lambda q, v, hh: md.rollout(sysm, q, v, h=hh, n_steps=n, scheme="split",
-                                               composition=composition).q)
+    fast_run = jax.jit(lambda q, v, hh: md.rollout(sysm, q, v, h=hh, n_steps=n, scheme="split",
+                                                   composition=composition))
+
+    def fast(q, v, hh):
+        return fast_run(q, v, hh).q
+
     got = _last(fast(q0, v0, h))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -46,6 +50,8 @@ def test_jitted_composed_rollout_matches_integrate(name, composition):
     want = _last(tr.q)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    # the same Newton starts, so the same iterations step by step (tests/mechanics/test_rollout_conditioning.py)
+    assert tr.iterations[:n].tolist() == np.asarray(fast_run(q0, v0, h).iterations).tolist()
     # sensitivity: another step size moves the positions far beyond that tolerance
     other = _last(fast(q0, v0, 1.1 * h))
     assert max(float(np.max(np.abs(a - b))) for a, b in zip(other, want)) > 1e-3

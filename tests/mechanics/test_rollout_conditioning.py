@@ -25,12 +25,12 @@ import numpy as np
 import pytest
 
 import manifold_dirac as md
-from manifold_dirac._mechanics.composition import get_composition
 from manifold_dirac._mechanics.newton import SolverOptions
 from manifold_dirac._mechanics.rules import get_rule
 from manifold_dirac._mechanics.schemes import get_scheme
 from manifold_dirac._mechanics.step import StepMap
-from manifold_dirac._run.rollout import _initial_unknowns, composed_predictor
+from manifold_dirac._mechanics.composition import composed_predictor, get_composition
+from manifold_dirac._run.rollout import _initial_unknowns
 from manifold_dirac._run.start import _SINGULAR_STEP, equilibrated_condition
 from manifold_dirac.systems.catalog import EXAMPLES
 
@@ -108,7 +108,7 @@ def test_composed_rollout_starts_each_sub_step_from_the_previous_step():
     step the four sub-steps of the second half start from their mirrors in
     the first half (the same coefficient, the same equations moved along):
     19 updates where the scaled start took 27. The positions are those of
-    ``integrate`` (which starts from the scaled previous sub-step) to round-off.
+    ``integrate`` (which predicts its starts alike) to round-off.
     """
     ex = EXAMPLES["rolling_disk"]
     sysm = ex.system("exp")
@@ -157,6 +157,35 @@ def test_composed_predictor_tables():
     assert mirror.tolist() == [-1, -1, -1] and before.tolist() == [-1, -1, -1]
 
 
+@pytest.mark.parametrize("composition", ["kahan_li6", (0.3, 0.2, 0.5)])
+def test_integrate_starts_composed_sub_steps_as_rollout(composition):
+    """``integrate``'s composed steps start Newton where ``rollout``'s do: the same iterations, step by step.
+
+    Its step map carries the sub-steps' solutions of the last two steps in
+    the state (``State.history``) and predicts each sub-step's start from
+    them, with ``rollout``'s tables. The pendulum, whose steps change (a
+    palindrome with mirrors, and a composition without).
+    """
+    sysm = md.systems.pendulum()
+    q0, v0, h, n = np.array([1.0]), np.array([0.5]), 0.3, 6
+    r = jax.jit(lambda q, v: md.rollout(sysm, q, v, h=h, n_steps=n, composition=composition))(q0, v0)
+    tr = md.integrate(sysm, q0, v0, h=h, n_steps=n, composition=composition)
+    assert tr.iterations[:n].tolist() == np.asarray(r.iterations).tolist()
+    np.testing.assert_allclose(np.asarray(r.q), tr.q, rtol=0, atol=1e-14)
+    # sensitivity: the same steps from states without a history (every step started as a first one) take
+    # other iterations, and the solution is the same
+    integ = md.Integrator(sysm, h, composition=composition)
+    st = integ.initial_state(q0, v0).members
+    assert st.history.shape == (2, len(get_composition(composition).coefficients), 1)
+    f = jax.jit(integ.stepmap.step)
+    its = []
+    for k in range(n):
+        st, rec = f(st._replace(history=None), np.int32(k), np.float64(k * h), np.float64(h), sysm.params)
+        its.append(int(rec.iterations))
+    assert its != tr.iterations[:n].tolist()
+    np.testing.assert_allclose(np.asarray(st.q), tr.q[-1], rtol=0, atol=1e-13)
+
+
 @pytest.mark.slow  # ~7 s each on a loaded machine (a rollout and an integrate program); the sled's composed
 @pytest.mark.parametrize("coefficients", [(0.3, 0.2, 0.2, 0.3), (0.3, 0.2, 0.5)])  # rollout in the default tier
 def test_composed_rollout_of_any_coefficients_matches_integrate(coefficients):
@@ -164,7 +193,7 @@ def test_composed_rollout_of_any_coefficients_matches_integrate(coefficients):
 
     The pendulum, whose steps change: the Newton starts from mirrors and
     from the extrapolation of the last two steps converge to the solutions
-    that ``integrate`` (scaled starts) finds, to round-off.
+    that ``integrate`` finds, to round-off.
     """
     sysm = md.systems.pendulum()
     q0, v0 = np.array([1.0]), np.array([0.5])
