@@ -65,7 +65,8 @@ from .step import State, StepMap, StepRecord
 from .system import LagrangeDiracSystem
 
 __all__ = ["COMPOSITIONS", "ComposedStepMap", "Composition", "adjoint_defect", "check_composable", "composed_order",
-           "composed_predictor", "get_composition", "observed_order", "register_composition"]
+           "composed_predictor", "get_composition",
+           "predicted_solutions", "sub_step_start", "observed_order", "register_composition"]
 
 
 def _triple_jump(p: int) -> tuple[float, ...]:
@@ -326,7 +327,7 @@ def composed_order(comp: Composition, base_order: int) -> int:
 
 
 def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The static tables of a composed rollout's Newton starts (:meth:`ComposedStepMap.step`, and :func:`~manifold_dirac._run.rollout.rollout`'s ``warm_start``).
+    """The static tables of a composed step's Newton starts (:func:`sub_step_start`).
 
     Returns ``(ratio, mirror, mirror_before)``, each of shape ``(s,)``: ``ratio[i] = gamma_i /
     gamma_(i-1)`` (``gamma_1 / gamma_s`` for ``i = 0``); on the first step, ``mirror[i]`` is the sub-step of
@@ -344,6 +345,43 @@ def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.nd
     return ratio, mirror.astype(np.int32), mirror_before.astype(np.int32)
 
 
+def predicted_solutions(z1: jax.Array, z2: jax.Array, k: Any) -> jax.Array:
+    """Every sub-step's predicted solution on step ``k`` (traceable).
+
+    From its solutions ``z1`` on step ``k - 1`` and ``z2`` on ``k - 2``
+    (``(s, N_z)`` each): linear extrapolation from ``k = 2``, the last value
+    on ``k = 1``.
+    """
+    return jnp.where(k >= 2, 2.0 * z1 - z2, z1)
+
+
+def sub_step_start(first: Any, i: Any, P_i: jax.Array, P_before: jax.Array, last: jax.Array, zs: jax.Array,
+                   ratio_i: Any, mirror_i: Any, mirror_before_i: Any) -> jax.Array:
+    """Newton's start of sub-step ``i`` of a composed step (one member; traceable).
+
+    The rule of :meth:`ComposedStepMap.step` and of a composed
+    :func:`~manifold_dirac._run.rollout.rollout` (one function, so that the
+    two start alike). ``P_i`` is the sub-step's predicted solution
+    (:func:`predicted_solutions`), ``P_before`` that of sub-step ``i - 1``
+    (of sub-step ``s - 1`` for ``i = 0``), ``last`` the solution of the
+    sub-step just solved (``P_before`` for ``i = 0``), ``zs (s, N_z)`` this
+    step's solutions so far, and ``ratio_i``, ``mirror_i``,
+    ``mirror_before_i`` the tables of :func:`composed_predictor`. After the
+    first step: ``P_i + ratio_i (last - P_before)``, the prediction
+    corrected by ``gamma_i / gamma_(i-1)`` times what the prediction of the
+    sub-step before missed. On the first step (``first``, when the history
+    is that of a state at step 0, whose ``P_i`` is the state's unknowns
+    scaled by ``gamma_i``): ``P_0`` for ``i = 0``; for a sub-step with a
+    mirror, the mirror's solution corrected likewise by the sub-step before
+    and its mirror; else ``ratio_i last``.
+    """
+    later = P_i + ratio_i * (last - P_before)
+    mirrored = zs[jnp.maximum(mirror_i, 0)] + jnp.where(
+        mirror_before_i >= 0, ratio_i * (last - zs[jnp.maximum(mirror_before_i, 0)]), 0.0)
+    start = jnp.where(mirror_i >= 0, mirrored, jnp.where(i == 0, P_i, ratio_i * last))
+    return jnp.where(first, start, later)
+
+
 class ComposedStepMap:
     """``Psi_h = Phi_{gamma_s h} o ... o Phi_{gamma_1 h}`` of a :class:`StepMap` ``Phi``, as one step map.
 
@@ -355,7 +393,8 @@ class ComposedStepMap:
 
     Notes
     -----
-    :meth:`step` has the interface of :meth:`StepMap.step`. Sub-step ``i``
+    :meth:`step` has the interface of :meth:`StepMap.step` (without its
+    ``z0``: the composed step computes its sub-steps' starts). Sub-step ``i``
     starts at ``t + (gamma_1 + ... + gamma_{i-1}) h`` and solves the base
     scheme's equations (``docs/schemes.md``) with the step ``gamma_i h``;
     Newton starts it from a prediction of its solution from the same
@@ -364,10 +403,11 @@ class ComposedStepMap:
     a base step would: ``q_{k+1}``, ``p_{k+1}``, ``xi = R_{q_k}^{-1}(q_{k+1})``
     (the whole step's chart displacement, which the recorded velocity uses)
     and ``mu`` the sum of the sub-steps' multipliers (the step's reaction
-    impulse), and the sub-steps' solutions of this step and the last. The record's ``error`` and ``constraint_residual`` are the
-    largest over the sub-steps, ``iterations`` their sum. A sub-step that
-    fails fails the step: the member stays at ``(q_k, p_k)`` with the
-    failure's status, error and unknowns (those of the failed sub-step).
+    impulse), and the sub-steps' solutions of this step and the last. The
+    record's ``error`` and ``constraint_residual`` are the largest over the
+    sub-steps, ``iterations`` their sum. A sub-step that fails fails the
+    step: the member stays at ``(q_k, p_k)`` with the failure's status,
+    error and unknowns (those of the failed sub-step).
     """
 
     def __init__(self, base: StepMap, composition: Composition):
@@ -416,6 +456,20 @@ class ComposedStepMap:
         st = self.base.initial(q0, p0, xi0)
         return st._replace(history=self._fresh_history(st))
 
+    def conform(self, state: State) -> State:
+        """``state`` with a history of this composition's shape (:meth:`StepMap.conform`; one member).
+
+        A state without one (of a step map that is not composed, or built by
+        hand) or with another composition's gets the history of a state at
+        step 0 (:meth:`initial`): its unknowns scaled by ``gamma_i``, a start
+        for every sub-step as a step's unknowns scaled to it.
+        """
+        N = self.base.warm_start(state._replace(history=None)).shape[-1]
+        h = state.history
+        if h is not None and tuple(h.shape) == (2, len(self.composition.coefficients), N):
+            return state
+        return state._replace(history=self._fresh_history(state._replace(history=None)))
+
     def _fresh_history(self, state: State) -> jax.Array:
         g = jnp.asarray(self.composition.coefficients, jnp.float64)
         z = self.base.warm_start(state)
@@ -433,7 +487,8 @@ class ComposedStepMap:
         predicts it (the same tables, :func:`composed_predictor`), from ``state.history``: the same
         sub-step's solution on the last step (at ``k = 1``), extrapolated linearly from the last two
         steps (from ``k = 2``), corrected by ``gamma_i / gamma_(i-1)`` times what the prediction of the
-        sub-step before missed; on the first step (``k = 0``), or from a state without a history,
+        sub-step before missed (:func:`sub_step_start`); on the first step (``k = 0``), or from a state
+        without a history of this composition's shape (:meth:`conform`),
         the first sub-step starts from the state's warm start scaled by ``gamma_1``, a sub-step of the
         second half of a palindrome from its mirror in the first half, another from the sub-step
         before scaled by ``gamma_i / gamma_(i-1)``. ``k`` counts the steps since the state's history
@@ -446,31 +501,27 @@ class ComposedStepMap:
         ratio, mirror, mirror_before = composed_predictor(gammas)
         t_sub = np.concatenate([np.zeros(1), np.cumsum(gammas)[:-1]])
         first = k == 0
-        if state.history is None:  # a state built by hand: the first step's starts
-            first, history = True, self._fresh_history(state)
-        else:
-            history = state.history
+        conformed = self.conform(state)
+        if conformed is not state:  # a state of another step map, or built by hand: the first step's starts
+            first = True
+        history = conformed.history
         base_state = state._replace(history=None)
         z1, z2 = history[0], history[1]  # (s, N_z) each: every sub-step's solution on steps k - 1 and k - 2
-        P = jnp.where(k >= 2, 2.0 * z1 - z2, z1)
-        z_first = self.base.warm_start(self._scaled(base_state, gammas[0]))
+        P = predicted_solutions(z1, z2, k)
 
         def sub(carry, x):
             cur, err, res, its, mu_sum, p_start, zs, last = carry
             i, gi, ti, ri, Pi, P_before, mi, mbi = x
-            later = Pi + ri * (last - P_before)
-            start = jnp.where(mi >= 0, zs[jnp.maximum(mi, 0)] + jnp.where(
-                mbi >= 0, ri * (last - zs[jnp.maximum(mbi, 0)]), 0.0), jnp.where(i == 0, z_first, ri * last))
-            new, rec = self.base.step(cur, k, t + ti * h, gi * h, params, u, axis_name,
-                                      z0=jnp.where(first, start, later))
+            z0 = sub_step_start(first, i, Pi, P_before, last, zs, ri, mi, mbi)
+            new, rec = self.base.step(cur, k, t + ti * h, gi * h, params, u, axis_name, z0=z0)
             z_new = self.base.warm_start(new)
             p_start = jnp.where(i == 0, rec.p_start, p_start)
             carry = (new, jnp.maximum(err, rec.error), jnp.maximum(res, rec.constraint_residual),
                      its + rec.iterations, mu_sum + new.mu, p_start, zs.at[i].set(z_new), z_new)
             return carry, None
 
-        carry0 = (base_state, jnp.zeros(()), jnp.zeros(()), jnp.zeros((), jnp.int32), jnp.zeros_like(state.mu),
-                  state.p, z1, P[-1])
+        carry0 = (base_state, jnp.zeros(()), jnp.zeros(()), jnp.zeros((), jnp.int32),
+                  jnp.zeros_like(state.mu), state.p, z1, P[-1])
         xs = (jnp.arange(s), g, jnp.asarray(t_sub), jnp.asarray(ratio), P, jnp.roll(P, 1, axis=0),
               jnp.asarray(mirror), jnp.asarray(mirror_before))
         # one copy of the base step in the program (a scan), not one per sub-step: the compile stays that of one step

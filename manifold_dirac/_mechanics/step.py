@@ -47,7 +47,10 @@ class State(NamedTuple):
     p : array, shape=[n]
         ``p_k``, or for the ``minus`` scheme the pre-momentum ``p~_k``.
     xi, mu : array, shape=[n], [m]
-        Warm start of the next step (the last step's solution).
+        The last step's solution: Newton's start of the next step (of a
+        composed step, ``xi = R_{q_{k-1}}^{-1}(q_k)`` of the whole step and
+        ``mu`` the sum of its sub-steps' multipliers; its sub-steps start
+        from ``history``).
     stages : array, shape=[n_stages]
         What the rule keeps of the last step's internal stages for the next
         warm start (Galerkin rules: their deviation from the straight line,
@@ -67,8 +70,12 @@ class State(NamedTuple):
         :data:`FAIL_SOLUTION`, :data:`FAIL_ITERATE` or :data:`FAIL_ENERGY`.
     history : array, shape=[2, s, n + n_stages + m], or None
         A composed step map's (:class:`~manifold_dirac._mechanics.composition.ComposedStepMap`):
-        the unknowns of each of its ``s`` sub-steps on the last two steps, from which the next
-        step's sub-steps start Newton; None for a step map that is not composed.
+        the unknowns ``(xi, stages, mu)`` of each of its ``s`` sub-steps on the last step (row 0)
+        and the step before (row 1), from which the next step's sub-steps start Newton (kept as
+        they were when a member fails; before the first step, the state's unknowns scaled by
+        each ``gamma_i``). ``2 s`` times the unknowns per member (204 numbers for ``kahan_li8`` on
+        the rolling disk). None for a step map that is not composed; a state carried from
+        another integrator is adapted by :meth:`StepMap.conform`.
 
     Examples
     --------
@@ -322,6 +329,17 @@ class StepMap:
             status=status,
         )
         return new, record
+
+    def conform(self, state: State) -> State:
+        """``state`` in this step map's form (one member; traceable): without a composed map's ``history``.
+
+        A run or a step may continue from a state of another integrator (a
+        composed one, or another composition): the parts of the state that
+        only a step map of another kind keeps are dropped (a composed map's
+        ``conform`` builds its ``history`` instead). A static decision: a
+        state already in form passes unchanged.
+        """
+        return state if state.history is None else state._replace(history=None)
 
     def warm_start(self, state: State) -> jax.Array:
         """The Newton start ``z0 = (xi, stages, mu)`` of the step from ``state`` (one member)."""

@@ -55,6 +55,17 @@ class _Start(NamedTuple):
     t0: float
 
 
+def _step_program(sm: StepMap | ComposedStepMap, batched: bool) -> Callable:
+    """The compiled step of :meth:`Integrator.step`.
+
+    A state of another integrator is first put in this step map's form
+    (:meth:`StepMap.conform <manifold_dirac._mechanics.step.StepMap.conform>`), then stepped.
+    """
+    step = member_step(sm, batched)
+    conform = jax.vmap(sm.conform) if batched else sm.conform
+    return jax.jit(lambda state, *args: step(conform(state), *args))
+
+
 class Integrator:
     """A discrete Lagrange--Dirac integrator for one system, stepped by hand or run.
 
@@ -293,7 +304,7 @@ class Integrator:
         batched = bool(B)
         sm = self.stepmap
 
-        fn = _compiled(sm, ("step", batched, u is None), lambda: jax.jit(member_step(sm, batched)))
+        fn = _compiled(sm, ("step", batched, u is None), lambda: _step_program(sm, batched))
         uu = None if u is None else _flatten_batch(_vector(u, B, self.system.dim, "u"), len(B))
         h = np.float64(self.h)
         params = self._use_params(params, "Integrator.step")

@@ -113,6 +113,9 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
     # jitted: its trace is cached and reused by the shape queries and the loop body below (one trace of the step
     # per program instead of four); XLA inlines the call, the compiled program is the same
     step = jax.jit(member_step(sm, batched))
+    # a state of another integrator (a composed one, another composition) in this step map's form: a static
+    # decision at the trace, nothing for a state already in form
+    conform = jax.vmap(sm.conform) if batched else sm.conform
     point = recording.point
     if batched:
         point = member_map(point, in_axes=(None, 0, 0, None, None, 0, None, None))
@@ -129,6 +132,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
     def chunk(members, q_prev, counts, v_init, times, params, controls):
         # the host's scalars come as two small arrays (one argument each, not eight: each argument of a call
         # costs its conversion and transfer); see :func:`drive`
+        members = conform(members)
         have_prev = counts[0] != 0
         k0, slot0, n_slots, n_total, stride = (counts[i] for i in range(1, 6))
         t0, h = times[0], times[1]

@@ -37,7 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 
-from .._mechanics.composition import check_composable, composed_predictor, get_composition
+from .._mechanics.composition import (check_composable, composed_predictor, get_composition,
+                                      predicted_solutions, sub_step_start)
 from .._mechanics.newton import SolverOptions, newton
 from .._mechanics.rules import QuadratureRule, get_rule
 from .._mechanics.schemes import Scheme, get_scheme
@@ -317,22 +318,20 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             z1, z2 = c.z[0], c.z[1]  # (s, N_z) each: every sub-step's solution on steps k - 1 and k - 2
             # the predicted solution of every sub-step from the same sub-step on the last two steps: linear
             # extrapolation from step k >= 2, the last value on step 1 (and gamma_i z0, unused, on step 0)
-            P = jnp.where(k >= 2, 2.0 * z1 - z2, z1)
+            P = predicted_solutions(z1, z2, k)
 
             def one(carry, x):
                 cc, zs, last = carry  # zs: this step's sub-step solutions so far; last: the previous one's
                 i, gi, ti, ri, Pi, P_before, mi, mbi = x
                 # Newton's start: the predicted solution, corrected by gamma_i / gamma_(i-1) times the error of
                 # that prediction on the sub-step before (which has just been solved: what the prediction
-                # missed there, it misses here scaled by the ratio of the steps)
-                later = Pi + ri * (last - P_before)
-                # on the first step there is no history: a sub-step of the second half starts from its mirror
-                # in the first half (the same coefficient, gamma_i = gamma_(s+1-i)), corrected as above by the
-                # sub-step before and its mirror; a sub-step of the first half from the sub-step before scaled
-                # by gamma_i / gamma_(i-1) (the first one: gamma_1 z0)
-                start = jnp.where(mi >= 0, zs[jnp.maximum(mi, 0)] + jnp.where(
-                    mbi >= 0, ri * (last - zs[jnp.maximum(mbi, 0)]), 0.0), jnp.where(i == 0, Pi, ri * last))
-                guess = jnp.where(k == 0, start, later)
+                # missed there, it misses here scaled by the ratio of the steps); on the first step there is
+                # no history: a sub-step of the second half starts from its mirror in the first half (the same
+                # coefficient, gamma_i = gamma_(s+1-i)), corrected as above by the sub-step before and its
+                # mirror; a sub-step of the first half from the sub-step before scaled by
+                # gamma_i / gamma_(i-1) (the first one: gamma_1 z0). integrate's composed steps start by the
+                # same rule (one function)
+                guess = sub_step_start(k == 0, i, Pi, P_before, last, zs, ri, mi, mbi)
                 cc, (q1, p1, z1_, it) = sub_step(cc._replace(z=Pi), k, t + h * ti, gi * h, u, guess)
                 return (cc, zs.at[i].set(cc.z), cc.z), (z1_, it)
 
@@ -453,9 +452,10 @@ def rollout(
         palindromic composition starts from its mirror in the first half
         (the same coefficient), corrected likewise; one of the first half
         from sub-step ``i - 1``'s solution scaled by ``gamma_i / gamma_{i-1}``,
-        the first from ``gamma_1 (h v_0, 0)``; :func:`integrate`'s steps
-        (:class:`~manifold_dirac._mechanics.composition.ComposedStepMap`)
-        start the same way, so both take the same iterations.
+        the first from ``gamma_1 (h v_0, 0)``. :func:`integrate`'s composed
+        steps (:class:`~manifold_dirac._mechanics.composition.ComposedStepMap`)
+        start by the same rule
+        (:func:`~manifold_dirac._mechanics.composition.sub_step_start`).
 
     Returns
     -------

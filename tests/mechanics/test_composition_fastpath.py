@@ -43,15 +43,16 @@ def test_jitted_composed_rollout_matches_integrate(name, composition):
     def fast(q, v, hh):
         return fast_run(q, v, hh).q
 
-    got = _last(fast(q0, v0, h))
+    run = fast_run(q0, v0, h)
+    got = _last(run.q)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tr = md.integrate(sysm, q0, v0, h=h, n_steps=n, scheme="split", composition=composition)
     want = _last(tr.q)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
-    # the same Newton starts, so the same iterations step by step (tests/mechanics/test_rollout_conditioning.py)
-    assert tr.iterations[:n].tolist() == np.asarray(fast_run(q0, v0, h).iterations).tolist()
+    # the same Newton starts, so the same iterations step by step (test_rollout_conditioning.py)
+    assert tr.iterations[:n].tolist() == np.asarray(run.iterations).tolist()
     # sensitivity: another step size moves the positions far beyond that tolerance
     other = _last(fast(q0, v0, 1.1 * h))
     assert max(float(np.max(np.abs(a - b))) for a, b in zip(other, want)) > 1e-3

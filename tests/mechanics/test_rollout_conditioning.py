@@ -25,11 +25,12 @@ import numpy as np
 import pytest
 
 import manifold_dirac as md
+from manifold_dirac._mechanics.composition import (composed_predictor, get_composition, predicted_solutions,
+                                                  sub_step_start)
 from manifold_dirac._mechanics.newton import SolverOptions
 from manifold_dirac._mechanics.rules import get_rule
 from manifold_dirac._mechanics.schemes import get_scheme
 from manifold_dirac._mechanics.step import StepMap
-from manifold_dirac._mechanics.composition import composed_predictor, get_composition
 from manifold_dirac._run.rollout import _initial_unknowns
 from manifold_dirac._run.start import _SINGULAR_STEP, equilibrated_condition
 from manifold_dirac.systems.catalog import EXAMPLES
@@ -157,14 +158,73 @@ def test_composed_predictor_tables():
     assert mirror.tolist() == [-1, -1, -1] and before.tolist() == [-1, -1, -1]
 
 
+def test_sub_step_start_rule():
+    """Newton's start of each sub-step, against the rule written out (one function for integrate and rollout).
+
+    A palindrome of even length ``(0.3, 0.2, 0.2, 0.3)``: on the first step
+    sub-steps 0 and 1 start from ``P_0`` and ``(0.2 / 0.3)`` times sub-step
+    0's solution, sub-step 2 from its mirror 1 (the sub-step before it is
+    that mirror: no correction), sub-step 3 from its mirror 0 corrected by
+    ``(0.3 / 0.2)`` times what sub-step 2 moved from its own mirror 1. After
+    the first step: ``P_i + r_i (last - P_(i-1))``; the predictions
+    extrapolate linearly from the third step.
+    """
+    g = (0.3, 0.2, 0.2, 0.3)
+    ratio, mirror, before = composed_predictor(g)
+    rng = np.random.default_rng(3)
+    z1, z2, sol = (rng.standard_normal((4, 2)) for _ in range(3))  # history rows; this step's solutions
+    np.testing.assert_array_equal(predicted_solutions(z1, z2, 0), z1)
+    np.testing.assert_array_equal(predicted_solutions(z1, z2, 1), z1)
+    np.testing.assert_allclose(predicted_solutions(z1, z2, 2), 2 * z1 - z2, rtol=0, atol=1e-15)
+    P = np.asarray(predicted_solutions(z1, z2, 0))
+    r = ratio
+    want_first = [P[0], r[1] * sol[0], sol[1], sol[0] + r[3] * (sol[2] - sol[1])]
+    P2 = np.asarray(predicted_solutions(z1, z2, 5))
+    for first, Pk, want in ((True, P, want_first), (False, P2, None)):
+        zs = np.zeros((4, 2))
+        last = Pk[-1]
+        for i in range(4):
+            got = np.asarray(sub_step_start(first, i, Pk[i], Pk[i - 1], last, zs, r[i], mirror[i], before[i]))
+            expected = want[i] if first else Pk[i] + r[i] * (last - Pk[i - 1])
+            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-14, err_msg=f"first={first}, i={i}")
+            zs[i], last = sol[i], sol[i]
+    # sensitivity: without the mirror's correction sub-step 3's first start is off by what sub-step 2 moved
+    assert np.max(np.abs(sol[0] - want_first[3])) > 1e-3
+
+
+def test_runs_continue_from_states_of_other_integrators():
+    """A composed run from a plain integrator's state, a plain run from a composed one's, ``kahan_li8`` from
+    ``kahan_li6``'s: each continues (the state conformed to the step map, ``StepMap.conform``) with the
+    positions of a run from its own state, to the solves' round-off."""
+    sysm = md.systems.pendulum()
+    q0, v0, h = np.array([1.0]), np.array([0.5]), 0.3
+    plain = md.Integrator(sysm, h)
+    li6, li8 = (md.Integrator(sysm, h, composition=c) for c in ("kahan_li6", "kahan_li8"))
+    starts = {name: integ.initial_state(q0, v0)
+              for name, integ in (("plain", plain), ("li6", li6), ("li8", li8))}
+    assert starts["plain"].members.history is None and starts["li6"].members.history.shape == (2, 9, 1)
+    for integ, own, other in ((li6, "li6", "plain"), (plain, "plain", "li6"), (li8, "li8", "li6")):
+        want = integ.run(starts[own], 3).q
+        got = integ.run(starts[other], 3).q
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-13)
+        stepped, _ = integ.step(starts[other])
+        np.testing.assert_allclose(np.asarray(stepped.members.q), want[1], rtol=0, atol=1e-13)
+    # sensitivity: another composition's run is not that run
+    assert np.max(np.abs(li8.run(starts["li8"], 3).q - li6.run(starts["li6"], 3).q)) > 1e-9
+
+
 @pytest.mark.parametrize("composition", ["kahan_li6", (0.3, 0.2, 0.5)])
 def test_integrate_starts_composed_sub_steps_as_rollout(composition):
     """``integrate``'s composed steps start Newton where ``rollout``'s do: the same iterations, step by step.
 
     Its step map carries the sub-steps' solutions of the last two steps in
-    the state (``State.history``) and predicts each sub-step's start from
-    them, with ``rollout``'s tables. The pendulum, whose steps change (a
-    palindrome with mirrors, and a composition without).
+    the state (``State.history``) and starts each sub-step by rollout's rule
+    (``sub_step_start``, tested above). The pendulum, whose steps change (a
+    palindrome with mirrors, and a composition without): its two programs'
+    solutions agree to the bit here, so the starts do, and the iterations.
+    (Where two programs' round-off differs, as on the rolling disk at
+    ``h = 0.5``, starts differ in the last bits and a start at Newton's
+    round-off threshold may take one update more or less.)
     """
     sysm = md.systems.pendulum()
     q0, v0, h, n = np.array([1.0]), np.array([0.5]), 0.3, 6
