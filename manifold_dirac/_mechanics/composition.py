@@ -345,7 +345,7 @@ def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.nd
     return ratio, mirror.astype(np.int32), mirror_before.astype(np.int32)
 
 
-def predicted_solutions(z1: jax.Array, z2: jax.Array, k: Any) -> jax.Array:
+def predicted_solutions(z1: jax.Array, z2: jax.Array, k: ArrayLike) -> jax.Array:
     """Every sub-step's predicted solution on step ``k`` (traceable).
 
     From its solutions ``z1`` on step ``k - 1`` and ``z2`` on ``k - 2``
@@ -355,8 +355,8 @@ def predicted_solutions(z1: jax.Array, z2: jax.Array, k: Any) -> jax.Array:
     return jnp.where(k >= 2, 2.0 * z1 - z2, z1)
 
 
-def sub_step_start(first: Any, i: Any, P_i: jax.Array, P_before: jax.Array, last: jax.Array, zs: jax.Array,
-                   ratio_i: Any, mirror_i: Any, mirror_before_i: Any) -> jax.Array:
+def sub_step_start(first: ArrayLike, i: ArrayLike, P_i: jax.Array, P_before: jax.Array, last: jax.Array,
+                   zs: jax.Array, ratio_i: ArrayLike, mirror_i: ArrayLike, mirror_before_i: ArrayLike) -> jax.Array:
     """Newton's start of sub-step ``i`` of a composed step (one member; traceable).
 
     The rule of :meth:`ComposedStepMap.step` and of a composed
