@@ -72,8 +72,8 @@ class State(NamedTuple):
         A composed step map's (:class:`~manifold_dirac._mechanics.composition.ComposedStepMap`):
         the unknowns ``(xi, stages, mu)`` of each of its ``s`` sub-steps on the last step (row 0)
         and the step before (row 1), from which the next step's sub-steps start Newton (kept as
-        they were when a member fails; before the first step, the state's unknowns scaled by
-        each ``gamma_i``). ``2 s`` times the unknowns per member (204 numbers for ``kahan_li8`` on
+        they were when a member fails; before the first step zeros, not read: the first step
+        starts from the state's unknowns scaled by each ``gamma_i``). ``2 s`` times the unknowns per member (204 numbers for ``kahan_li8`` on
         the rolling disk). None for a step map that is not composed; a state carried from
         another integrator is adapted by :meth:`StepMap.conform`.
 
@@ -329,6 +329,9 @@ class StepMap:
             status=status,
         )
         return new, record
+
+    history_shape: tuple[int, int, int] | None = None
+    """The shape of one member's ``State.history`` (None: a step map that is not composed keeps none)."""
 
     def conform(self, state: State) -> State:
         """``state`` in this step map's form (one member; traceable): without a composed map's ``history``.

@@ -218,6 +218,9 @@ class Integrator:
         # the values checked on the host, in one transfer
         spec = fn.spec  # type: ignore[attr-defined]  # set by build_start
         v_legendre = check_start(self.stepmap, unpack_values(np.asarray(values), spec), q0, vv, pp, B)
+        hs = self.stepmap.history_shape
+        if hs is not None:  # a composed map's history, added here (not an output of the start: _member_shapes)
+            members = members._replace(history=np.zeros((*np.shape(members.p)[:-1], *hs)))
         return RunState(k=0, t0=start.t0, members=members, batch_shape=B, q_prev=None,
                         v_init=None if vv is None else _flatten_batch(vv, len(B)), v_legendre=v_legendre)
 
@@ -250,7 +253,8 @@ class Integrator:
 
         :meth:`StepMap.initial <manifold_dirac._mechanics.step.StepMap.initial>`
         of one member (a trace of a few constants), its batch axes flattened
-        to one as the start flattens them. A mismatch would only make the
+        to one as the start flattens them, with a composed map's history as
+        :meth:`_started` adds it. A mismatch would only make the
         run compile its loop itself (``tests/test_compile_ahead.py`` counts).
         """
         nb, n = len(start.B), self.system.dim
@@ -262,6 +266,9 @@ class Integrator:
         q1 = jax.tree.map(member, start.q0)
         vec = jax.ShapeDtypeStruct((n,), np.dtype(np.float64))
         one = jax.eval_shape(self.stepmap.initial, q1, vec, vec)
+        hs = self.stepmap.history_shape
+        if hs is not None:
+            one = one._replace(history=jax.ShapeDtypeStruct(hs, np.dtype(np.float64)))
         if not nb:
             return one
         size = int(np.prod(start.B))
