@@ -7,9 +7,11 @@ Run (from the repository root)::
     PYTHONPATH=$PWD python benchmarks/call_overhead.py --compare ../other-checkout
 
 For each case (a short run whose compiled work is small: the Chaplygin sled
-composed with ``kahan_li8``, the rolling disk with ``kahan_li6``, a plain
-pendulum, the heavy top, the four-bar linkage with its holonomic
-constraints), all in one process, every program compiled first (not timed):
+composed with ``kahan_li8``, the rolling disk with ``kahan_li6`` over 4
+steps and over 16 -- its run for ``1e-6`` in ``composition.py`` --, the
+snakeboard's ``kahan_li8`` run for ``1e-6`` (12 steps), a plain pendulum,
+the heavy top, the four-bar linkage with its holonomic constraints), all in
+one process, every program compiled first (not timed):
 
 * ``integrate``: one whole call of :func:`manifold_dirac.integrate`;
 * its phases: building the :class:`~manifold_dirac.Integrator`,
@@ -115,9 +117,9 @@ def replay(calls):
 
 
 def cases():
-    from benchmarks.composition import chaplygin_sled, heavy_top, rolling_disk
+    from benchmarks.composition import chaplygin_sled, heavy_top, rolling_disk, snakeboard
 
-    sled, disk, top = chaplygin_sled(), rolling_disk(), heavy_top()
+    sled, disk, top, board = chaplygin_sled(), rolling_disk(), heavy_top(), snakeboard()
     pend = md.systems.pendulum()
     four_bar = md.systems.four_bar()
     q_fb, v_fb = md.systems.four_bar_initial()
@@ -132,6 +134,12 @@ def cases():
         "rolling_disk + kahan_li6, h = 0.5, 4 steps": dict(
             system=disk["system"], q0=disk["q0"], v0=disk["v0"], h=0.5, n=4, scheme="split",
             composition="kahan_li6", rhs=disk["rhs"], y0=disk["y0"], T=2.0),
+        "rolling_disk + kahan_li6, h = 0.125, 16 steps": dict(
+            system=disk["system"], q0=disk["q0"], v0=disk["v0"], h=0.125, n=16, scheme="split",
+            composition="kahan_li6", rhs=disk["rhs"], y0=disk["y0"], T=2.0),
+        "snakeboard + kahan_li8, h = 1/6, 12 steps": dict(
+            system=board["system"], q0=board["q0"], v0=board["v0"], h=1 / 6, n=12, scheme="split",
+            composition="kahan_li8", rhs=board["rhs"], y0=board["y0"], T=2.0),
         "pendulum, midpoint, h = 0.05, 40 steps": dict(
             system=pend, q0=np.array([1.0]), v0=np.array([0.0]), h=0.05, n=40, scheme="symmetric",
             composition=None, rhs=pend_rhs, y0=np.array([1.0, 0.0]), T=2.0),
