@@ -65,8 +65,8 @@ from .step import State, StepMap, StepRecord
 from .system import LagrangeDiracSystem
 
 __all__ = ["COMPOSITIONS", "ComposedStepMap", "Composition", "adjoint_defect", "check_composable", "composed_order",
-           "composed_predictor", "get_composition",
-           "predicted_solutions", "sub_step_start", "observed_order", "register_composition"]
+           "composed_predictor", "get_composition", "observed_order", "predicted_solutions", "register_composition",
+           "sub_step_inputs", "sub_step_start"]
 
 
 def _triple_jump(p: int) -> tuple[float, ...]:
@@ -382,6 +382,22 @@ def sub_step_start(first: ArrayLike, i: ArrayLike, P_i: jax.Array, P_before: jax
     return jnp.where(first, start, later)
 
 
+def sub_step_inputs(gammas: ArrayLike, P: jax.Array) -> tuple[jax.Array, ...]:
+    """What a composed step's loop over its sub-steps reads per sub-step ``i`` (the ``xs`` of its ``lax.scan``).
+
+    ``(i, gamma_i, offset_i, ratio_i, P_i, P_(i-1), mirror_i, mirror_before_i)``, each with a leading axis of
+    the ``s`` sub-steps: ``offset_i = gamma_1 + ... + gamma_(i-1)`` (the sub-step starts at ``t + offset_i
+    h``), ``P (s, N_z)`` the predicted solutions (:func:`predicted_solutions`, ``P_(-1) = P_(s-1)``) and
+    the tables of :func:`composed_predictor`; the arguments of :func:`sub_step_start` and of the sub-step.
+    Shared by :meth:`ComposedStepMap.step` and a composed :func:`~manifold_dirac._run.rollout.rollout`.
+    """
+    g = np.asarray(gammas, dtype=float)
+    ratio, mirror, mirror_before = composed_predictor(g)
+    offset = np.concatenate([np.zeros(1), np.cumsum(g)[:-1]])
+    return (jnp.arange(g.size), jnp.asarray(g), jnp.asarray(offset), jnp.asarray(ratio), P, jnp.roll(P, 1, axis=0),
+            jnp.asarray(mirror), jnp.asarray(mirror_before))
+
+
 class ComposedStepMap:
     """``Psi_h = Phi_{gamma_s h} o ... o Phi_{gamma_1 h}`` of a :class:`StepMap` ``Phi``, as one step map.
 
@@ -477,10 +493,15 @@ class ComposedStepMap:
             return state
         return state._replace(history=self._fresh_history(state._replace(history=None)))
 
-    def _fresh_history(self, state: State) -> jax.Array:
+    def _scaled_unknowns(self, state: State) -> jax.Array:
+        """``(s, N_z)``: the unknowns of ``state`` (without a history) scaled by each ``gamma_i``."""
         g = jnp.asarray(self.composition.coefficients, jnp.float64)
-        z = self.base.warm_start(state)
-        return jnp.broadcast_to(g[None, :, None] * z[None, None, :], (2, g.shape[0], z.shape[-1]))
+        return g[:, None] * self.base.warm_start(state)[None, :]
+
+    def _fresh_history(self, state: State) -> jax.Array:
+        """The history of a state at step 0: :meth:`_scaled_unknowns` on both rows."""
+        z = self._scaled_unknowns(state)
+        return jnp.broadcast_to(z[None], (2, *z.shape))
 
     @staticmethod
     def _scaled(state: State, ratio: float) -> State:
@@ -503,18 +524,14 @@ class ComposedStepMap:
         tolerance).
         """
         gammas = self.composition.coefficients
-        g = jnp.asarray(gammas, jnp.float64)
-        s = len(gammas)
-        ratio, mirror, mirror_before = composed_predictor(gammas)
-        t_sub = np.concatenate([np.zeros(1), np.cumsum(gammas)[:-1]])
-        first = k == 0
         conformed = self.conform(state)
-        if conformed is not state:  # a state of another step map, or built by hand: the first step's starts
-            first = True
+        # a state of another step map, or built by hand (conformed: a new history): the first step's starts
+        first = True if conformed is not state else k == 0
         base_state = state._replace(history=None)
-        # on the first step the history is that of a state at step 0 (what a run's state holds there is not read)
-        history = jnp.where(first, self._fresh_history(base_state), conformed.history)
-        z1, z2 = history[0], history[1]  # (s, N_z) each: every sub-step's solution on steps k - 1 and k - 2
+        # every sub-step's solution on steps k - 1 and k - 2, (s, N_z) each; on the first step z1 is the state's
+        # unknowns scaled by gamma_i (P_0 starts sub-step 0; what a run's state holds there is zeros, not read)
+        z1 = jnp.where(first, self._scaled_unknowns(base_state), conformed.history[0])
+        z2 = conformed.history[1]
         P = predicted_solutions(z1, z2, k)
 
         def sub(carry, x):
@@ -530,10 +547,8 @@ class ComposedStepMap:
 
         carry0 = (base_state, jnp.zeros(()), jnp.zeros(()), jnp.zeros((), jnp.int32),
                   jnp.zeros_like(state.mu), state.p, z1, P[-1])
-        xs = (jnp.arange(s), g, jnp.asarray(t_sub), jnp.asarray(ratio), P, jnp.roll(P, 1, axis=0),
-              jnp.asarray(mirror), jnp.asarray(mirror_before))
         # one copy of the base step in the program (a scan), not one per sub-step: the compile stays that of one step
-        (cur, err, res, its, mu_sum, p_start, zs, _), _ = jax.lax.scan(sub, carry0, xs)
+        (cur, err, res, its, mu_sum, p_start, zs, _), _ = jax.lax.scan(sub, carry0, sub_step_inputs(gammas, P))
         ok = cur.status == Status.OK
         Q = self.system.Q
         xi_full = Q.inverse_retract(state.q, cur.q)
@@ -549,7 +564,7 @@ class ComposedStepMap:
             fail_z=cur.fail_z,
             fail_kind=cur.fail_kind,
             stages=jnp.where(ok, cur.stages / gammas[-1], state.stages),
-            history=jnp.where(ok, jnp.stack([zs, z1]), history),
+            history=jnp.where(ok, jnp.stack([zs, z1]), conformed.history),
         )
         record = StepRecord(
             p_start=p_start,

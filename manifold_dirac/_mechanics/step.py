@@ -73,9 +73,10 @@ class State(NamedTuple):
         the unknowns ``(xi, stages, mu)`` of each of its ``s`` sub-steps on the last step (row 0)
         and the step before (row 1), from which the next step's sub-steps start Newton (kept as
         they were when a member fails; before the first step zeros, not read: the first step
-        starts from the state's unknowns scaled by each ``gamma_i``). ``2 s`` times the unknowns per member (204 numbers for ``kahan_li8`` on
-        the rolling disk). None for a step map that is not composed; a state carried from
-        another integrator is adapted by :meth:`StepMap.conform`.
+        starts from the state's unknowns scaled by each ``gamma_i``). ``2 s`` times the unknowns
+        per member (204 numbers for ``kahan_li8`` on the rolling disk). None for a step map that
+        is not composed; a state carried from another integrator is adapted by
+        :meth:`StepMap.conform`.
 
     Examples
     --------

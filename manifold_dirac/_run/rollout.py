@@ -37,8 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 
-from .._mechanics.composition import (check_composable, composed_predictor, get_composition,
-                                      predicted_solutions, sub_step_start)
+from .._mechanics.composition import (check_composable, get_composition, predicted_solutions, sub_step_inputs,
+                                      sub_step_start)
 from .._mechanics.newton import SolverOptions, newton
 from .._mechanics.rules import QuadratureRule, get_rule
 from .._mechanics.schemes import Scheme, get_scheme
@@ -311,10 +311,6 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             c = c._replace(status=status, fail_step=fail_step)
             if gammas is None:
                 return sub_step(c, k, t, h, u, c.z)
-            g = np.asarray(gammas)
-            s = len(g)
-            t_sub = np.concatenate([np.zeros(1), np.cumsum(g)[:-1]])
-            ratio, mirror, mirror_before = composed_predictor(g)
             z1, z2 = c.z[0], c.z[1]  # (s, N_z) each: every sub-step's solution on steps k - 1 and k - 2
             # the predicted solution of every sub-step from the same sub-step on the last two steps: linear
             # extrapolation from step k >= 2, the last value on step 1 (and gamma_i z0, unused, on step 0)
@@ -335,9 +331,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
                 cc, (q1, p1, z1_, it) = sub_step(cc._replace(z=Pi), k, t + h * ti, gi * h, u, guess)
                 return (cc, zs.at[i].set(cc.z), cc.z), (z1_, it)
 
-            xs = (jnp.arange(s), jnp.asarray(g), jnp.asarray(t_sub), jnp.asarray(ratio), P, jnp.roll(P, 1, axis=0),
-                  jnp.asarray(mirror), jnp.asarray(mirror_before))
-            (c, zs, _), (zout, its) = jax.lax.scan(one, (c._replace(z=P[0]), z1, P[-1]), xs)
+            (c, zs, _), (zout, its) = jax.lax.scan(one, (c._replace(z=P[0]), z1, P[-1]), sub_step_inputs(gammas, P))
             c = c._replace(z=jnp.stack([zs, z1]))
             return c, (c.q, c.p, zout, jnp.sum(its).astype(jnp.int32))
 
