@@ -18,7 +18,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["FUSED_PRODUCT_MAX", "ROLLED_SOLVE_MAX", "SMALL_SOLVE_MAX", "mm", "mv", "solve_rolled", "solve_small", "vdot", "vm"]
+__all__ = ["FUSED_PRODUCT_MAX", "ROLLED_SOLVE_MAX", "ROW_SOLVE_MIN", "SMALL_SOLVE_MAX", "mm", "mv", "solve_rolled",
+           "solve_rows", "solve_small", "vdot", "vm"]
 
 SMALL_SOLVE_MAX = 12
 """Largest system solved by the unrolled elimination of :func:`solve_small` (:func:`solve_rolled` above).
@@ -31,6 +32,16 @@ benchmarks/all_systems.py --before DIR --rounds 2 --label solve14 --systems
 two_wheel_cart``, ``benchmarks/results/all_systems_solve14.json``, fastest of
 2 rounds): 10.1 -> 1.9 µs per step, but its first call 6.5 -> 22 s with an
 empty cache and 0.58 -> 0.96 s from the cache."""
+
+
+ROW_SOLVE_MIN = 6
+"""Smallest system :func:`solve_small` eliminates by whole rows (:func:`solve_rows`); entry by entry below.
+
+Measured in a compiled loop of solves of one random system (``python benchmarks/newton_matrix.py``,
+``benchmarks/results/newton_matrix.md``): the elimination by rows is the faster one from 6 unknowns on
+(at 7, the snakeboard's Newton system, about half the time), the one entry by entry up to 5; and the
+elimination by rows compiles in a fraction of the time from 9 unknowns on (its program has ``O(n^2)``
+array operations, the one entry by entry ``O(n^3)`` scalar ones)."""
 
 
 ROLLED_SOLVE_MAX = 14
@@ -100,7 +111,9 @@ def solve_small(A: jax.Array, b: jax.Array) -> jax.Array:
     Gaussian elimination with partial pivoting (the algorithm of LAPACK's
     ``getrf``/``getrs``), unrolled over the static size ``n`` and written with
     elementwise operations and sums only, so that XLA fuses it with the
-    computation around it. A zero pivot (a singular matrix) gives ``inf`` or
+    computation around it: entry by entry below :data:`ROW_SOLVE_MIN`
+    unknowns, by whole rows (:func:`solve_rows`) from there to
+    :data:`SMALL_SOLVE_MAX`. A zero pivot (a singular matrix) gives ``inf`` or
     ``NaN`` entries, as the LAPACK route does. Above :data:`SMALL_SOLVE_MAX`
     the rolled elimination (:func:`solve_rolled`), above :data:`ROLLED_SOLVE_MAX`
     ``jnp.linalg.solve``.
@@ -112,6 +125,8 @@ def solve_small(A: jax.Array, b: jax.Array) -> jax.Array:
         if n <= ROLLED_SOLVE_MAX:
             return solve_rolled(A, b)
         return jnp.linalg.solve(A, b)
+    if n >= ROW_SOLVE_MIN:
+        return solve_rows(A, b)
     rows = [A[i] for i in range(n)]
     rhs = [b[i] for i in range(n)]
     for k in range(n - 1):
@@ -137,6 +152,39 @@ def solve_small(A: jax.Array, b: jax.Array) -> jax.Array:
             acc = acc - rows[k][j] * x[j]
         x[k] = acc / rows[k][k]
     return jnp.stack(x)
+
+
+def solve_rows(A: jax.Array, b: jax.Array) -> jax.Array:
+    """``A^{-1} b`` (``A (n, n)``, ``b (n,)`` or ``(n, k)``) by Gaussian elimination on whole rows, unrolled.
+
+    The algorithm of :func:`solve_small` (partial pivoting, the first of equal pivots) on the
+    augmented matrix ``[A | b]``, unrolled over the ``n - 1`` columns as operations on whole rows:
+    for column ``k``, the pivot row is read by its index and swapped with row ``k`` by one select
+    over the rows, and the rows below take the rank-one update ``M_i - (M_ik / M_kk) M_k`` at once.
+    ``O(n)`` array operations per column, where the elimination entry by entry has ``O(n^2)``
+    scalar ones: from about 6 unknowns it is the faster of the two and compiles in less time
+    (:data:`ROW_SOLVE_MIN`). Back substitution as in :func:`solve_small`. A zero pivot gives
+    ``inf`` or ``NaN`` entries.
+    """
+    n = A.shape[-1]
+    vector = b.ndim == 1
+    dtype = jnp.result_type(float, A, b)  # integers: a float elimination, as jnp.linalg.solve
+    M = jnp.concatenate([A.astype(dtype), (b[:, None] if vector else b).astype(dtype)], axis=1)
+    rows = jnp.arange(n)[:, None]
+    for k in range(n - 1):
+        piv = jnp.argmax(jnp.abs(M[k:, k])) + k  # the first of the largest, as LAPACK's idamax
+        rk = M[k]
+        rp = jax.lax.dynamic_index_in_dim(M, piv, 0, keepdims=False)
+        M = jnp.where(rows == piv, rk[None, :], M).at[k].set(rp)  # the pivot row's place gets row k
+        M = M.at[k + 1:].set(M[k + 1:] - (M[k + 1:, k] / rp[k])[:, None] * rp[None, :])
+    x: list = [None] * n
+    for k in range(n - 1, -1, -1):
+        acc = M[k, n:]
+        for j in range(k + 1, n):
+            acc = acc - M[k, j] * x[j]
+        x[k] = acc / M[k, k]
+    out = jnp.stack(x)
+    return out[:, 0] if vector else out
 
 
 def solve_rolled(A: jax.Array, b: jax.Array) -> jax.Array:

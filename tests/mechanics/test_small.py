@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 
 import manifold_dirac  # noqa: F401  (float64)
-from manifold_dirac._mechanics.small import (FUSED_PRODUCT_MAX, ROLLED_SOLVE_MAX, SMALL_SOLVE_MAX, solve_rolled, mm, mv,
-                                             solve_small, vdot, vm)
+from manifold_dirac._mechanics.small import (FUSED_PRODUCT_MAX, ROLLED_SOLVE_MAX, ROW_SOLVE_MIN, SMALL_SOLVE_MAX,
+                                             solve_rolled, solve_rows, mm, mv, solve_small, vdot, vm)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, SMALL_SOLVE_MAX, SMALL_SOLVE_MAX + 1, 18, ROLLED_SOLVE_MAX,
-                               ROLLED_SOLVE_MAX + 1])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, ROW_SOLVE_MIN, 7, SMALL_SOLVE_MAX, SMALL_SOLVE_MAX + 1, 18,
+                               ROLLED_SOLVE_MAX, ROLLED_SOLVE_MAX + 1])
 def test_solve_small_matches_numpy(n):
-    """Unrolled up to SMALL_SOLVE_MAX, rolled up to ROLLED_SOLVE_MAX, LAPACK above: each agrees with numpy."""
+    """Unrolled (entry by entry, then by rows from ROW_SOLVE_MIN) up to SMALL_SOLVE_MAX, rolled up to
+    ROLLED_SOLVE_MAX, LAPACK above: each agrees with numpy."""
     rng = np.random.default_rng(n)
     fn = jax.jit(solve_small)
     for _ in range(5):
@@ -28,7 +29,7 @@ def test_solve_small_matches_numpy(n):
         assert np.max(np.abs(A @ x - b)) <= 1e-13 * np.max(np.abs(A)) * np.max(np.abs(x)) * n
 
 
-@pytest.mark.parametrize("n", [3, 5, SMALL_SOLVE_MAX + 1])
+@pytest.mark.parametrize("n", [3, 5, ROW_SOLVE_MIN + 1, SMALL_SOLVE_MAX + 1])
 def test_solve_small_of_several_right_hand_sides_is_each_columns_solve(n):
     """``b (n, k)``: the unrolled elimination pivots the rows of all columns at once; each column of the answer is
     the solve of that column alone (the columns swapped would not be)."""
@@ -44,7 +45,7 @@ def test_solve_small_of_several_right_hand_sides_is_each_columns_solve(n):
     assert np.max(np.abs(X[:, ::-1] - np.linalg.solve(A, B))) > 1.0
 
 
-@pytest.mark.parametrize("solve", [solve_small, solve_rolled], ids=["unrolled", "rolled"])
+@pytest.mark.parametrize("solve", [solve_small, solve_rows, solve_rolled], ids=["unrolled", "rows", "rolled"])
 def test_solve_small_pivots(solve):
     """A zero (and a tiny) leading entry: elimination without row exchanges divides by it."""
     A = np.array([[0.0, 2.0, 1.0], [1.0, 1.0, 0.0], [3.0, 0.0, 1.0]])
@@ -54,10 +55,33 @@ def test_solve_small_pivots(solve):
     np.testing.assert_allclose(np.asarray(solve(A, b)), np.linalg.solve(A, b), rtol=1e-14)
 
 
-@pytest.mark.parametrize("solve", [solve_small, solve_rolled], ids=["unrolled", "rolled"])
+@pytest.mark.parametrize("solve", [solve_small, solve_rows, solve_rolled], ids=["unrolled", "rows", "rolled"])
 def test_solve_small_of_a_singular_matrix_is_not_finite(solve):
     A = np.array([[1.0, 2.0], [2.0, 4.0]])
     assert not np.all(np.isfinite(np.asarray(solve(A, np.array([1.0, 1.0])))))
+
+
+def test_solve_small_eliminates_by_rows_from_its_size_on():
+    """From ROW_SOLVE_MIN to SMALL_SOLVE_MAX unknowns ``solve_small`` is the elimination by rows (equal to it to the
+    bit), below it the one entry by entry, whose rounding differs (so the equality tells the routes apart); both pivot
+    as LAPACK does (a leading zero needs a row exchange at every size)."""
+    rng = np.random.default_rng(7)
+    for n in (ROW_SOLVE_MIN - 1, ROW_SOLVE_MIN, SMALL_SOLVE_MAX):
+        A = rng.standard_normal((n, n)) * 10.0 ** rng.uniform(-3, 3, (n, 1))
+        A[0, 0] = 0.0
+        B = rng.standard_normal((n, 3))
+        by_rows = np.asarray(jax.jit(solve_rows)(A, B))
+        np.testing.assert_allclose(by_rows, np.linalg.solve(A, B), rtol=1e-12 * np.linalg.cond(A), atol=0)
+        routed = np.asarray(jax.jit(solve_small)(A, B))
+        if n >= ROW_SOLVE_MIN:
+            np.testing.assert_array_equal(routed, by_rows)
+    # the entry-by-entry elimination below the size: another program, so another rounding for some system
+    differs = False
+    for seed in range(20):
+        A = np.random.default_rng(seed).standard_normal((ROW_SOLVE_MIN - 1, ROW_SOLVE_MIN - 1))
+        b = np.ones(ROW_SOLVE_MIN - 1)
+        differs |= not np.array_equal(np.asarray(jax.jit(solve_small)(A, b)), np.asarray(jax.jit(solve_rows)(A, b)))
+    assert differs
 
 
 def test_the_rolled_solve_of_a_singular_matrix_is_not_finite_and_of_integers_is_a_float_solve():
@@ -69,19 +93,23 @@ def test_the_rolled_solve_of_a_singular_matrix_is_not_finite_and_of_integers_is_
     assert x.dtype == np.float64 and np.allclose(x, 0.5)
 
 
-def test_the_rolled_solve_under_vmap_and_its_derivatives_are_lapacks():
-    """The rolled elimination batched and differentiated (forward and reverse) agrees with ``jnp.linalg.solve``."""
+@pytest.mark.parametrize("solve,n", [(solve_rows, ROW_SOLVE_MIN + 1), (solve_rolled, SMALL_SOLVE_MAX + 3)],
+                         ids=["rows", "rolled"])
+def test_the_rows_and_rolled_solves_under_vmap_and_their_derivatives_are_lapacks(solve, n):
+    """The eliminations by rows and rolled, batched and differentiated (forward and reverse), agree with
+    ``jnp.linalg.solve``; of integers, each is a float solve."""
     rng = np.random.default_rng(4)
-    n = SMALL_SOLVE_MAX + 3
     A, b = rng.standard_normal((3, n, n)), rng.standard_normal((3, n))
-    np.testing.assert_allclose(np.asarray(jax.vmap(solve_rolled)(A, b)), np.asarray(jax.vmap(jnp.linalg.solve)(A, b)),
+    np.testing.assert_allclose(np.asarray(jax.vmap(solve)(A, b)), np.asarray(jax.vmap(jnp.linalg.solve)(A, b)),
                                rtol=1e-11, atol=1e-12)
     f = lambda solve: lambda A, b: jnp.sum(jnp.sin(solve(A, b)))  # noqa: E731
-    for a, c in zip(jax.grad(f(solve_rolled), argnums=(0, 1))(A[0], b[0]),
+    for a, c in zip(jax.grad(f(solve), argnums=(0, 1))(A[0], b[0]),
                     jax.grad(f(jnp.linalg.solve), argnums=(0, 1))(A[0], b[0])):
         np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-10, atol=1e-11)
+    x = np.asarray(solve(2 * np.eye(n, dtype=int), np.ones(n, dtype=int)))
+    assert x.dtype == np.float64 and np.allclose(x, 0.5)
     tangent = rng.standard_normal((n, n))
-    np.testing.assert_allclose(np.asarray(jax.jvp(lambda A: solve_rolled(A, b[0]), (A[0],), (tangent,))[1]),
+    np.testing.assert_allclose(np.asarray(jax.jvp(lambda A: solve(A, b[0]), (A[0],), (tangent,))[1]),
                                np.asarray(jax.jvp(lambda A: jnp.linalg.solve(A, b[0]), (A[0],), (tangent,))[1]),
                                rtol=1e-10, atol=1e-11)
 
