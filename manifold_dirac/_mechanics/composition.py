@@ -57,7 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._manifolds.base import Manifold, tree_where
-from .._types import ArrayLike
+from .._types import ArrayLike, Params, Point, Scalar
 from .rules import DiscreteLagrangian, is_flow
 from .schemes import Scheme
 from .status import Status
@@ -453,6 +453,11 @@ class ComposedStepMap:
     def equations(self, z: jax.Array, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any, u: Any = None):
         """The first sub-step's residual (:meth:`StepMap.equations` with the step ``gamma_1 h``)."""
         return self.base.equations(z, q0, p_in, t0, self.first_gamma() * h, params, u)
+
+    def jacobian(self, z: jax.Array, q0: Point, p_in: jax.Array, t0: Scalar, h: Scalar, params: Params,
+                 u: jax.Array | None = None) -> jax.Array:
+        """The first sub-step's Newton matrix (:meth:`StepMap.jacobian` with the step ``gamma_1 h``)."""
+        return self.base.jacobian(z, q0, p_in, t0, self.first_gamma() * h, params, u)
 
     def roundoff_floor(self, z, q0, p_in, t0, h, params, u=None):
         """The first sub-step's round-off floor (:meth:`StepMap.roundoff_floor`)."""

@@ -4,7 +4,7 @@ Generic: it knows nothing of schemes. ``fun(z) -> (r, scale, aux)`` gives
 the residual ``r (N,)``, a per-equation scale ``(N,)`` (the size of the terms
 each equation sums: momenta for the momentum equations, ``|xi|`` for the
 constraints) and any auxiliary output; the Jacobian ``dr/dz`` is exact, by
-forward-mode autodiff (``jax.jacfwd``).
+forward-mode autodiff (``jax.jacfwd``) or a function the caller gives.
 
 Stopping rule (round-off by default, relative to the problem's own scale):
 with the scaled error ``e = max_i |r_i| / scale_i`` (a zero residual counts
@@ -177,6 +177,7 @@ FloorTest = RoundoffFloor | Callable[[jax.Array], jax.Array]
 def newton(
     fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax.Array, options: SolverOptions,
     active: Any = True, floor: FloorTest | None = None, axis_name: str | None = None,
+    jacobian: Callable[[jax.Array], jax.Array] | None = None,
 ) -> NewtonResult:
     """Solve ``fun(z)[0] = 0`` from ``z0`` (see the module docstring for the stopping rule).
 
@@ -196,6 +197,12 @@ def newton(
     costs one Jacobian evaluation where it is needed (it is not counted as
     an iteration). ``floor`` may also be a function ``floor(z) -> (N,)``
     giving ``floor_i`` itself, evaluated in a branch of the probe.
+
+    ``jacobian``, optional: ``jacobian(z) -> (N, N)``, the exact ``dr/dz``
+    at ``z`` (default ``jax.jacfwd`` of ``fun``'s residual), for a caller
+    that knows columns of it in closed form (:meth:`StepMap.jacobian`: the
+    multipliers' columns). Not used with a :class:`RoundoffFloor`, whose
+    probe shares the forward-mode linearization.
 
     With ``options.jacobian == "reuse"`` the linearization is a branch taken
     on the first trip, after an update that did not halve the error, and for
@@ -227,7 +234,7 @@ def newton(
             col = lambda a, b: jax.jvp(linear.residual, (z, eta0), (a, b))[1]  # noqa: E731
             return jax.vmap(col, out_axes=1)(tz, te)
     else:
-        jac = jax.jacfwd(lin)
+        jac = jax.jacfwd(lin) if jacobian is None else jacobian
 
     r0, s0, e0, aux0 = value(z0)
     finite0 = jnp.isfinite(e0)

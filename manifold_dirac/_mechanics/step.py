@@ -234,6 +234,38 @@ class StepMap:
             p_out = self.scheme.outgoing_momentum(sysm, ld.q1, p_out, mu, params)
         return r, scale, (ld.q1, p_out, c)
 
+    def jacobian(self, z: jax.Array, q0: Point, p_in: jax.Array, t0: Scalar, h: Scalar, params: Params,
+                 u: jax.Array | None = None) -> jax.Array:
+        """The Newton matrix ``dr/dz`` of :meth:`equations` at ``z``, shape ``(N_z, N_z)``.
+
+        The residual is linear in the multipliers ``mu``, with the columns
+        ``dr/dmu = (-G(q_k), 0, 0)``: ``G`` the scheme's reaction matrix
+        ``(n, m)``, which does not depend on ``z`` (the stage and constraint
+        rows do not contain ``mu``). Those ``m`` columns are that matrix, and
+        forward-mode autodiff (``jax.jacfwd``) gives the other ``n +
+        n_stages``: ``m`` tangents fewer to push through the equations (a
+        third off the rolling disk's matrix, a quarter off the snakeboard's,
+        ``benchmarks/newton_matrix.py``). Equal to ``jax.jacfwd`` of the
+        residual in every entry (``tests/mechanics/test_step_jacobian.py``).
+
+        Notes
+        -----
+        With the residual of (52d)/(53c) (Parks & Leok 2017),
+        ``r1 = p_in + D1 L_d(q_k, R_{q_k}(xi)) + f^- - G(q_k) mu``, and the
+        constraint rows ``c(xi)``: ``dr1/dmu = -G(q_k)``, ``dc/dmu = 0``.
+        """
+        k = self.n + self.ns
+
+        def residual(w):
+            return self.equations(w, q0, p_in, t0, h, params, u)[0]
+
+        if not self.m:
+            return jax.jacfwd(residual)(z)
+        head = jax.jacfwd(lambda w: residual(jnp.concatenate([w, z[k:]])))(z[:k])
+        G = self.scheme.reaction(self.system, q0, params)
+        mu_columns = jnp.concatenate([-G, jnp.zeros((self.ns + self.m, self.m), G.dtype)])
+        return jnp.concatenate([head, mu_columns.astype(head.dtype)], axis=1)
+
     def roundoff_floor(self, z: jax.Array, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any,
                        u: Any = None) -> jax.Array:
         """The round-off floor of each residual at ``z``, shape ``(n + m,)``.
@@ -298,7 +330,8 @@ class StepMap:
         else:  # a vmapped batch, where a branch runs for every member at every trip: from Newton's linearization
             floor = self.floor_test(state.q, state.p, t, h, params, u)
         res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options, active,
-                     floor=floor, axis_name=axis_name)
+                     floor=floor, axis_name=axis_name,
+                     jacobian=lambda z: self.jacobian(z, state.q, state.p, t, h, params, u))
         q1, p_out, c = res.aux
         xi, st, mu = res.z[:n], res.z[n:n + self.ns], res.z[n + self.ns:]
         converged = res.status == Status.OK

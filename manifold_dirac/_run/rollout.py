@@ -136,7 +136,8 @@ class Rollout(NamedTuple):
 def _newton_solve(sm: StepMap, z0, q, p, t, h, params, u):
     """Newton's solve of one step (the primal; no derivative is taken through it)."""
     res = newton(lambda z: sm.equations(z, q, p, t, h, params, u), z0, sm.options,
-                 floor=lambda z: sm.roundoff_floor(z, q, p, t, h, params, u))
+                 floor=lambda z: sm.roundoff_floor(z, q, p, t, h, params, u),
+                 jacobian=lambda z: sm.jacobian(z, q, p, t, h, params, u))
     info = jnp.stack([res.status.astype(z0.dtype), res.iterations.astype(z0.dtype), res.error])
     # named, so that a checkpointed step saves them and its reverse pass does not run Newton again
     # (the status is needed there too: it decides the NaN poisoning of the step's derivative)
@@ -216,7 +217,7 @@ def _solve_step_jvp(sm, primals, tangents):
         return sm.equations(z, q, p, t, h, params, u)[0]
 
     _, dr = jax.jvp(r, (q, p, t, h, params, u), (dq, dp, dt, dh, dparams, du))
-    J = jax.jacfwd(lambda zz: sm.equations(zz, q, p, t, h, params, u)[0])(z)
+    J = sm.jacobian(z, q, p, t, h, params, u)
     dz = -jnp.linalg.solve(J, dr)
     return (z, info), (dz, jnp.zeros_like(info))
 

@@ -462,7 +462,7 @@ def step_matrix(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, h: Sca
     unknowns.
     """
     q, p, z, t, h, params = jax.lax.stop_gradient((q, p, z, t, h, params))
-    return jax.jacfwd(lambda zz: sm.equations(zz, q, p, t, h, params)[0])(z)
+    return sm.jacobian(z, q, p, t, h, params)
 
 
 def host_condition(J: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
