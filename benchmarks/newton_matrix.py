@@ -1,4 +1,4 @@
-"""The Newton update's two parts: the small solve and the Newton matrix (``python benchmarks/newton_matrix.py``).
+"""The Newton update's two parts, the small solve and the Newton matrix: ``python benchmarks/newton_matrix.py``.
 
 Run (from the repository root, on a quiet machine; pin it to one core to compare runs)::
 
@@ -148,7 +148,8 @@ def matrices(names, repeats):
             return y + 1e-30 * (dz + r1 + jnp.sum(aux[1]))
 
         row = {"name": name, "N_z": N, "multipliers": sm.m}
-        for label, body in (("jacfwd", full), ("jacobian", closed), ("residual", res), ("newton_update", update)):
+        bodies = (("jacfwd", full), ("jacobian", closed), ("residual", res), ("newton_update", update))
+        for label, body in bodies:
             ns, cs = _timed_loop(body, z, q, p, repeats=repeats)
             row[label] = {"ns": ns, "compile_s": cs}
         rows.append(row)
@@ -158,8 +159,9 @@ def matrices(names, repeats):
 
 def table(out) -> str:
     lines = [f"Machine: {out['machine']['cpu']}, {out['machine']['cores']} cores; load average before/after: "
-             f"{out['load_before']} / {out['load_after']}; minimum of {out['repeats']} rounds of {LOOP} chained "
-             "evaluations in a compiled loop (ns per evaluation; compile time of the loop in parentheses).", "",
+             f"{out['load_before']} / {out['load_after']}; minimum of {out['repeats']} rounds of {LOOP} "
+             "chained evaluations in a compiled loop (ns per evaluation; compile time of the loop in "
+             "parentheses).", "",
              "### The solve of an n x n system", "",
              "| n | entry by entry | by rows | rolled loop | LAPACK |", "|---|---|---|---|---|"]
     for r in out["solves"]:
@@ -172,8 +174,8 @@ def table(out) -> str:
               "| system | N_z (multipliers) | jax.jacfwd of the residual | StepMap.jacobian | residual | "
               "Newton update |", "|---|---|---|---|---|---|"]
     for r in out["matrices"]:
-        lines.append(f"| {r['name']} | {r['N_z']} ({r['multipliers']}) | {r['jacfwd']['ns']:.0f} | "
-                     f"{r['jacobian']['ns']:.0f} | {r['residual']['ns']:.0f} | {r['newton_update']['ns']:.0f} |")
+        ns = [f"{r[k]['ns']:.0f}" for k in ("jacfwd", "jacobian", "residual", "newton_update")]
+        lines.append(f"| {r['name']} | {r['N_z']} ({r['multipliers']}) | " + " | ".join(ns) + " |")
     return "\n".join(lines) + "\n"
 
 

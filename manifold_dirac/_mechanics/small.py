@@ -18,8 +18,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["FUSED_PRODUCT_MAX", "ROLLED_SOLVE_MAX", "ROW_SOLVE_MIN", "SMALL_SOLVE_MAX", "mm", "mv", "solve_rolled",
-           "solve_rows", "solve_small", "vdot", "vm"]
+__all__ = ["FUSED_PRODUCT_MAX", "ROLLED_SOLVE_MAX", "ROW_SOLVE_MIN", "SMALL_SOLVE_MAX", "mm", "mv",
+           "solve_rolled", "solve_rows", "solve_small", "vdot", "vm"]
 
 SMALL_SOLVE_MAX = 12
 """Largest system solved by the unrolled elimination of :func:`solve_small` (:func:`solve_rolled` above).

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import manifold_dirac  # noqa: F401  (float64)
-from manifold_dirac._mechanics.small import (FUSED_PRODUCT_MAX, ROLLED_SOLVE_MAX, ROW_SOLVE_MIN, SMALL_SOLVE_MAX,
-                                             solve_rolled, solve_rows, mm, mv, solve_small, vdot, vm)
+from manifold_dirac._mechanics.small import (FUSED_PRODUCT_MAX, ROLLED_SOLVE_MAX, ROW_SOLVE_MIN,
+                                             SMALL_SOLVE_MAX, mm, mv, solve_rolled, solve_rows, solve_small,
+                                             vdot, vm)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, ROW_SOLVE_MIN, 7, SMALL_SOLVE_MAX, SMALL_SOLVE_MAX + 1, 18,
@@ -62,9 +63,9 @@ def test_solve_small_of_a_singular_matrix_is_not_finite(solve):
 
 
 def test_solve_small_eliminates_by_rows_from_its_size_on():
-    """From ROW_SOLVE_MIN to SMALL_SOLVE_MAX unknowns ``solve_small`` is the elimination by rows (equal to it to the
-    bit), below it the one entry by entry, whose rounding differs (so the equality tells the routes apart); both pivot
-    as LAPACK does (a leading zero needs a row exchange at every size)."""
+    """From ROW_SOLVE_MIN to SMALL_SOLVE_MAX unknowns ``solve_small`` is the elimination by rows (equal
+    to it to the bit), below it the one entry by entry, whose rounding differs (so the equality tells
+    the routes apart); both pivot as LAPACK does (a leading zero needs a row exchange at every size)."""
     rng = np.random.default_rng(7)
     for n in (ROW_SOLVE_MIN - 1, ROW_SOLVE_MIN, SMALL_SOLVE_MAX):
         A = rng.standard_normal((n, n)) * 10.0 ** rng.uniform(-3, 3, (n, 1))
@@ -80,7 +81,8 @@ def test_solve_small_eliminates_by_rows_from_its_size_on():
     for seed in range(20):
         A = np.random.default_rng(seed).standard_normal((ROW_SOLVE_MIN - 1, ROW_SOLVE_MIN - 1))
         b = np.ones(ROW_SOLVE_MIN - 1)
-        differs |= not np.array_equal(np.asarray(jax.jit(solve_small)(A, b)), np.asarray(jax.jit(solve_rows)(A, b)))
+        entries, rows = np.asarray(jax.jit(solve_small)(A, b)), np.asarray(jax.jit(solve_rows)(A, b))
+        differs |= not np.array_equal(entries, rows)
     assert differs
 
 
@@ -100,8 +102,8 @@ def test_the_rows_and_rolled_solves_under_vmap_and_their_derivatives_are_lapacks
     ``jnp.linalg.solve``; of integers, each is a float solve."""
     rng = np.random.default_rng(4)
     A, b = rng.standard_normal((3, n, n)), rng.standard_normal((3, n))
-    np.testing.assert_allclose(np.asarray(jax.vmap(solve)(A, b)), np.asarray(jax.vmap(jnp.linalg.solve)(A, b)),
-                               rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(jax.vmap(solve)(A, b)),
+                               np.asarray(jax.vmap(jnp.linalg.solve)(A, b)), rtol=1e-11, atol=1e-12)
     f = lambda solve: lambda A, b: jnp.sum(jnp.sin(solve(A, b)))  # noqa: E731
     for a, c in zip(jax.grad(f(solve), argnums=(0, 1))(A[0], b[0]),
                     jax.grad(f(jnp.linalg.solve), argnums=(0, 1))(A[0], b[0])):

@@ -1,4 +1,4 @@
-"""The step's Newton matrix (``StepMap.jacobian``): the multipliers' columns in closed form, the rest by autodiff.
+"""The step's Newton matrix (``StepMap.jacobian``): the multipliers' columns in closed form, the rest autodiff.
 
 The residual is linear in the multipliers ``mu`` (``r1 = ... - G(q_k) mu``;
 the stage and constraint rows do not contain ``mu``), so ``StepMap.jacobian``
@@ -54,7 +54,8 @@ def _point(sm, q0, v0, h, seed):
     p0 = sysm.momentum(q0, jnp.asarray(v0, jnp.float64), sysm.params)
     N = sm.n + sm.ns + sm.m
     rng = np.random.default_rng(seed)
-    z = jnp.concatenate([h * jnp.asarray(v0, jnp.float64), jnp.zeros(N - sm.n)]) + 0.01 * rng.standard_normal(N)
+    z = jnp.concatenate([h * jnp.asarray(v0, jnp.float64), jnp.zeros(N - sm.n)])
+    z = z + 0.01 * rng.standard_normal(N)
     return z, q0, p0
 
 
@@ -84,8 +85,8 @@ def test_the_newton_matrix_is_the_residuals_jacobian(case, scheme):
 
 
 def test_newton_uses_the_matrix_it_is_given():
-    """The same solve with the exact matrix and with one off by 10 % (a linear, not quadratic, convergence): the
-    iterations differ, so the ``jacobian`` argument is the matrix Newton solves with."""
+    """The same solve with the exact matrix and with one off by 10 % (a linear, not quadratic,
+    convergence): the iterations differ, so the ``jacobian`` argument is the matrix Newton solves with."""
     sysm, q0, v0, h = _system("rolling_disk")
     sm = StepMap(sysm, md.get_scheme("split"), md.get_rule("midpoint"), SolverOptions())
     z0, q, p = _point(sm, q0, v0, h, 0)
@@ -95,7 +96,8 @@ def test_newton_uses_the_matrix_it_is_given():
 
     @jax.jit
     def solve(scale):
-        return newton(fun, z0, sm.options, jacobian=lambda z: scale * sm.jacobian(z, q, p, 0.0, h, sysm.params))
+        return newton(fun, z0, sm.options,
+                      jacobian=lambda z: scale * sm.jacobian(z, q, p, 0.0, h, sysm.params))
 
     exact, off = solve(1.0), solve(1.1)
     assert int(exact.status) == int(off.status) == 0
