@@ -25,6 +25,14 @@ time is that of the loop, reported separately.
    closed form), the residual alone, and one Newton update (matrix, solve
    and the residual at the new iterate) as the library now takes it.
 
+``--runs`` instead measures what the closed form does to whole runs: ``jax.jit`` of
+:func:`~manifold_dirac.rollout` over 2000 steps of each constrained catalog system's own ``h``
+(default scheme and rule), built twice in one process, with the multipliers' columns in closed
+form and with ``jax.jacfwd`` of the whole residual (``CLOSED_FORM_MULTIPLIERS`` set at trace
+time), the two programs alternating, µs per step, fastest of ``--repeats`` rounds; it sets
+:data:`~manifold_dirac._mechanics.step.CLOSED_FORM_MULTIPLIERS`. Output
+``benchmarks/results/newton_matrix_runs.json`` and ``.md``.
+
 Output: ``benchmarks/results/newton_matrix.json`` and ``.md``.
 """
 
@@ -157,6 +165,69 @@ def matrices(names, repeats):
     return rows
 
 
+RUN_SYSTEMS = ("knife_edge", "chaplygin_sled", "lc_circuit", "cartesian_pendulum", "rolling_disk", "rolling_ball",
+               "four_bar", "two_wheel_cart", "rolling_disk:kahan_li8:6", "snakeboard:kahan_li8:12")
+"""The constrained catalog systems of ``--runs`` (one and more multipliers; the two largest left out for
+their compile time): 2000 steps of the system's own ``h``; ``name:composition:n``, the composed run of
+``n`` steps to ``T = 2`` of ``benchmarks/composition.py`` (the split scheme, the midpoint rule)."""
+
+
+def _run_case(spec):
+    """``(system, q0, v0, h, n_steps, rollout keywords)`` of a ``--runs`` case (a new system object)."""
+    name, *comp = spec.split(":")
+    if comp:
+        sysm, q0, v0 = _case(name)
+        n = int(comp[1])
+        return sysm, q0, v0, 2.0 / n, n, dict(scheme="split", composition=comp[0])
+    ex = md.get_example(name)
+    sysm = ex.system()
+    q0, v0 = ex.initial(sysm)
+    return sysm, q0, v0, ex.h, 2000, {}
+
+
+def runs(names, repeats):
+    from manifold_dirac._mechanics import step as step_module
+
+    rows = []
+    saved = step_module.CLOSED_FORM_MULTIPLIERS
+    for name in names:
+        calls = {}
+        for label, threshold in (("closed_form", 1), ("jacfwd", 10 ** 6)):
+            sysm, q0, v0, h, n_steps, kw = _run_case(name)  # a new system object: a program of its own
+            q0, v0 = jax.tree.map(jnp.asarray, q0), jnp.asarray(v0, jnp.float64)
+            f = jax.jit(lambda q, v, h, sysm=sysm, n=n_steps, kw=kw: md.rollout(sysm, q, v, h=h, n_steps=n, **kw).q)
+            step_module.CLOSED_FORM_MULTIPLIERS = threshold
+            try:
+                jax.block_until_ready(f(q0, v0, h))  # traced and compiled with this threshold
+            finally:
+                step_module.CLOSED_FORM_MULTIPLIERS = saved
+            calls[label] = lambda f=f, q0=q0, v0=v0, h=h: jax.block_until_ready(f(q0, v0, h))
+        best = {k: np.inf for k in calls}
+        for r in range(repeats):
+            for k in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
+                for _ in range(2):
+                    t = time.perf_counter()
+                    calls[k]()
+                    best[k] = min(best[k], time.perf_counter() - t)
+        row = {"name": name, "multipliers": sysm.n_constraints, "steps": n_steps,
+               **{k: 1e6 * v / n_steps for k, v in best.items()}}
+        rows.append(row)
+        print(name, {k: round(v, 3) for k, v in row.items() if k in calls}, flush=True)
+    return rows
+
+
+def runs_table(out) -> str:
+    lines = [f"Machine: {out['machine']['cpu']}, {out['machine']['cores']} cores; load average before/after: "
+             f"{out['load_before']} / {out['load_after']}; `jax.jit(rollout)` of 2000 steps of each system's own "
+             "h (`name:composition:n`: the composed run of n steps to T = 2), the two programs in one process "
+             f"alternating, fastest of {out['repeats']} rounds (µs per step; composed: ms per call).", "",
+             "| system | multipliers | closed-form columns | jax.jacfwd of the residual |", "|---|---|---|---|"]
+    for r in out["runs"]:
+        k = r["steps"] / 1e3 if ":" in r["name"] else 1.0  # a composed run: ms per call
+        lines.append(f"| {r['name']} | {r['multipliers']} | {k * r['closed_form']:.3f} | {k * r['jacfwd']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
 def table(out) -> str:
     lines = [f"Machine: {out['machine']['cpu']}, {out['machine']['cores']} cores; load average before/after: "
              f"{out['load_before']} / {out['load_after']}; minimum of {out['repeats']} rounds of {LOOP} "
@@ -183,6 +254,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="three sizes, two systems, two rounds")
+    ap.add_argument("--runs", action="store_true", help="whole runs with and without the closed form")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "newton_matrix")
     a = ap.parse_args(argv)
     repeats = 2 if a.quick else a.repeats
@@ -190,6 +262,16 @@ def main(argv=None) -> int:
     names = ["rolling_disk", "snakeboard"] if a.quick else ["rolling_disk", "chaplygin_sled", "snakeboard",
                                                             "two_wheel_cart"]
     out = {"machine": describe(), "load_before": load(), "repeats": repeats}
+    if a.runs:
+        out["runs"] = runs(RUN_SYSTEMS[:2] if a.quick else RUN_SYSTEMS, repeats)
+        out["load_after"] = load()
+        text = runs_table(out)
+        print(text)
+        if not a.quick:
+            path = a.out.with_name(a.out.name + "_runs")
+            path.with_suffix(".json").write_text(json.dumps(out, indent=1))
+            path.with_suffix(".md").write_text(text)
+        return 0
     out["solves"] = solves(sizes, repeats)
     out["matrices"] = matrices(names, repeats)
     out["load_after"] = load()

@@ -146,12 +146,17 @@ class StepRecord(NamedTuple):
 CLOSED_FORM_MULTIPLIERS = 2
 """Multipliers from which :meth:`StepMap.jacobian` takes their columns in closed form.
 
-With one multiplier the tangent saved did not pay for the matrix built beside the linearization:
-in ``jax.jit(rollout)`` of 2000 steps of each catalog system's own ``h`` (the same process, the
-two programs alternating, fastest of 7 rounds, pinned to one core), the Cartesian pendulum took
-0.606 / 0.594 µs per step with the closed form against 0.576 / 0.575 without (two runs), the LC
-circuit 0.189 against 0.176, the sled 0.665 against 0.662; with two, the four-bar 5.48 against
-6.95 µs."""
+Measured on whole runs, ``jax.jit(rollout)`` of 2000 steps of each constrained catalog system's own
+``h`` and two composed runs, the two programs in one process alternating, fastest of 7 rounds,
+pinned to one core (``python benchmarks/newton_matrix.py --runs``,
+``benchmarks/results/newton_matrix_runs.md``), closed form against ``jax.jacfwd`` of the whole
+residual: with one multiplier no clear gain (µs per step: the knife edge 0.256 / 0.260, the sled
+0.681 / 0.702, the LC circuit 0.204 / 0.185, the Cartesian pendulum 0.624 / 0.804 here and 0.588 /
+0.568 in an earlier run); with two or more the four-bar 5.68 / 7.15 and the rolling ball 0.518 /
+0.552, the rolling disk 0.266 / 0.256 and the two-wheel cart 5.27 / 5.05 (at these small steps their
+solves mostly take no update, and the matrix is rarely evaluated); where it is evaluated at every
+sub-step of a composed run, ms per call: the rolling disk's ``kahan_li8`` run for ``1e-6`` (6 steps
+to ``T = 2``) 0.248 / 0.271, the snakeboard's (12 steps) 1.27 / 1.51."""
 
 
 class StepMap:
