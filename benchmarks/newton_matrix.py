@@ -8,7 +8,8 @@ Run (from the repository root, on a quiet machine; pin it to one core to compare
 One process. Each quantity is timed as a compiled ``lax.fori_loop`` of 2000
 evaluations (each depending on the last, so that none is hoisted or
 skipped), minimum of ``--repeats`` rounds, per evaluation in ns; compile
-time is that of the loop, reported separately.
+time is that of the loop, reported separately (the persistent compilation
+cache is off, ``MANIFOLD_DIRAC_JAX_CACHE=0``, unless set otherwise).
 
 1. **The solve** ``A^{-1} b`` of a random ``n x n`` system, ``n`` from 3 to
    23, by each route of :mod:`manifold_dirac._mechanics.small`: the
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -49,6 +51,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("MANIFOLD_DIRAC_JAX_CACHE", "0")  # compile times of a compile, not of a cache load
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -39,9 +39,13 @@ ROW_SOLVE_MIN = 6
 
 Measured in a compiled loop of solves of one random system (``python benchmarks/newton_matrix.py``,
 ``benchmarks/results/newton_matrix.md``): the elimination by rows is the faster one from 6 unknowns on
-(at 7, the snakeboard's Newton system, about half the time), the one entry by entry up to 5; and the
-elimination by rows compiles in a fraction of the time from 9 unknowns on (its program has ``O(n^2)``
-array operations, the one entry by entry ``O(n^3)`` scalar ones)."""
+(at 7, the snakeboard's Newton system, a quarter to a half less time in three runs), the one entry by
+entry at 4 (at 3 and 5 the two are within the noise of each other); and the elimination by rows
+compiles in a fraction of the time from 9 unknowns on (its program has ``O(n)`` array operations, the
+one entry by entry ``O(n^2)`` row operations).
+:data:`SMALL_SOLVE_MAX` and :data:`ROLLED_SOLVE_MAX` were measured with the elimination entry by
+entry; by rows, 14 to 18 unknowns solve faster than by the rolled loop in that benchmark (1973
+against 2439 ns at 14), at a longer compile (1.2 against 0.2 s), not measured on whole systems."""
 
 
 ROLLED_SOLVE_MAX = 14
@@ -161,12 +165,14 @@ def solve_rows(A: jax.Array, b: jax.Array) -> jax.Array:
     augmented matrix ``[A | b]``, unrolled over the ``n - 1`` columns as operations on whole rows:
     for column ``k``, the pivot row is read by its index and swapped with row ``k`` by one select
     over the rows, and the rows below take the rank-one update ``M_i - (M_ik / M_kk) M_k`` at once.
-    ``O(n)`` array operations per column, where the elimination entry by entry has ``O(n^2)``
-    scalar ones: from about 6 unknowns it is the faster of the two and compiles in less time
-    (:data:`ROW_SOLVE_MIN`). Back substitution as in :func:`solve_small`. A zero pivot gives
+    A few array operations per column, where the elimination entry by entry has ``O(n)``
+    operations on single rows: from about 6 unknowns it is the faster of the two and compiles in
+    less time (:data:`ROW_SOLVE_MIN`). Back substitution as in :func:`solve_small`. A zero pivot gives
     ``inf`` or ``NaN`` entries.
     """
     n = A.shape[-1]
+    if n == 0:
+        return b
     vector = b.ndim == 1
     dtype = jnp.result_type(float, A, b)  # integers: a float elimination, as jnp.linalg.solve
     M = jnp.concatenate([A.astype(dtype), (b[:, None] if vector else b).astype(dtype)], axis=1)

@@ -150,9 +150,9 @@ Measured on whole runs, ``jax.jit(rollout)`` of 2000 steps of each constrained c
 ``h`` and two composed runs, the two programs in one process alternating, fastest of 7 rounds,
 pinned to one core (``python benchmarks/newton_matrix.py --runs``,
 ``benchmarks/results/newton_matrix_runs.md``), closed form against ``jax.jacfwd`` of the whole
-residual: with one multiplier no clear gain (µs per step: the knife edge 0.256 / 0.260, the sled
-0.681 / 0.702, the LC circuit 0.204 / 0.185, the Cartesian pendulum 0.624 / 0.804 here and 0.588 /
-0.568 in an earlier run); with two or more the four-bar 5.68 / 7.15 and the rolling ball 0.518 /
+residual: with one multiplier no consistent gain (µs per step: the knife edge 0.256 / 0.260, the
+sled 0.681 / 0.702, the LC circuit 0.204 / 0.185, the Cartesian pendulum 0.624 / 0.804, the last two
+the other way round in earlier, unrecorded runs); with two or more the four-bar 5.68 / 7.15 and the rolling ball 0.518 /
 0.552, the rolling disk 0.266 / 0.256 and the two-wheel cart 5.27 / 5.05 (at these small steps their
 solves mostly take no update, and the matrix is rarely evaluated); where it is evaluated at every
 sub-step of a composed run, ms per call: the rolling disk's ``kahan_li8`` run for ``1e-6`` (6 steps
@@ -186,7 +186,8 @@ class StepMap:
         p_out = D2 L_d(q_k, q_{k+1}) + f^+                     (52c) / (53d)
 
     with ``G`` and ``c`` from the scheme and ``D1, D2, f^-, f^+`` from the
-    rule: one Newton system, its Jacobian exact by autodiff.
+    rule: one Newton system, its Jacobian exact (:meth:`jacobian`: autodiff, and
+    the multipliers' columns in closed form).
 
     Examples
     --------
@@ -264,7 +265,10 @@ class StepMap:
         n_stages``: ``m`` tangents fewer to push through the equations (a
         third off the rolling disk's matrix, a quarter off the snakeboard's,
         ``benchmarks/newton_matrix.py``), from :data:`CLOSED_FORM_MULTIPLIERS`
-        multipliers on (with fewer, ``jax.jacfwd`` of the whole residual).
+        multipliers on (with fewer, ``jax.jacfwd`` of the whole residual; so
+        too a step batched with ``vmap``, whose Newton matrix comes from the
+        linearization it shares with the round-off-floor test,
+        :meth:`floor_test`).
         Equal to ``jax.jacfwd`` of the residual in every entry
         (``tests/mechanics/test_step_jacobian.py``).
 

@@ -7,8 +7,12 @@ other tangents through the equations. Checked here against ``jax.jacfwd`` of
 the whole residual, entry by entry, for every scheme on the kinds of
 constrained systems (nonholonomic, interconnected with one-forms depending on
 ``q``, holonomic, holonomic with a Galerkin rule's stages, degenerate) and on
-one without constraints; the check is shown to see an error in those columns,
-and Newton to use the matrix it is given.
+one without constraints. The closed form applies from ``CLOSED_FORM_MULTIPLIERS``
+multipliers on (the disk, the snakeboard, the four-bar, the two-wheel cart;
+with one, the sled, the LC circuit and the Cartesian pendulum, the matrix is
+``jax.jacfwd``'s itself); the four-bar with ``gauss4`` has it after stages,
+under every scheme. The check is shown to see an error in those columns, and
+Newton to use the matrix it is given.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import numpy as np
 import pytest
 
 import manifold_dirac as md
+from manifold_dirac._mechanics.composition import ComposedStepMap, get_composition
 from manifold_dirac._mechanics.newton import SolverOptions, newton
-from manifold_dirac._mechanics.step import StepMap
+from manifold_dirac._mechanics.step import CLOSED_FORM_MULTIPLIERS, StepMap
 
 from .._tiers import covering
 
@@ -28,6 +33,7 @@ CASES = [
     ("rolling_disk", "midpoint"),
     ("chaplygin_sled", "midpoint"),
     ("four_bar", "midpoint"),
+    ("four_bar", "gauss4"),
     ("cartesian_pendulum", "gauss4"),
     ("lc_circuit", "midpoint"),
     ("two_wheel_cart", "midpoint"),
@@ -59,10 +65,7 @@ def _point(sm, q0, v0, h, seed):
     return z, q0, p0
 
 
-@pytest.mark.parametrize("case,scheme", covering(CASES + [("snakeboard", "midpoint")], SCHEMES),
-                         ids=lambda x: "-".join(x) if isinstance(x, tuple) else x)
-def test_the_newton_matrix_is_the_residuals_jacobian(case, scheme):
-    name, rule = case
+def _check(name, rule, scheme):
     sysm, q0, v0, h = _system(name)
     sm = StepMap(sysm, md.get_scheme(scheme), md.get_rule(rule), SolverOptions())
     z, q, p = _point(sm, q0, v0, h, SCHEMES.index(scheme))
@@ -77,11 +80,40 @@ def test_the_newton_matrix_is_the_residuals_jacobian(case, scheme):
     tol = 1e-14 * max(np.max(np.abs(ref)), 1.0)
     np.testing.assert_allclose(J, ref, rtol=0, atol=tol, err_msg=f"{name} {scheme} {rule}")
     if sm.m:
-        # sensitivity: the closed-form columns are not zero, so a wrong sign there fails the comparison
+        # sensitivity: the multipliers' columns are not zero, so a wrong sign there fails the comparison
         k = sm.n + sm.ns
         wrong = J.copy()
         wrong[:, k:] *= -1.0
         assert np.max(np.abs(wrong - ref)) > 1e3 * tol, (name, scheme)
+    return sm
+
+
+@pytest.mark.parametrize("case,scheme", covering(CASES + [("snakeboard", "midpoint")], SCHEMES),
+                         ids=lambda x: "-".join(x) if isinstance(x, tuple) else x)
+def test_the_newton_matrix_is_the_residuals_jacobian(case, scheme):
+    _check(*case, scheme)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_closed_form_columns_under_every_scheme_with_stages(scheme):
+    """The four-bar with ``gauss4``: two multipliers (the closed form applies) after the rule's stages (the
+    zero rows of the stage equations), under each scheme's reaction sign."""
+    sm = _check("four_bar", "gauss4", scheme)
+    assert sm.m >= CLOSED_FORM_MULTIPLIERS and sm.ns > 0
+
+
+def test_a_composed_step_maps_matrix_is_its_first_sub_steps():
+    """``ComposedStepMap.jacobian`` is the base map's at the step ``gamma_1 h`` (what the start's conditioning
+    check reads); a step of ``h`` instead differs."""
+    sysm, q0, v0, h = _system("rolling_disk")
+    base = StepMap(sysm, md.get_scheme("split"), md.get_rule("midpoint"), SolverOptions())
+    comp = get_composition("kahan_li8")
+    composed = ComposedStepMap(base, comp)
+    z, q, p = _point(base, q0, v0, h, 0)
+    J = np.asarray(composed.jacobian(z, q, p, 0.0, h, sysm.params))
+    first = np.asarray(base.jacobian(z, q, p, 0.0, comp.coefficients[0] * h, sysm.params))
+    np.testing.assert_array_equal(J, first)
+    assert np.max(np.abs(np.asarray(base.jacobian(z, q, p, 0.0, h, sysm.params)) - first)) > 1e-6
 
 
 def test_newton_uses_the_matrix_it_is_given():
