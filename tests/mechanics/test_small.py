@@ -98,16 +98,18 @@ def test_the_rows_and_rolled_solves_under_vmap_and_their_derivatives_are_lapacks
     ``jnp.linalg.solve``; of integers, each is a float solve."""
     rng = np.random.default_rng(4)
     A, b = rng.standard_normal((3, n, n)), rng.standard_normal((3, n))
-    np.testing.assert_allclose(np.asarray(jax.vmap(solve)(A, b)),
+    np.testing.assert_allclose(np.asarray(jax.jit(jax.vmap(solve))(A, b)),
                                np.asarray(jax.vmap(jnp.linalg.solve)(A, b)), rtol=1e-11, atol=1e-12)
     f = lambda solve: lambda A, b: jnp.sum(jnp.sin(solve(A, b)))  # noqa: E731
-    for a, c in zip(jax.grad(f(solve), argnums=(0, 1))(A[0], b[0]),
+    # compiled: traced once (op by op, the unrolled elimination's derivatives take seconds)
+    for a, c in zip(jax.jit(jax.grad(f(solve), argnums=(0, 1)))(A[0], b[0]),
                     jax.grad(f(jnp.linalg.solve), argnums=(0, 1))(A[0], b[0])):
         np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-10, atol=1e-11)
     x = np.asarray(solve(2 * np.eye(n, dtype=int), np.ones(n, dtype=int)))
     assert x.dtype == np.float64 and np.allclose(x, 0.5)
     tangent = rng.standard_normal((n, n))
-    np.testing.assert_allclose(np.asarray(jax.jvp(lambda A: solve(A, b[0]), (A[0],), (tangent,))[1]),
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda A, t: jax.jvp(lambda A: solve(A, b[0]), (A,), (t,))[1])(
+                                   A[0], tangent)),
                                np.asarray(jax.jvp(lambda A: jnp.linalg.solve(A, b[0]), (A[0],), (tangent,))[1]),
                                rtol=1e-10, atol=1e-11)
 
