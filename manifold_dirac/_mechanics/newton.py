@@ -201,8 +201,8 @@ def newton(
     ``jacobian``, optional: ``jacobian(z) -> (N, N)``, the exact ``dr/dz``
     at ``z`` (default ``jax.jacfwd`` of ``fun``'s residual), for a caller
     that knows columns of it in closed form (:meth:`StepMap.jacobian`: the
-    multipliers' columns). Not used with a :class:`RoundoffFloor`, whose
-    probe shares the forward-mode linearization.
+    multipliers' columns). Not with a :class:`RoundoffFloor`, whose probe
+    shares the forward-mode linearization (a ``ValueError``).
 
     With ``options.jacobian == "reuse"`` the linearization is a branch taken
     on the first trip, after an update that did not halve the error, and for
@@ -222,6 +222,9 @@ def newton(
 
     N = z0.shape[0]
     linear = floor if isinstance(floor, RoundoffFloor) else None  # the floor's Jacobian from the linearization
+    if linear is not None and jacobian is not None:
+        raise ValueError("newton: a RoundoffFloor takes the Newton matrix from its own linearization; "
+                         "give a jacobian only with a floor function or none")
     shared = linear is not None
     if linear is not None:
         eta0 = jnp.zeros(linear.dim, z0.dtype)

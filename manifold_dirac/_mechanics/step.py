@@ -9,6 +9,7 @@ the state. Everything here is for **one** trajectory member; a batch is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -351,11 +352,12 @@ class StepMap:
         z0 = self.warm_start(state) if z0 is None else z0
         if axis_name is None:  # one member: the floor in a branch taken only by a probe (a real branch)
             floor: FloorTest = lambda z: self.roundoff_floor(z, state.q, state.p, t, h, params, u)  # noqa: E731
+            jacobian: Callable[[jax.Array], jax.Array] | None = (
+                lambda z: self.jacobian(z, state.q, state.p, t, h, params, u))
         else:  # a vmapped batch, where a branch runs for every member at every trip: from Newton's linearization
-            floor = self.floor_test(state.q, state.p, t, h, params, u)
+            floor, jacobian = self.floor_test(state.q, state.p, t, h, params, u), None
         res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options, active,
-                     floor=floor, axis_name=axis_name,
-                     jacobian=lambda z: self.jacobian(z, state.q, state.p, t, h, params, u))
+                     floor=floor, axis_name=axis_name, jacobian=jacobian)
         q1, p_out, c = res.aux
         xi, st, mu = res.z[:n], res.z[n:n + self.ns], res.z[n + self.ns:]
         converged = res.status == Status.OK

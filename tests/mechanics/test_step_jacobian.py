@@ -140,3 +140,15 @@ def test_newton_uses_the_matrix_it_is_given():
     assert int(exact.status) == int(off.status) == 0
     assert int(off.iterations) > int(exact.iterations) + 2, (int(exact.iterations), int(off.iterations))
     np.testing.assert_allclose(np.asarray(off.z), np.asarray(exact.z), rtol=0, atol=1e-13)
+
+
+def test_newton_refuses_a_matrix_beside_a_roundoff_floor():
+    """A RoundoffFloor takes the Newton matrix from the linearization its probe shares: a matrix given as well
+    would be ignored, so it is refused."""
+    sysm, q0, v0, h = _system("rolling_disk")
+    sm = StepMap(sysm, md.get_scheme("split"), md.get_rule("midpoint"), SolverOptions())
+    z0, q, p = _point(sm, q0, v0, h, 0)
+    floor = sm.floor_test(q, p, 0.0, h, sysm.params)
+    with pytest.raises(ValueError, match="RoundoffFloor"):
+        newton(lambda z: sm.equations(z, q, p, 0.0, h, sysm.params), z0, sm.options, floor=floor,
+               jacobian=lambda z: sm.jacobian(z, q, p, 0.0, h, sysm.params))
