@@ -23,25 +23,27 @@ from jax.typing import DTypeLike
 from .._manifolds.base import Manifold
 from .._types import (ArrayLike, Constraint, Force, Holonomic, Lagrangian, Params, Partials, Point,
                       PointBatch, Scalar)
-from .small import mv, solve_small, vm
+from .small import SMALL_SOLVE_MAX, mv, solve_small, vm
 
 __all__ = ["LagrangeDiracSystem", "as_one_forms", "over_batch"]
 
-SMALL_PROJECTION_MAX = 5
-"""Largest bordered system of :meth:`LagrangeDiracSystem.holonomic_projection` solved by the unrolled elimination.
+SMALL_PROJECTION_MAX = SMALL_SOLVE_MAX
+"""Largest bordered system of :meth:`LagrangeDiracSystem.holonomic_projection` solved without LAPACK.
 
-The projection runs at every recorded point, inside the compiled step loop. Unrolled
-(:func:`~manifold_dirac._mechanics.small.solve_small`), the loop stays one kernel; a LAPACK call
-splits it into several kernels, which cost time per step but compile in parallel and each
-sooner than one large kernel. Measured (``python benchmarks/all_systems.py --before DIR
---rounds 3 --label holonomic_solve``, fastest of 3 rounds, 2 cores): unrolled, the Cartesian
-pendulum's ``4 x 4`` made its step 7.2 -> 1.5 µs at an equal first call, the four-bar's ``5 x 5``
-15.8 -> 8.7 µs for a first call 4.2 -> 4.5 s, but the three-dimensional rolling disk's ``7 x 7``
-24.9 -> 16.3 µs for a loop compile 9.0 -> 12 s (first call 11.6 -> 14.6 s): above this size, LAPACK.
-By the rolled elimination (:func:`~manifold_dirac._mechanics.small.solve_rolled`) instead, the disk's
-step was 23.7 -> 15.2 µs but its first call 10.2 -> 11.9 s, and (with its Newton solve rolled too) the
-rigid double pendulum's 145 -> 111 µs but 7.1 -> 9.9 s (``--label rolled_projection``, fastest of 2
-rounds): not taken either."""
+The projection runs at every recorded point, inside the compiled step loop. Solved by
+:func:`~manifold_dirac._mechanics.small.solve_small` (the unrolled elimination, by whole rows from 6
+unknowns), the loop stays one kernel; a LAPACK call splits it into several kernels and makes a
+program loaded from the persistent cache import SciPy's LAPACK while it is lowered (about 0.2 s).
+The limit is :data:`~manifold_dirac._mechanics.small.SMALL_SOLVE_MAX`: above it, LAPACK.
+Measured on the three-dimensional rolling disk's ``7 x 7``, by rows against LAPACK (``python
+benchmarks/all_systems.py --before DIR --rounds 3 --label projection_rows --systems rolling_disk_3d``,
+``benchmarks/results/all_systems_projection_rows.json``, fastest of 3 rounds, 2 cores): 17.9 -> 11.1 µs
+per step, its first call from the cache 0.65 -> 0.47 s, with an empty cache 9.2 -> 9.8 s. With the
+elimination entry by entry it had been 24.9 -> 16.3 µs for a first call 11.6 -> 14.6 s (``--label
+holonomic_solve``), and by the rolled elimination (:func:`~manifold_dirac._mechanics.small.solve_rolled`)
+23.7 -> 15.2 µs for 10.2 -> 11.9 s (``--label rolled_projection``). The Cartesian pendulum's ``4 x 4``
+and the four-bar's ``5 x 5`` are eliminated entry by entry: 7.2 -> 1.5 and 15.8 -> 8.7 µs per step
+against LAPACK (``--label holonomic_solve``)."""
 
 _TRACE_HINT = (
     "Write it with jax.numpy (`import jax.numpy as jnp`; jnp.sin, jnp.sum, x[i] indexing, ...) for ONE "
