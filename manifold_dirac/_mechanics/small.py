@@ -45,11 +45,12 @@ compiles in a fraction of the time from 9 unknowns on (its program has ``O(n)`` 
 one entry by entry ``O(n^2)`` row operations).
 :data:`SMALL_SOLVE_MAX` and :data:`ROLLED_SOLVE_MAX` were measured with the elimination entry by
 entry; by rows, 14 to 18 unknowns solve faster than by the rolled loop in that benchmark (1973
-against 2439 ns at 14), at a longer compile (1.2 against 0.2 s). On whole systems, with both limits
-at 18 (``python benchmarks/all_systems.py --before DIR --rounds 2 --label rows18 --systems
+against 2439 ns at 14), at a longer compile (1.2 against 0.2 s). On whole systems, with
+:data:`SMALL_SOLVE_MAX` and :data:`~manifold_dirac._mechanics.system.SMALL_PROJECTION_MAX` at 18
+(``python benchmarks/all_systems.py --before DIR --rounds 2 --label rows18 --systems
 rigid_double_pendulum two_wheel_cart``, ``benchmarks/results/all_systems_rows18.json``): the rigid
 double pendulum's 18 unknowns 133 -> 88 µs per step but its first call 7.9 -> 23 s with an empty
-cache (0.92 -> 0.95 s from the cache), the two-wheel cart's 14 slower on all three counts (2.08 ->
+cache (0.91 -> 0.95 s from the cache), the two-wheel cart's 14 slower on all three counts (2.08 ->
 2.35 µs, 7.8 -> 10.9 s, 0.51 -> 0.63 s): not taken."""
 
 
