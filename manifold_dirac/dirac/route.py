@@ -887,22 +887,34 @@ def _recorded_fields(system: LagrangeDiracSystem, trajectory: Trajectory, points
     except Exception:  # noqa: BLE001 - a rule without an order on this manifold: the central difference
         order = 2
     dev = 0.0
-    for k in range(1, K):
-        if order > 2:  # the Legendre velocity: dL/dv(q_k, v_k) - p_k in the constraint forces, C v_k = 0
+    if order > 2:
+        for k in range(1, K):  # the Legendre velocity: dL/dv(q_k, v_k) - p_k in the constraint forces, C v_k = 0
             C = np.asarray(system.constraint_matrix(points[k], params)) if system.n_constraints else np.zeros((0, len(p[k])))
             r = np.asarray(system.momentum(points[k], jnp.asarray(v[k]), params)) - p[k]
             if C.size:
                 r = r - C.T @ np.linalg.lstsq(C @ C.T, C @ r, rcond=None)[0]
                 r = np.concatenate([r, C @ v[k]])
             dev = max(dev, float(np.max(np.abs(r))) / max(1.0, float(np.max(np.abs(p[k])))))
-        else:
-            back = -np.asarray(fns["inverse_retract"](points[k], points[k - 1]))
-            vk = 0.5 * (xis[k] + back) / h
-            if getattr(system, "n_holonomic", 0):
-                vk = np.asarray(system.holonomic_projection(points[k], jnp.asarray(vk), jnp.asarray(p[k]), params)[0])
-            dev = max(dev, float(np.max(np.abs(v[k] - vk))) / max(1.0, float(np.max(np.abs(vk)))))
+    else:
+        # the central difference of the points, projected as the loop projects its records (holonomic rows)
+        vc = np.stack([0.5 * (xis[k] - np.asarray(fns["inverse_retract"](points[k], points[k - 1]))) / h
+                       for k in range(1, K)])
+        if getattr(system, "n_holonomic", 0):
+            inner = jax.tree.map(lambda *a: np.stack(a), *points[1:K])
+            vc = np.asarray(_batched_projection(system)(inner, jnp.asarray(vc), jnp.asarray(p[1:K]), params)[0])
+        dev = float(np.max(np.abs(v[1:K] - vc) / np.maximum(1.0, np.max(np.abs(vc), axis=1, keepdims=True))))
     out["v"] = dev
     return out
+
+
+def _batched_projection(system: LagrangeDiracSystem) -> Callable:
+    """``system.holonomic_projection`` over a batch of points, compiled once per system (kept on it)."""
+    cache = system.__dict__.setdefault("_compiled_functions", {})
+    fn = cache.get("batched_holonomic_projection")
+    if fn is None:
+        fn = cache["batched_holonomic_projection"] = jax.jit(
+            jax.vmap(system.holonomic_projection, in_axes=(0, 0, 0, None)))
+    return fn
 
 
 def t0_grid(K: int, h: float) -> np.ndarray:
