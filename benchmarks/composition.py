@@ -6,6 +6,8 @@ Run (from the repository root)::
     PYTHONPATH=$PWD python benchmarks/composition.py --quick    # two step sizes each, smoke run
     PYTHONPATH=$PWD python benchmarks/composition.py --systems rolling_disk,chaplygin_sled
                                                       # some systems: the others' stored results are kept
+    PYTHONPATH=$PWD taskset -c 1 python benchmarks/composition.py --systems rolling_disk,snakeboard --label pinned
+                                                      # pinned to one core: composition_pinned.json/.md
 
 For each system, to ``T = 2`` (the rolling disk, the Chaplygin sled, the
 snakeboard, the heavy top, and a satellite with a reaction wheel driven by
@@ -54,6 +56,14 @@ function, ``jax.jit(rollout)`` of 7 ``kahan_li8`` steps, DOP853 at
 ``rtol = 1e-3``) with JAX's asynchronous CPU dispatch (the default) and
 synchronous (``jax_cpu_enable_async_dispatch = False``), in three pairs of
 fresh processes, to ``benchmarks/results/composition_dispatch.md``.
+
+``--outputs`` times a 6-step ``kahan_li8`` call on the rolling disk, the sled and the snakeboard
+returning the whole :class:`Rollout`, only its final point, or only its status (a trivial jitted
+function beside them), with the thunks of each program's entry computation, to
+``benchmarks/results/composition_outputs.md``: what the outputs cost in XLA:CPU's runtime.
+
+``--label NAME`` writes the work--precision run to ``composition_NAME.json``/``.md`` (no figures), for
+a run beside the main one, e.g. pinned to one core.
 
 ``--adjoint`` measures instead whether each base map is self-adjoint: one
 step of ``h = 0.1`` from the catalog's initial data and the step of ``-h``
@@ -456,7 +466,8 @@ def table(out) -> str:
     lines = [f"Machine: {out['machine']}; load average before/after the run: {out['load_before']} / "
              f"{out['load_after']} (a run of some systems keeps the others' results, each with its own load); "
              f"minimum of {out['repeats']} interleaved rounds (each the fastest of {INNER} "
-             f"back-to-back calls), compile excluded; T = {T:g}.", "",
+             f"back-to-back calls), compile excluded; T = {T:g}"
+             + (f"; the process ran on CPUs {out['cpus']}" if "cpus" in out else "") + ".", "",
              "Wall time (ms) per call of the fastest run with error at T <= target; `integrate`: one "
              "`md.integrate` call; `jit rollout`: `jax.jit` of `md.rollout` (one XLA call); ratios to DOP853.",
              ""]
@@ -760,6 +771,52 @@ def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
             "us": {k: 1e6 * b for k, b in best.items()}}
 
 
+def entry_kernels(hlo: str) -> int:
+    """Operations of a compiled program's entry computation that XLA:CPU runs as thunks (kernels, copies, loops):
+    every instruction of ``ENTRY`` but parameters, constants, tuples, their elements and bitcasts."""
+    import re
+
+    body = re.search(r"^ENTRY .*?\{\n(.*?)\n\}", hlo, re.S | re.M).group(1)
+    ops = [m.group(1) for m in re.finditer(r"= \S.*? ([a-z][\w-]*)\(", body)]
+    return sum(op not in ("parameter", "constant", "get-tuple-element", "tuple", "bitcast") for op in ops)
+
+
+def outputs_table(names, n_steps: int = 6, rounds: int = 7, calls: int = 20) -> str:
+    """What a ``jax.jit(rollout)`` call's outputs cost: the same ``kahan_li8`` run returning the whole
+    :class:`Rollout`, only its final point, or only its status (XLA drops what is not returned), with the
+    number of thunks of each program's entry computation (``--outputs``); wall time per call, minimum of
+    ``rounds`` interleaved rounds of ``calls`` calls, one process."""
+    import jax
+    import jax.numpy as jnp
+
+    lines = [f"Wall time per call (us), `kahan_li8`, {n_steps} steps of h = T / {n_steps}, `split` scheme; minimum "
+             f"of {rounds} interleaved rounds of {calls} calls, one process. In brackets: the thunks of the "
+             "program's entry computation (XLA:CPU runs them one after the other in the calling thread when there "
+             "are at most 8 or every buffer has at most 512 bytes, else on its worker threads).", "",
+             "| system | trivial jit | whole Rollout | final point only | status only | Newton iterations per step |",
+             "|---|---|---|---|---|---|"]
+    for name in names:
+        case = SYSTEMS[name]()
+        sysm = case["system"]
+        q, v = jax.tree.map(jnp.asarray, case["q0"]), jnp.asarray(case["v0"], jnp.float64)
+        h = jnp.float64(T / n_steps)
+        pick = {"whole": lambda r: r, "final": lambda r: (jax.tree.map(lambda a: a[-1], r.q), r.p[-1]),
+                "status": lambda r: r.status}
+        fs = {"trivial": jax.jit(lambda q, v, h: (jax.tree.map(lambda a: a * h, q), v * h))}
+        for k, o in pick.items():
+            fs[k] = jax.jit(lambda q, v, hh, o=o: o(rollout(sysm, q, v, h=hh, n_steps=n_steps, scheme="split",
+                                                              composition="kahan_li8")))
+        kernels = {k: entry_kernels(f.lower(q, v, h).compile().as_text()) for k, f in fs.items()}
+        best = interleaved_min({k: (lambda f=f: jax.block_until_ready(f(q, v, h))) for k, f in fs.items()},
+                               rounds, calls)
+        cell = lambda k: f"{1e6 * best[k]:.0f} ({kernels[k]})"  # noqa: E731
+        its = np.asarray(fs["whole"](q, v, h).iterations).tolist()
+        lines.append(f"| {name} | {cell('trivial')} | {cell('whole')} | {cell('final')} | {cell('status')} | "
+                     f"{', '.join(map(str, its))} (of {17} sub-steps each) |")
+        print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
 def dispatch_table(pairs: int = 3) -> str:
     """The same calls with JAX's asynchronous CPU dispatch (default) and without, each in a fresh process;
     ``pairs`` pairs of processes (the time of a short call varies from one process to the next)."""
@@ -781,6 +838,17 @@ def dispatch_table(pairs: int = 3) -> str:
     return "\n".join(lines)
 
 
+def write_report(filename: str, note: str, body) -> None:
+    """Write ``results/filename``: the machine, the CPUs the process runs on (``note`` after them), the load
+    before, ``body()``, the load after; and print it."""
+    txt = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}; the process "
+           f"runs on CPUs {sorted(os.sched_getaffinity(0))}{note}; load average before: "
+           f"{[round(x, 2) for x in os.getloadavg()]}.\n\n" + body())
+    txt += f"\n\nLoad average after: {[round(x, 2) for x in os.getloadavg()]}.\n"
+    (HERE / "results" / filename).write_text(txt)
+    print(txt)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -797,6 +865,12 @@ def main(argv=None):
     ap.add_argument("--reuse", action="store_true",
                     help="the fastest composed runs for 1e-6 and 1e-10 with SolverOptions(jacobian='reuse'), "
                          "to benchmarks/results/composition_reuse.md")
+    ap.add_argument("--outputs", action="store_true",
+                    help="what a jax.jit(rollout) call's outputs cost (whole Rollout, final point, status), "
+                         "to benchmarks/results/composition_outputs.md")
+    ap.add_argument("--label", default="",
+                    help="write composition_LABEL.json/.md instead, without the figures (a run beside the main one, "
+                         "e.g. pinned with `taskset -c 1` and --label pinned); its CPUs are recorded")
     ap.add_argument("--dispatch-child", choices=("async", "sync"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.dispatch_child:
@@ -819,15 +893,16 @@ def main(argv=None):
         (HERE / "results" / "composition_dispatch.md").write_text(txt)
         print(txt)
         return
+    if args.outputs:
+        names = (["rolling_disk", "chaplygin_sled", "snakeboard"] if args.systems == ",".join(SYSTEMS)
+                 else [n for n in args.systems.split(",") if n in SYSTEMS])
+        write_report("composition_outputs.md", "", lambda: outputs_table(names))
+        return
     if args.cost:
         names = [n for n in args.systems.split(",")
                  if n in ("rolling_disk", "chaplygin_sled", "snakeboard")] or ["rolling_disk"]
-        txt = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}; the process "
-               f"runs on CPUs {sorted(os.sched_getaffinity(0))} (pin it, e.g. `taskset -c 0`, to compare runs); "
-               f"load average before: {[round(x, 2) for x in os.getloadavg()]}.\n\n" + cost_table(names))
-        txt += f"\n\nLoad average after: {[round(x, 2) for x in os.getloadavg()]}.\n"
-        (HERE / "results" / "composition_cost.md").write_text(txt)
-        print(txt)
+        write_report("composition_cost.md", " (pin it, e.g. `taskset -c 0`, to compare runs)",
+                     lambda: cost_table(names))
         return
     if args.figure_only:
         out = json.loads((HERE / "results" / "composition.json").read_text())
@@ -843,12 +918,12 @@ def main(argv=None):
         return
     out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
            "load_before": [round(x, 2) for x in os.getloadavg()], "repeats": 1 if args.quick else args.repeats,
-           "T": T, "systems": {}}
+           "T": T, "cpus": sorted(os.sched_getaffinity(0)), "systems": {}}
     for name in args.systems.split(","):
         out["systems"][name] = measure(name, args.quick, out["repeats"])
     out["load_after"] = [round(x, 2) for x in os.getloadavg()]
     res = HERE / "results"
-    suffix = "_quick" if args.quick else ""
+    suffix = ("_quick" if args.quick else "") + (f"_{args.label}" if args.label else "")
     old = res / f"composition{suffix}.json"
     if old.exists() and set(out["systems"]) != set(SYSTEMS):  # a run of some systems updates the others' results
         prev = json.loads(old.read_text())
@@ -860,7 +935,7 @@ def main(argv=None):
     txt = table(out)
     (res / f"composition{suffix}.md").write_text(txt + "\n")
     print(txt)
-    if not args.quick:
+    if not args.quick and not args.label:
         figure(out, ROOT / "docs" / "figures" / "composition_wp.png",
                ROOT / "docs" / "figures" / "composition_call.png")
 
