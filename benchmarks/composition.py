@@ -688,8 +688,8 @@ def interleaved_min(fs: dict, rounds: int, calls: int) -> dict:
     return best
 
 
-REUSE_RUNS = (("rolling_disk", "1e-06"), ("rolling_disk", "1e-10"), ("chaplygin_sled", "1e-06"),
-              ("chaplygin_sled", "1e-10"), ("snakeboard", "1e-06"), ("snakeboard", "1e-10"))
+REUSE_RUNS = tuple((name, f"1e-{k:02d}") for name in ("rolling_disk", "snakeboard") for k in range(6, 11)) + (
+    ("chaplygin_sled", "1e-06"), ("chaplygin_sled", "1e-10"))
 """``(system, target)`` of ``--reuse``: the fastest composed ``jax.jit(rollout)`` run of the stored results."""
 
 
@@ -865,7 +865,7 @@ def main(argv=None):
                     help="one disk call with JAX's asynchronous CPU dispatch and without, "
                          "to benchmarks/results/composition_dispatch.md")
     ap.add_argument("--reuse", action="store_true",
-                    help="the fastest composed runs for 1e-6 and 1e-10 with SolverOptions(jacobian='reuse'), "
+                    help="the fastest composed runs for 1e-6 ... 1e-10 (the sled: 1e-6, 1e-10) with SolverOptions(jacobian='reuse'), "
                          "to benchmarks/results/composition_reuse.md")
     ap.add_argument("--outputs", action="store_true",
                     help="what a jax.jit(rollout) call's outputs cost (whole Rollout, final point, status), "
