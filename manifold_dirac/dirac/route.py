@@ -179,7 +179,9 @@ def _compiled(system: LagrangeDiracSystem, nodes: tuple) -> dict[str, Callable]:
 
     return {"step": jax.jit(with_jacobian), "pieces": jax.jit(pieces), "forms": jax.jit(forms_at),
             "midpoint": jax.jit(midpoint),
-            "momentum": jax.jit(momentum), "inverse_retract": jax.jit(lambda a, b: _inverse_retract(system, a, b))}
+            "momentum": jax.jit(momentum), "inverse_retract": jax.jit(lambda a, b: _inverse_retract(system, a, b)),
+            # RATTLE's projection of a batch of recorded velocities and momenta (holonomic systems)
+            "projection": jax.jit(jax.vmap(system.holonomic_projection, in_axes=(0, 0, 0, None)))}
 
 
 @functools.lru_cache(maxsize=64)
@@ -901,20 +903,10 @@ def _recorded_fields(system: LagrangeDiracSystem, trajectory: Trajectory, points
                        for k in range(1, K)])
         if getattr(system, "n_holonomic", 0):
             inner = jax.tree.map(lambda *a: np.stack(a), *points[1:K])
-            vc = np.asarray(_batched_projection(system)(inner, jnp.asarray(vc), jnp.asarray(p[1:K]), params)[0])
+            vc = np.asarray(fns["projection"](inner, jnp.asarray(vc), jnp.asarray(p[1:K]), params)[0])
         dev = float(np.max(np.abs(v[1:K] - vc) / np.maximum(1.0, np.max(np.abs(vc), axis=1, keepdims=True))))
     out["v"] = dev
     return out
-
-
-def _batched_projection(system: LagrangeDiracSystem) -> Callable:
-    """``system.holonomic_projection`` over a batch of points, compiled once per system (kept on it)."""
-    cache = system.__dict__.setdefault("_compiled_functions", {})
-    fn = cache.get("batched_holonomic_projection")
-    if fn is None:
-        fn = cache["batched_holonomic_projection"] = jax.jit(
-            jax.vmap(system.holonomic_projection, in_axes=(0, 0, 0, None)))
-    return fn
 
 
 def t0_grid(K: int, h: float) -> np.ndarray:
