@@ -143,7 +143,6 @@ class StepRecord(NamedTuple):
     status: jax.Array
 
 
-
 CLOSED_FORM_MULTIPLIERS = 2
 """Multipliers from which :meth:`StepMap.jacobian` takes their columns in closed form.
 
