@@ -879,21 +879,13 @@ def main(argv=None):
         print(json.dumps(dispatch_child(args.dispatch_child)))
         return
     if args.reuse:
-        txt = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}; CPUs "
-               f"{sorted(os.sched_getaffinity(0))}; load average before: {[round(x, 2) for x in os.getloadavg()]}."
-               f"\n\nWall time per call, minimum of 7 interleaved rounds of 20 calls, one process; the composed "
-               f"runs are `jax.jit(rollout)`, `split` scheme, the fastest for the target in "
-               f"`composition.json`.\n\n" + reuse_table()
-               + f"\n\nLoad average after: {[round(x, 2) for x in os.getloadavg()]}.\n")
-        (HERE / "results" / "composition_reuse.md").write_text(txt)
-        print(txt)
+        write_report("composition_reuse.md", "", lambda: (
+            "Wall time per call, minimum of 7 interleaved rounds of 20 calls, one process; the composed runs are "
+            "`jax.jit(rollout)`, `split` scheme, the fastest for the target in `composition.json`.\n\n"
+            + reuse_table()))
         return
     if args.dispatch:
-        txt = (f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}; CPUs "
-               f"{sorted(os.sched_getaffinity(0))}; load average before: {[round(x, 2) for x in os.getloadavg()]}."
-               f"\n\n" + dispatch_table() + f"\n\nLoad average after: {[round(x, 2) for x in os.getloadavg()]}.\n")
-        (HERE / "results" / "composition_dispatch.md").write_text(txt)
-        print(txt)
+        write_report("composition_dispatch.md", "", dispatch_table)
         return
     if args.outputs:
         names = (["rolling_disk", "chaplygin_sled", "snakeboard"] if args.systems == ",".join(SYSTEMS)
