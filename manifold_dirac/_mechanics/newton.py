@@ -41,6 +41,7 @@ member has stopped; members already stopped keep their iterate.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -53,7 +54,8 @@ from .small import solve_small
 from .status import Status
 from .._types import PyTree
 
-__all__ = ["FloorTest", "NewtonResult", "RoundoffFloor", "SolverOptions", "newton", "scaled_error"]
+__all__ = ["FloorTest", "NewtonResult", "RoundoffFloor", "SolverOptions", "forward_jacobian", "newton",
+           "scaled_error"]
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -138,6 +140,35 @@ class NewtonResult(NamedTuple):
     status: jax.Array
     iterations: jax.Array
     error: jax.Array
+
+
+def forward_jacobian(f: Callable[[jax.Array], jax.Array], x: jax.Array) -> jax.Array:
+    """``jax.jacfwd(f)(x)``, shape ``(*f(x).shape, N)``, with its tangent basis computed where ``x`` is.
+
+    The same forward-mode pass as ``jax.jacfwd`` (one ``jvp`` per basis
+    vector, batched with ``vmap``), with the basis (the identity ``(N, N)``,
+    a literal) passed through ``lax.optimization_barrier`` together with
+    ``x``. With ``jax.jacfwd``'s own basis, every part of the tangents that
+    depends on the basis alone (a slice of it, times a constant) is a
+    constant of the Newton and step loops, and XLA's loop-invariant code
+    motion hoists it out of them into the program's entry computation: one
+    more operation XLA:CPU runs at every call, outside the loop's compiled
+    kernel (``docs/performance.md``, "What a call costs besides its loop").
+    Equal to ``jax.jacfwd`` entry by entry (``tests/mechanics/test_newton.py``).
+
+    Parameters
+    ----------
+    f : callable
+        ``f(x) -> array``, differentiable in forward mode.
+    x : array, shape=[N]
+
+    Returns
+    -------
+    array, shape=[*f(x).shape, N]
+    """
+    x = jnp.asarray(x)
+    basis, x = jax.lax.optimization_barrier((np.eye(x.shape[0], dtype=x.dtype), x))
+    return jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1], out_axes=-1)(basis)
 
 
 def scaled_error(r: jax.Array, scale: jax.Array) -> jax.Array:
@@ -237,7 +268,7 @@ def newton(
             col = lambda a, b: jax.jvp(linear.residual, (z, eta0), (a, b))[1]  # noqa: E731
             return jax.vmap(col, out_axes=1)(tz, te)
     else:
-        jac = jax.jacfwd(lin) if jacobian is None else jacobian
+        jac = functools.partial(forward_jacobian, lin) if jacobian is None else jacobian
 
     r0, s0, e0, aux0 = value(z0)
     finite0 = jnp.isfinite(e0)

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._manifolds.base import tree_where
-from .newton import FloorTest, RoundoffFloor, SolverOptions, newton
+from .newton import FloorTest, RoundoffFloor, SolverOptions, forward_jacobian, newton
 from .rules import DiscreteLagrangian, StepContext
 from .schemes import Scheme
 from .small import mv
@@ -284,8 +284,8 @@ class StepMap:
             return self.equations(w, q0, p_in, t0, h, params, u)[0]
 
         if self.m < CLOSED_FORM_MULTIPLIERS:
-            return jax.jacfwd(residual)(z)
-        head = jax.jacfwd(lambda w: residual(jnp.concatenate([w, z[k:]])))(z[:k])
+            return forward_jacobian(residual, z)
+        head = forward_jacobian(lambda w: residual(jnp.concatenate([w, z[k:]])), z[:k])
         G = self.scheme.reaction(self.system, q0, params)
         mu_columns = jnp.concatenate([-G, jnp.zeros((self.ns + self.m, self.m), G.dtype)])
         return jnp.concatenate([head, mu_columns.astype(head.dtype)], axis=1)

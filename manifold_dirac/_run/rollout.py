@@ -250,6 +250,48 @@ class _Carry(NamedTuple):
     fail_step: jax.Array
 
 
+def _composed_z_shape(z0: jax.Array, gammas) -> tuple[int, ...]:
+    """The shape of one step's recorded unknowns: ``(N_z,)``, or ``(s, N_z)`` composed (``z0`` the carried history)."""
+    return z0.shape if gammas is None else z0.shape[1:]
+
+
+class _Packing:
+    """``(q, p, z)`` as one float64 vector and back (shapes fixed at trace time).
+
+    Why: every array the loop carries, and every per-step output it stacks,
+    is one buffer that the program's entry computation initializes by an
+    operation of its own before the loop's kernel runs. XLA:CPU runs those
+    operations as a dependency graph and hands half of the ready ones to
+    another thread when more than 9 are ready at once (its
+    ``ThunkExecutor``'s split threshold), which costs a short run tens of
+    microseconds (``docs/performance.md``, "What a call costs besides its
+    loop"). Unpacked, the rolling disk's composed rollout had 14 ready at
+    its start (with the step counter's ``arange``); packed, it has 7
+    (``tests/mechanics/test_call_entry.py``). Inside the loop's kernel the
+    packing is a few copies.
+    """
+
+    def __init__(self, q: Any, p: jax.Array, z: jax.Array):
+        leaves, self.treedef = jax.tree.flatten(q)
+        self.shapes = [np.shape(a) for a in leaves] + [np.shape(p), np.shape(z)]
+        self.sizes = [int(np.prod(s)) for s in self.shapes]
+        self.offsets = np.cumsum([0] + self.sizes)
+
+    def pack(self, q: Any, p: jax.Array, z: jax.Array) -> jax.Array:
+        parts = jax.tree.leaves(q) + [p, z]
+        return jnp.concatenate([jnp.ravel(a).astype(jnp.float64) for a in parts])
+
+    def _split(self, F: jax.Array, lead: tuple[int, ...]):
+        parts = [F[..., a:b].reshape(lead + s) for a, b, s in zip(self.offsets[:-1], self.offsets[1:], self.shapes)]
+        return jax.tree.unflatten(self.treedef, parts[:-2]), parts[-2], parts[-1]
+
+    def unpack(self, F: jax.Array):
+        return self._split(F, ())
+
+    def unpack_stacked(self, F: jax.Array):
+        return self._split(F, F.shape[:1])
+
+
 def _initial_unknowns(sm: StepMap, q0: Any, p0: jax.Array, xi0: jax.Array) -> jax.Array:
     """Newton's first guess ``z`` of the first step: ``xi = h v0``, the other unknowns 0.
 
@@ -355,14 +397,26 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
 
         if checkpoint:
             body = jax.checkpoint(body, policy=jax.checkpoint_policies.save_only_these_names(_Z_NAME))
-        ks = jnp.arange(n_steps, dtype=jnp.int32)
+        # the loop's state and its per-step outputs packed into one float vector and one integer vector each (see
+        # _Packing): the program's entry computation then holds a handful of operations around the loop's kernel
+        pack = _Packing(q0, p0, z0)
+        out = _Packing(q0, p0, jnp.zeros(_composed_z_shape(z0, gammas), z0.dtype))
+
+        def packed_body(carry, u):
+            F, I = carry
+            q, p, z = pack.unpack(F)
+            c, (q1, p1, zo, it) = body(_Carry(q, p, z, I[0], I[1]), (I[2], u))
+            return (pack.pack(c.q, c.p, c.z), jnp.stack([c.status, c.fail_step, I[2] + 1])), \
+                (out.pack(q1, p1, zo), it)
+
         us = controls if has_u else None
-        c0 = _Carry(q0, p0, z0, jnp.int32(Status.OK), jnp.int32(-1))
-        cN, (qs, ps, zs, its) = jax.lax.scan(body, c0, (ks, us), length=n_steps)
+        I0 = jnp.array([Status.OK, -1, 0], jnp.int32)
+        (FN, IN), (Fs, its) = jax.lax.scan(packed_body, (pack.pack(q0, p0, z0), I0), us, length=n_steps)
+        qs, ps, zs = out.unpack_stacked(Fs)
         q_all = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), q0, qs)
         p_all = jnp.concatenate([p0[None], ps])
         t = t0 + h * jnp.arange(n_steps + 1, dtype=jnp.float64)
-        return Rollout(t, q_all, p_all, zs, its, cN.status, cN.fail_step)
+        return Rollout(t, q_all, p_all, zs, its, IN[0], IN[1])
 
     return jax.jit(run)
 

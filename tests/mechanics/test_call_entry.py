@@ -1,0 +1,111 @@
+"""What a compiled rollout runs around its loop: the operations of the program's entry computation.
+
+XLA:CPU runs a program's entry computation as a graph of operations
+("thunks") around the loop's compiled kernel. When more than 9 of them are
+ready at once (its ``ThunkExecutor``'s split threshold, 8, plus the one it
+runs), it hands half of them to another thread, which costs a short run tens
+of microseconds (``docs/performance.md``, "What a call costs besides its
+loop"). Two things keep a rollout's entry small, each checked here against
+the compiled program and shown to be what does it:
+
+* :func:`~manifold_dirac._mechanics.newton.forward_jacobian` computes the
+  Newton matrix's tangent basis inside the loop: with ``jax.jacfwd``'s basis,
+  XLA hoists the parts of the tangents that depend on the basis alone out of
+  the loops, as operand-free operations of the entry;
+* the rollout's loop carries its state, and stacks its per-step outputs, in
+  one float and one integer array each (``_Packing`` in ``_run/rollout.py``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import manifold_dirac as md
+import manifold_dirac._mechanics.newton as newton_module
+import manifold_dirac._mechanics.step as step_module
+from manifold_dirac._mechanics.newton import forward_jacobian
+
+SPLIT_READY = 9
+"""At most this many entry operations ready at once run in the calling thread (XLA:CPU's split threshold + 1)."""
+
+NOT_RUN = ("parameter", "constant", "get-tuple-element", "tuple", "bitcast")
+"""Entry instructions XLA:CPU does not run as operations of their own."""
+
+
+def entry_operations(hlo: str) -> dict[str, set[str]]:
+    """The entry computation's operations, each with the operations it reads from (through tuples and bitcasts)."""
+    body = re.search(r"^ENTRY .*?\{\n(.*?)\n\}", hlo, re.S | re.M).group(1)
+    feeds: dict[str, set[str]] = {}
+    ops: dict[str, set[str]] = {}
+    for line in body.splitlines():
+        m = re.match(r"\s*(?:ROOT )?%(\S+) = .*? ([a-z][\w-]*)\((.*?)\)(?:, |$)", line)
+        if m is None:
+            continue
+        name, op, args = m.groups()
+        inputs = set().union(*[feeds.get(a, set()) for a in re.findall(r"%([\w.\-]+)", args)])
+        if op in NOT_RUN:
+            feeds[name] = inputs
+        else:
+            ops[name] = inputs
+            feeds[name] = {name}
+    return ops
+
+
+def ready_at_start(ops: dict[str, set[str]]) -> int:
+    """How many entry operations are ready when the program starts (they read only parameters and constants)."""
+    return sum(not inputs for inputs in ops.values())
+
+
+def operand_free(hlo: str, ops: dict[str, set[str]]) -> list[str]:
+    """Entry operations that read nothing at all (a computed constant, as loop-invariant code motion leaves)."""
+    body = re.search(r"^ENTRY .*?\{\n(.*?)\n\}", hlo, re.S | re.M).group(1)
+    return [n for n in ops if re.search(r"%" + re.escape(n) + r" = \S+ [a-z][\w-]*\(\)", body)]
+
+
+def compiled_rollout(composition):
+    """The compiled text of ``jax.jit(rollout)`` of 6 steps of the rolling disk (a new system object: no reuse)."""
+    disk = md.systems.rolling_disk()
+    q0 = disk.Q.from_coordinates([0.0, 0.0, 0.0, 0.0])
+    q, v = jax.tree.map(jnp.asarray, q0), jnp.array([0.7, 1.0, 0.0, 2.0])
+    f = jax.jit(lambda q, v, h: md.rollout(disk, q, v, h=h, n_steps=6, scheme="split", composition=composition))
+    return f.lower(q, v, jnp.float64(0.3)).compile().as_text()
+
+
+def test_forward_jacobian_equals_jacfwd_and_batches():
+    f = lambda x: jnp.stack([jnp.sin(x[0]) * x[1], x[1] ** 3, x[0] * x[1] * x[2]])  # noqa: E731
+    x = jnp.array([0.3, 0.5, 0.7])
+    J = forward_jacobian(f, x)
+    assert J.dtype == jnp.float64
+    np.testing.assert_array_equal(J, jax.jacfwd(f)(x))
+    X = jnp.stack([x, 2.0 * x])
+    np.testing.assert_array_equal(jax.vmap(lambda y: forward_jacobian(f, y))(X), jax.vmap(jax.jacfwd(f))(X))
+    # differentiable (the implicit derivative of a solve and the unrolled mode differentiate the matrix)
+    np.testing.assert_allclose(jax.jacfwd(lambda y: forward_jacobian(f, y))(x), jax.hessian(f)(x), rtol=1e-15)
+
+
+@pytest.mark.parametrize("composition", [None, "kahan_li8"])
+def test_rollout_entry_runs_in_the_calling_thread(composition):
+    hlo = compiled_rollout(composition)
+    ops = entry_operations(hlo)
+    assert operand_free(hlo, ops) == []
+    assert ready_at_start(ops) <= SPLIT_READY, sorted(n for n, i in ops.items() if not i)
+    loop = [n for n in ops if n.startswith("call") or n.startswith("while")]
+    assert len(loop) == 1
+    after = [n for n, i in ops.items() if loop[0] in i]
+    assert len(after) <= SPLIT_READY
+
+
+def test_the_entry_counts_see_hoisted_constants_and_many_outputs(monkeypatch):
+    # sensitivity: jax.jacfwd's basis in the Newton matrix leaves operand-free operations in the entry
+    monkeypatch.setattr(step_module, "forward_jacobian", lambda f, x: jax.jacfwd(f)(x))
+    monkeypatch.setattr(newton_module, "forward_jacobian", lambda f, x: jax.jacfwd(f)(x))
+    hlo = compiled_rollout("kahan_li8")
+    assert len(operand_free(hlo, entry_operations(hlo))) > 0
+    # and a program with 12 independent outputs of 100 numbers has them all ready at its start
+    many = jax.jit(lambda x: [jnp.sin(x) * (i + 1.5) for i in range(12)]).lower(jnp.ones(100)).compile().as_text()
+    assert ready_at_start(entry_operations(many)) == 12 > SPLIT_READY
