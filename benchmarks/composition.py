@@ -53,9 +53,11 @@ cost of a call and the cost of a sub-step), to
 
 ``--dispatch`` times one short call on the rolling disk (a trivial jitted
 function, ``jax.jit(rollout)`` of 7 ``kahan_li8`` steps, DOP853 at
-``rtol = 1e-3``) with JAX's asynchronous CPU dispatch (the default) and
-synchronous (``jax_cpu_enable_async_dispatch = False``), in three pairs of
-fresh processes, to ``benchmarks/results/composition_dispatch.md``.
+``rtol = 1e-3``) and three pieces of a user's other JAX code (a Python loop
+of jitted layers, eager operations, one large product) with JAX's
+asynchronous CPU dispatch and synchronous (``jax_cpu_enable_async_dispatch
+= False``, the library's default), in five pairs of fresh processes, to
+``benchmarks/results/composition_dispatch.md``.
 
 ``--outputs`` times a 6-step ``kahan_li8`` call on the rolling disk, the sled and the snakeboard
 returning the whole :class:`Rollout`, only its final point, or only its status (a trivial jitted
@@ -94,10 +96,6 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-if "--dispatch-child" in sys.argv and sys.argv[sys.argv.index("--dispatch-child") + 1:][:1] == ["sync"]:
-    import jax  # before the library's import creates JAX's CPU client (the setting is read then)
-
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
 sys.path.insert(0, str(ROOT))
 
 from manifold_dirac import integrate, rollout  # noqa: E402
@@ -747,10 +745,13 @@ DISPATCH_STEPS = 7
 
 
 def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
-    """Wall time per call in this process (JAX's CPU dispatch ``mode``: ``async`` default, ``sync``): the minimum
-    over ``rounds`` interleaved rounds of ``calls`` back-to-back calls, of a trivial jitted function, of
+    """Wall time per call in this process (JAX's CPU dispatch ``mode``, set by the parent through
+    ``JAX_CPU_ENABLE_ASYNC_DISPATCH``: ``async`` JAX's default, ``sync`` the library's): the minimum over
+    ``rounds`` interleaved rounds of ``calls`` back-to-back calls, of a trivial jitted function, of
     ``jax.jit(rollout)`` of ``DISPATCH_STEPS`` ``kahan_li8`` steps of the rolling disk and of DOP853 at
-    ``rtol = atol = 1e-3`` on its reduced equations."""
+    ``rtol = atol = 1e-3`` on its reduced equations; and what a user's other JAX code sees: a Python loop of
+    100 dependent calls of a jitted ``tanh(x @ w)`` on ``(256, 256)``, 100 eager ``jnp`` operations on a
+    vector of 1000 numbers, one ``(2000, 2000)`` product (the time of the whole, until the result is ready)."""
     import jax
     import jax.numpy as jnp
     from scipy.integrate import solve_ivp
@@ -762,11 +763,31 @@ def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
     triv = jax.jit(lambda q, v, h: (jax.tree.map(lambda a: a * h, q), v * h))
     roll = jax.jit(lambda q, v, hh: rollout(sysm, q, v, h=hh, n_steps=DISPATCH_STEPS, scheme="split",
                                             composition="kahan_li8"))
+    layer = jax.jit(lambda x, w: jnp.tanh(x @ w))
+    x256 = jnp.asarray(np.random.default_rng(0).normal(size=(256, 256)) / 16)
+    vec = jnp.linspace(0.0, 1.0, 1000)
+    big = jnp.asarray(np.random.default_rng(1).normal(size=(2000, 2000)))
+
+    def chain():
+        y = x256
+        for _ in range(100):
+            y = layer(y, x256)
+        return y.block_until_ready()
+
+    def eager():
+        y = vec
+        for _ in range(100):
+            y = jnp.sin(y) + 0.5
+        return y.block_until_ready()
+
     fs = {"trivial jit": lambda: jax.block_until_ready(triv(q, v, h)),
           f"jit(rollout), kahan_li8, {DISPATCH_STEPS} steps": lambda: jax.block_until_ready(roll(q, v, h)),
           "DOP853, rtol = 1e-3": lambda: solve_ivp(case["rhs"], (0.0, T), case["y0"], method="DOP853",
                                                    rtol=1e-3, atol=1e-3)}
     best = interleaved_min(fs, rounds, calls)
+    user = {"100 chained jitted (256, 256) layers": chain, "100 eager jnp operations": eager,
+            "one (2000, 2000) product": lambda: (big @ big).block_until_ready()}
+    best.update(interleaved_min(user, rounds, 3))
     return {"mode": mode, "async_dispatch": bool(jax.config.read("jax_cpu_enable_async_dispatch")),
             "us": {k: 1e6 * b for k, b in best.items()}}
 
@@ -819,21 +840,23 @@ def outputs_table(names, n_steps: int = 6, rounds: int = 7, calls: int = 20) -> 
     return "\n".join(lines)
 
 
-def dispatch_table(pairs: int = 3) -> str:
-    """The same calls with JAX's asynchronous CPU dispatch (default) and without, each in a fresh process;
-    ``pairs`` pairs of processes (the time of a short call varies from one process to the next)."""
+def dispatch_table(pairs: int = 5) -> str:
+    """The same calls with JAX's asynchronous CPU dispatch and without (the library's default), each in a fresh
+    process; ``pairs`` pairs of processes (the time of a short call varies from one process to the next)."""
     import subprocess
 
     res = []
     for _ in range(pairs):
         for mode in ("async", "sync"):
+            env = {**os.environ, "JAX_CPU_ENABLE_ASYNC_DISPATCH": "1" if mode == "async" else "0"}
             out = subprocess.run([sys.executable, __file__, "--dispatch-child", mode], capture_output=True, text=True,
-                                 check=True)
+                                 check=True, env=env)
             res.append(json.loads(out.stdout.strip().splitlines()[-1]))
     keys = list(res[0]["us"])
-    lines = [f"Wall time per call (us) on the rolling disk, minimum of 7 rounds of 50 calls in each process; "
-             f"{pairs} pairs of fresh processes, JAX's CPU dispatch asynchronous (the default) and synchronous "
-             "(`jax.config.update(\"jax_cpu_enable_async_dispatch\", False)`).", "",
+    lines = [f"Wall time per call (us), minimum of 7 rounds (of 50 calls; of 3 for the last three columns, a "
+             f"user's other JAX code) in each process; {pairs} pairs of fresh processes, JAX's CPU dispatch "
+             "asynchronous (JAX's default) and synchronous (the library's, `jax_cpu_enable_async_dispatch = False`; "
+             "set for the child by `JAX_CPU_ENABLE_ASYNC_DISPATCH`).", "",
              "| process | dispatch | " + " | ".join(keys) + " |", "|---|---|" + "---|" * len(keys)]
     for i, r in enumerate(res):
         lines.append(f"| {i // 2 + 1} | {r['mode']} | " + " | ".join(f"{r['us'][k]:.1f}" for k in keys) + " |")
