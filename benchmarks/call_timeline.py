@@ -44,12 +44,18 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 T = 2.0
-RUNTIME_EVENTS = ("ThunkExecutor", "ThreadpoolListener", "end: ")
-"""Prefixes of the runtime's own trace events on the executor's threads (the rest are thunks)."""
+def entry_names(compiled_text: str) -> set[str]:
+    """The names of a compiled program's entry instructions: its thunks' trace events carry them (on the
+    executor's threads, or on the calling thread where the program runs there, with synchronous dispatch)."""
+    import re
+
+    body = re.search(r"^ENTRY .*?\{\n(.*?)\n\}", compiled_text, re.S | re.M).group(1)
+    return set(re.findall(r"^\s*(?:ROOT )?%(\S+) = ", body, re.M))
 
 
-def _calls(trace_dir: str) -> list[dict]:
-    """Per traced call: its wall time and the time in its thunks, from the trace's events (us)."""
+def _calls(trace_dir: str, names: set[str]) -> list[dict]:
+    """Per traced call: its wall time and the time in its thunks (the events named as the program's entry
+    instructions ``names``), from the trace's events (us)."""
     import jax
 
     path = glob.glob(os.path.join(trace_dir, "**", "*.xplane.pb"), recursive=True)[0]
@@ -74,7 +80,7 @@ def _calls(trace_dir: str) -> list[dict]:
         w = [e for e in waits if s <= e[0] < nxt]
         end = max([s + d] + [e[0] + e[1] for e in w])
         inside = [e for e in events if s <= e[0] < end]
-        thunks = [e[1] for e in inside if e[2] != "python" and not e[3].startswith(RUNTIME_EVENTS)]
+        thunks = [e[1] for e in inside if e[3] in names]
         put = sum(e[1] for e in inside if e[2] == "python" and e[3] == "DevicePut")
         kernel = max(thunks, default=0.0)
         calls.append({"wall": (end - s) / 1e3, "kernel": kernel / 1e3, "other_thunks": (sum(thunks) - kernel) / 1e3,
@@ -103,6 +109,7 @@ def measure(rounds: int, calls: int, traced: int) -> dict:
                 sysm, q, v, h=h, n_steps=n, scheme="split", composition=comp))
             its[label] = int(np.sum(fs[label](q0, v0, T / n).iterations))
     hs = {label: T / n for label, (_, n) in runs.items()}
+    names = {label: entry_names(fs[label].lower(q0, v0, hs[label]).compile().as_text()) for label in runs}
 
     def call(label):
         return jax.block_until_ready(fs[label](q0, v0, hs[label]))
@@ -120,7 +127,7 @@ def measure(rounds: int, calls: int, traced: int) -> dict:
             with jax.profiler.trace(d):
                 for _ in range(traced):
                     call(label)
-            cs = _calls(d)
+            cs = _calls(d, names[label])
         out["trace"][label] = {k: float(np.median([c[k] for c in cs])) for k in cs[0]}
     # the same runs with the start accepted at 64 eps (a diagnostic; traced for the kernel time only)
     saved = newton.START_ACCEPT
@@ -140,7 +147,7 @@ def measure(rounds: int, calls: int, traced: int) -> dict:
                 with jax.profiler.trace(d):
                     for _ in range(traced):
                         jax.block_until_ready(f(q0, v0, hs[label]))
-                cs = _calls(d)
+                cs = _calls(d, entry_names(f.lower(q0, v0, hs[label]).compile().as_text()))
             loose[label] = {"kernel": float(np.median([c["kernel"] for c in cs])),
                             "iterations": int(np.sum(r.iterations))}
     finally:

@@ -885,8 +885,8 @@ def main(argv=None):
                     help="where one jax.jit(rollout) call's CPU time goes (fixed cost, per sub-step), "
                          "to benchmarks/results/composition_cost.md")
     ap.add_argument("--dispatch", action="store_true",
-                    help="one disk call with JAX's asynchronous CPU dispatch and without, "
-                         "to benchmarks/results/composition_dispatch.md")
+                    help="one disk call and a user's other JAX code with JAX's asynchronous CPU dispatch and without, "
+                         "to benchmarks/results/composition_dispatch.md (with --label: composition_dispatch_LABEL.md)")
     ap.add_argument("--reuse", action="store_true",
                     help="the fastest composed runs for 1e-6 ... 1e-10 (the sled: 1e-6, 1e-10) with SolverOptions(jacobian='reuse'), "
                          "to benchmarks/results/composition_reuse.md")
@@ -907,8 +907,8 @@ def main(argv=None):
             "`jax.jit(rollout)`, `split` scheme, the fastest for the target in `composition.json`.\n\n"
             + reuse_table()))
         return
-    if args.dispatch:
-        write_report("composition_dispatch.md", "", dispatch_table)
+    if args.dispatch:  # with --label (e.g. pinned with `taskset -c 1`): composition_dispatch_LABEL.md
+        write_report(f"composition_dispatch{'_' + args.label if args.label else ''}.md", "", dispatch_table)
         return
     if args.outputs:
         names = (["rolling_disk", "chaplygin_sled", "snakeboard"] if args.systems == ",".join(SYSTEMS)
