@@ -2,12 +2,12 @@
 
     PYTHONPATH=$PWD python benchmarks/call_timeline.py            # writes results/call_timeline.md
 
-The rolling disk's composed runs miss the composition issue's target (at or
-faster than DOP853 at 1e-6 and below) by a cost that does not grow with the
-run. This script splits that cost for the disk's fastest run for 1e-6
-(``kahan_li6``, 16 steps to ``T = 2``, the ``split`` scheme, as in
-``composition.py``) and for a 2-step run, next to a trivial jitted function
-of the same inputs and DOP853 on the reduced equations:
+A short composed run of the rolling disk costs about as much as DOP853's
+whole run on its reduced equations, most of it a cost that does not grow
+with the run. This script splits that cost for a 16-step ``kahan_li6`` run
+(to ``T = 2``, the ``split`` scheme, as in ``composition.py``) and for a
+2-step run, next to a trivial jitted function of the same inputs and DOP853
+on the reduced equations:
 
 * **untimed by the profiler**: the wall time per call, minimum of
   ``--rounds`` interleaved rounds of ``--calls`` calls;
@@ -16,8 +16,11 @@ of the same inputs and DOP853 on the reduced equations:
   loop kernel (the longest XLA:CPU thunk), in the program's other thunks
   (its small kernels and copies outside the loop), in the transfer of the
   arguments (``DevicePut``), and the rest of the call: JAX's and the
-  runtime's work and the hand-offs between the calling thread, the CPU
-  client's thread and the thunk executor's worker threads;
+  runtime's work and any hand-off between threads (to JAX's CPU client
+  thread with asynchronous dispatch, which the library switches off; to
+  the thunk executor's worker threads when more than 9 thunks are ready at
+  once). The thunks are the trace's events named as the program's entry
+  instructions, on whatever thread they ran;
 * the compiled kernel again with Newton's start accepted at ``64 eps``
   (``newton.START_ACCEPT`` set for this measurement only, a diagnostic: the
   library's test is ``4 eps``, see ``tests/mechanics/test_newton_start.py``),
@@ -44,6 +47,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 T = 2.0
+
+
 def entry_names(compiled_text: str) -> set[str]:
     """The names of a compiled program's entry instructions: its thunks' trace events carry them (on the
     executor's threads, or on the calling thread where the program runs there, with synchronous dispatch)."""

@@ -745,8 +745,8 @@ DISPATCH_STEPS = 7
 
 
 def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
-    """Wall time per call in this process (JAX's CPU dispatch ``mode``, set by the parent through
-    ``JAX_CPU_ENABLE_ASYNC_DISPATCH``: ``async`` JAX's default, ``sync`` the library's): the minimum over
+    """Wall time per call in this process (JAX's CPU dispatch ``mode``, set here before the first computation:
+    ``async`` JAX's default, ``sync`` the library's): the minimum over
     ``rounds`` interleaved rounds of ``calls`` back-to-back calls, of a trivial jitted function, of
     ``jax.jit(rollout)`` of ``DISPATCH_STEPS`` ``kahan_li8`` steps of the rolling disk and of DOP853 at
     ``rtol = atol = 1e-3`` on its reduced equations; and what a user's other JAX code sees: a Python loop of
@@ -756,9 +756,12 @@ def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
     import jax.numpy as jnp
     from scipy.integrate import solve_ivp
 
+    # JAX's option is a flag (not read from the environment), read when its CPU backend starts: before any array
+    jax.config.update("jax_cpu_enable_async_dispatch", mode == "async")
     case = SYSTEMS["rolling_disk"]()
     sysm = case["system"]
     q, v = jax.tree.map(jnp.asarray, case["q0"]), jnp.asarray(case["v0"], jnp.float64)
+    assert bool(jax.config.read("jax_cpu_enable_async_dispatch")) == (mode == "async")
     h = jnp.float64(T / DISPATCH_STEPS)  # made once: an eager conversion per call is a dispatched program
     triv = jax.jit(lambda q, v, h: (jax.tree.map(lambda a: a * h, q), v * h))
     roll = jax.jit(lambda q, v, hh: rollout(sysm, q, v, h=hh, n_steps=DISPATCH_STEPS, scheme="split",
@@ -792,14 +795,29 @@ def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
             "us": {k: 1e6 * b for k, b in best.items()}}
 
 
-def entry_kernels(hlo: str) -> int:
+def entry_kernels(hlo: str) -> tuple[int, int]:
     """Operations of a compiled program's entry computation that XLA:CPU runs as thunks (kernels, copies, loops):
-    every instruction of ``ENTRY`` but parameters, constants, tuples, their elements and bitcasts."""
+    every instruction of ``ENTRY`` but parameters, constants, tuples, their elements and bitcasts; and how many
+    of them are ready at the program's start (they read only parameters and constants). XLA:CPU hands half of
+    the ready ones to a worker thread when more than 9 are ready at once (``benchmarks/thunk_split.py``)."""
     import re
 
     body = re.search(r"^ENTRY .*?\{\n(.*?)\n\}", hlo, re.S | re.M).group(1)
-    ops = [m.group(1) for m in re.finditer(r"= \S.*? ([a-z][\w-]*)\(", body)]
-    return sum(op not in ("parameter", "constant", "get-tuple-element", "tuple", "bitcast") for op in ops)
+    feeds: dict[str, set[str]] = {}
+    ready = total = 0
+    for line in body.splitlines():
+        m = re.match(r"\s*(?:ROOT )?%(\S+) = .*? ([a-z][\w-]*)\((.*?)\)(?:, |$)", line)
+        if m is None:
+            continue
+        name, op, args = m.groups()
+        inputs = set().union(*[feeds.get(a, set()) for a in re.findall(r"%([\w.\-]+)", args)])
+        if op in ("parameter", "constant", "get-tuple-element", "tuple", "bitcast"):
+            feeds[name] = inputs
+        else:
+            feeds[name] = {name}
+            total += 1
+            ready += not inputs
+    return total, ready
 
 
 def outputs_table(names, n_steps: int = 6, rounds: int = 7, calls: int = 20) -> str:
@@ -813,9 +831,9 @@ def outputs_table(names, n_steps: int = 6, rounds: int = 7, calls: int = 20) -> 
     stages = len(get_composition("kahan_li8").coefficients)
     lines = [f"Wall time per call (us), `kahan_li8`, {n_steps} steps of h = T / {n_steps}, `split` scheme; minimum "
              f"of {rounds} interleaved rounds of {calls} calls, one process. In brackets: the thunks of the "
-             "program's entry computation (XLA:CPU runs them one after the other in the calling thread when there "
-             "are at most 8, every buffer has at most 512 bytes, or their dependencies form a chain; otherwise it "
-             "tracks their dependency graph and may hand ready thunks to its worker threads).", "",
+             "program's entry computation, and how many of them are ready at its start (XLA:CPU runs them in the "
+             "calling thread, except that when more than 9 are ready at once it hands half of them to a worker "
+             "thread; `benchmarks/thunk_split.py`).", "",
              "| system | trivial jit | whole Rollout | final point only | status only | Newton iterations per step |",
              "|---|---|---|---|---|---|"]
     for name in names:
@@ -832,7 +850,7 @@ def outputs_table(names, n_steps: int = 6, rounds: int = 7, calls: int = 20) -> 
         kernels = {k: entry_kernels(f.lower(q, v, h).compile().as_text()) for k, f in fs.items()}
         best = interleaved_min({k: (lambda f=f: jax.block_until_ready(f(q, v, h))) for k, f in fs.items()},
                                rounds, calls)
-        cell = lambda k: f"{1e6 * best[k]:.0f} ({kernels[k]})"  # noqa: E731
+        cell = lambda k: f"{1e6 * best[k]:.0f} ({kernels[k][0]}, {kernels[k][1]} ready)"  # noqa: E731
         its = np.asarray(fs["whole"](q, v, h).iterations).tolist()
         lines.append(f"| {name} | {cell('trivial')} | {cell('whole')} | {cell('final')} | {cell('status')} | "
                      f"{', '.join(map(str, its))} (of {stages} sub-steps each) |")
@@ -848,15 +866,14 @@ def dispatch_table(pairs: int = 5) -> str:
     res = []
     for _ in range(pairs):
         for mode in ("async", "sync"):
-            env = {**os.environ, "JAX_CPU_ENABLE_ASYNC_DISPATCH": "1" if mode == "async" else "0"}
             out = subprocess.run([sys.executable, __file__, "--dispatch-child", mode], capture_output=True, text=True,
-                                 check=True, env=env)
+                                 check=True)
             res.append(json.loads(out.stdout.strip().splitlines()[-1]))
     keys = list(res[0]["us"])
     lines = [f"Wall time per call (us), minimum of 7 rounds (of 50 calls; of 3 for the last three columns, a "
              f"user's other JAX code) in each process; {pairs} pairs of fresh processes, JAX's CPU dispatch "
-             "asynchronous (JAX's default) and synchronous (the library's, `jax_cpu_enable_async_dispatch = False`; "
-             "set for the child by `JAX_CPU_ENABLE_ASYNC_DISPATCH`).", "",
+             "asynchronous (JAX's default) and synchronous (the library's, `jax_cpu_enable_async_dispatch = False`), "
+             "set in each child before its first computation and checked.", "",
              "| process | dispatch | " + " | ".join(keys) + " |", "|---|---|" + "---|" * len(keys)]
     for i, r in enumerate(res):
         lines.append(f"| {i // 2 + 1} | {r['mode']} | " + " | ".join(f"{r['us'][k]:.1f}" for k in keys) + " |")

@@ -21,21 +21,22 @@
   ``MANIFOLD_DIRAC_XLA_FLAGS=0`` to leave ``XLA_FLAGS`` alone; setting
   ``XLA_FLAGS`` yourself (even to an empty string) does the same.
 * JAX's asynchronous CPU dispatch is switched off at import
-  (``jax_cpu_enable_async_dispatch = False``), **only if the user has not
-  set** ``JAX_CPU_ENABLE_ASYNC_DISPATCH`` (and JAX has not started its CPU
-  backend yet: JAX reads the option when it creates the backend). A CPU
+  (``jax_cpu_enable_async_dispatch = False``), unless
+  ``MANIFOLD_DIRAC_ASYNC_DISPATCH=1`` or JAX has started its CPU backend
+  already (JAX reads the option when it creates the backend). A CPU
   program then runs in the calling thread instead of being handed to a
   thread of JAX's CPU client while the caller waits for it: a short run
   (a rollout of a few composed steps, a chunk of ``integrate``) spares the
-  hand-off to another thread and back, tens of microseconds per call on a
-  machine whose other core is idle, and the run-to-run spread that comes
-  with it (``docs/performance.md``, "What a call costs besides its
-  loop"). The library itself never overlaps host work with a running
-  program (each chunk's points are read as soon as it returns). What a
-  user's other JAX code loses: Python no longer runs ahead of a computation
-  it has dispatched (measured there). Set
-  ``MANIFOLD_DIRAC_ASYNC_DISPATCH=1`` to keep JAX's asynchronous dispatch;
-  setting ``JAX_CPU_ENABLE_ASYNC_DISPATCH`` yourself does the same.
+  hand-off to another thread and back (``docs/performance.md``, "What a
+  call costs besides its loop"). The library itself never overlaps host
+  work with a running program (each chunk's points are read as soon as it
+  returns). What a user's other JAX code loses: Python no longer runs
+  ahead of a computation it has dispatched (measured there). To keep JAX's
+  asynchronous dispatch, set ``MANIFOLD_DIRAC_ASYNC_DISPATCH=1``, or call
+  ``jax.config.update("jax_cpu_enable_async_dispatch", True)`` after
+  importing the library and before the first computation. (JAX's option
+  is a flag, not read from the environment: ``JAX_CPU_ENABLE_ASYNC_DISPATCH``
+  has no effect.)
 * The persistent cache is relocatable: XLA's own caches (autotuning, kernel
   caches) are not written into it (``jax_persistent_cache_enable_xla_caches =
   "none"``), so a copied or moved cache directory still hits.
@@ -114,8 +115,7 @@ def _set_xla_flags() -> None:
 
 def _set_sync_dispatch() -> None:
     global _SYNC_DISPATCH_SET
-    if (os.environ.get("MANIFOLD_DIRAC_ASYNC_DISPATCH", "") == "1" or "JAX_CPU_ENABLE_ASYNC_DISPATCH" in os.environ
-            or _backend_started()):
+    if os.environ.get("MANIFOLD_DIRAC_ASYNC_DISPATCH", "") == "1" or _backend_started():
         return
     jax.config.update("jax_cpu_enable_async_dispatch", False)
     _SYNC_DISPATCH_SET = True

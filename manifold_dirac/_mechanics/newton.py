@@ -41,7 +41,6 @@ member has stopped; members already stopped keep their iterate.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -142,32 +141,46 @@ class NewtonResult(NamedTuple):
     error: jax.Array
 
 
-def forward_jacobian(f: Callable[[jax.Array], jax.Array], x: jax.Array) -> jax.Array:
+def forward_jacobian(f: Callable[[jax.Array], jax.Array], x: jax.Array, anchor: Any = None) -> jax.Array:
     """``jax.jacfwd(f)(x)``, shape ``(*f(x).shape, N)``, with its tangent basis computed where ``x`` is.
 
     The same forward-mode pass as ``jax.jacfwd`` (one ``jvp`` per basis
     vector, batched with ``vmap``), with the basis (the identity ``(N, N)``,
     a literal) passed through ``lax.optimization_barrier`` together with
     ``x``. With ``jax.jacfwd``'s own basis, every part of the tangents that
-    depends on the basis alone (a slice of it, times a constant) is a
-    constant of the Newton and step loops, and XLA's loop-invariant code
-    motion hoists it out of them into the program's entry computation: one
-    more operation XLA:CPU runs at every call, outside the loop's compiled
-    kernel (``docs/performance.md``, "What a call costs besides its loop").
-    Equal to ``jax.jacfwd`` entry by entry (``tests/mechanics/test_newton.py``).
+    depends on the basis alone (the linear parts of ``f``) is a constant of
+    the Newton and step loops, and XLA's loop-invariant code motion hoists
+    it out of them into the program's entry computation: computed once per
+    call, but each an operation XLA:CPU runs outside the loop's kernel, and
+    with more than 9 ready at once it hands half of them to another thread
+    (``docs/performance.md``, "What a call costs besides its loop"). Here
+    they are computed at every evaluation instead: cheaper for a short
+    call of a small system, dearer per step for a large one, so
+    :func:`~manifold_dirac.rollout` uses it for small steps only
+    (:data:`~manifold_dirac._mechanics.step.BASIS_IN_LOOP_MAX`) and
+    :func:`~manifold_dirac.integrate` not at all.
+    Equal to ``jax.jacfwd`` entry by entry (``tests/mechanics/test_call_entry.py``, and
+    ``tests/mechanics/test_step_jacobian.py`` for the step's matrix).
 
     Parameters
     ----------
     f : callable
         ``f(x) -> array``, differentiable in forward mode.
     x : array, shape=[N]
+        The point at which the Jacobian is taken.
+    anchor : pytree, optional
+        Values the basis is computed with instead of ``x`` alone (passed
+        through the same barrier): for an ``x`` that is itself a constant,
+        such as the zero of a perturbation, the loop's iterate.
 
     Returns
     -------
     array, shape=[*f(x).shape, N]
+        ``J[..., j] = d f / d x_j`` at ``x``.
     """
     x = jnp.asarray(x)
-    basis, x = jax.lax.optimization_barrier((np.eye(x.shape[0], dtype=x.dtype), x))
+    basis, x, _ = jax.lax.optimization_barrier((np.eye(x.shape[0], dtype=x.dtype), x, anchor))
+    basis = jax.lax.stop_gradient(basis)  # a constant: its tangent stays symbolic under differentiation
     return jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1], out_axes=-1)(basis)
 
 
@@ -268,7 +281,7 @@ def newton(
             col = lambda a, b: jax.jvp(linear.residual, (z, eta0), (a, b))[1]  # noqa: E731
             return jax.vmap(col, out_axes=1)(tz, te)
     else:
-        jac = functools.partial(forward_jacobian, lin) if jacobian is None else jacobian
+        jac = jax.jacfwd(lin) if jacobian is None else jacobian
 
     r0, s0, e0, aux0 = value(z0)
     finite0 = jnp.isfinite(e0)

@@ -143,6 +143,19 @@ class StepRecord(NamedTuple):
     status: jax.Array
 
 
+BASIS_IN_LOOP_MAX = 6
+"""Largest number of forward-mode columns of a step's Newton matrix (``n + n_stages``, or ``N_z`` with fewer
+than :data:`CLOSED_FORM_MULTIPLIERS` multipliers) for which :func:`~manifold_dirac.rollout` computes the
+tangent basis inside the loop (:meth:`StepMap.jacobian` with ``basis_in_loop``).
+
+Above it, the parts of the tangents that ``jax.jacfwd`` leaves constant are worth computing once per call:
+measured on :func:`~manifold_dirac.integrate`'s loop with the basis inside it for every system
+(``python benchmarks/all_systems.py --before DIR --label entry_check --rounds 2``,
+``benchmarks/results/all_systems_entry_check.json``), per step: the heavy top (3 columns) 2.90 -> 3.02 us,
+the four-bar 7.54 -> 7.95, the two-wheel cart (8) 2.34 -> 2.92, the rigid double pendulum (12) 155 -> 230.
+The bundled systems' composed rollouts of ``docs/composition.md`` push 4 (the rolling disk, the sled) or 5
+(the snakeboard)."""
+
 CLOSED_FORM_MULTIPLIERS = 2
 """Multipliers from which :meth:`StepMap.jacobian` takes their columns in closed form.
 
@@ -254,7 +267,7 @@ class StepMap:
         return r, scale, (ld.q1, p_out, c)
 
     def jacobian(self, z: jax.Array, q0: Point, p_in: jax.Array, t0: Scalar, h: Scalar, params: Params,
-                 u: jax.Array | None = None) -> jax.Array:
+                 u: jax.Array | None = None, basis_in_loop: bool = False) -> jax.Array:
         """The Newton matrix ``dr/dz`` of :meth:`equations` at ``z``, shape ``(N_z, N_z)``.
 
         The residual is linear in the multipliers ``mu``, with the columns
@@ -270,7 +283,11 @@ class StepMap:
         linearization it shares with the round-off-floor test,
         :meth:`floor_test`).
         Equal to ``jax.jacfwd`` of the residual in every entry
-        (``tests/mechanics/test_step_jacobian.py``).
+        (``tests/mechanics/test_step_jacobian.py``). ``basis_in_loop``:
+        forward mode by :func:`~manifold_dirac._mechanics.newton.forward_jacobian`
+        (its basis computed with ``z``, nothing hoisted out of the loops into
+        the program's entry; :func:`~manifold_dirac.rollout` for small steps,
+        :data:`BASIS_IN_LOOP_MAX`) instead of ``jax.jacfwd``.
 
         Notes
         -----
@@ -283,15 +300,16 @@ class StepMap:
         def residual(w):
             return self.equations(w, q0, p_in, t0, h, params, u)[0]
 
+        jac = forward_jacobian if basis_in_loop else (lambda f, x: jax.jacfwd(f)(x))
         if self.m < CLOSED_FORM_MULTIPLIERS:
-            return forward_jacobian(residual, z)
-        head = forward_jacobian(lambda w: residual(jnp.concatenate([w, z[k:]])), z[:k])
+            return jac(residual, z)
+        head = jac(lambda w: residual(jnp.concatenate([w, z[k:]])), z[:k])
         G = self.scheme.reaction(self.system, q0, params)
         mu_columns = jnp.concatenate([-G, jnp.zeros((self.ns + self.m, self.m), G.dtype)])
         return jnp.concatenate([head, mu_columns.astype(head.dtype)], axis=1)
 
     def roundoff_floor(self, z: jax.Array, q0: Any, p_in: jax.Array, t0: Any, h: Any, params: Any,
-                       u: Any = None) -> jax.Array:
+                       u: Any = None, basis_in_loop: bool = False) -> jax.Array:
         """The round-off floor of each residual at ``z``, shape ``(n + m,)``.
 
         The step equations evaluate the user's functions at points of the
@@ -303,11 +321,16 @@ class StepMap:
         times the resolution of the largest point coordinate (of ``q_k`` and
         ``q_{k+1}``). Newton evaluates it only when it stagnates above its
         ``rtol`` (see :func:`~manifold_dirac._mechanics.newton.newton`).
+        ``basis_in_loop`` as :meth:`jacobian`'s (the basis computed with ``z``).
         """
         Q, n = self.system.Q, self.n
         q1 = Q.retract(q0, z[:n])
         size = jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves((q0, q1))]))
-        dr = jax.jacfwd(lambda eta: self.equations(z, Q.retract(q0, eta), p_in, t0, h, params, u)[0])(jnp.zeros(n))
+        def moved(eta):
+            return self.equations(z, Q.retract(q0, eta), p_in, t0, h, params, u)[0]
+
+        eta0 = jnp.zeros(n)
+        dr = forward_jacobian(moved, eta0, anchor=z) if basis_in_loop else jax.jacfwd(moved)(eta0)
         return jnp.sum(jnp.abs(dr), axis=1) * (_EPS * size)
 
     def floor_test(self, q0: Point, p_in: jax.Array, t0: Scalar, h: Scalar, params: Params,

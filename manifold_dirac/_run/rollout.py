@@ -43,7 +43,7 @@ from .._mechanics.newton import SolverOptions, newton
 from .._mechanics.rules import QuadratureRule, get_rule
 from .._mechanics.schemes import Scheme, get_scheme
 from .._mechanics.status import Status, classify_step
-from .._mechanics.step import StepMap
+from .._mechanics.step import BASIS_IN_LOOP_MAX, CLOSED_FORM_MULTIPLIERS, StepMap
 from .._mechanics.system import LagrangeDiracSystem
 from .start import _SINGULAR_STEP, step_conditioning
 from .._manifolds.base import Manifold
@@ -133,11 +133,18 @@ class Rollout(NamedTuple):
 
 
 # ------------------------------------------------------------- one solve
+def _basis_in_loop(sm: StepMap) -> bool:
+    """Whether the step's Newton matrix takes its forward-mode basis inside the loop (:data:`BASIS_IN_LOOP_MAX`):
+    for a small step, so that nothing of it is hoisted into the program's entry computation."""
+    pushed = sm.n + sm.ns if sm.m >= CLOSED_FORM_MULTIPLIERS else sm.n + sm.ns + sm.m
+    return pushed <= BASIS_IN_LOOP_MAX
+
+
 def _newton_solve(sm: StepMap, z0, q, p, t, h, params, u):
     """Newton's solve of one step (the primal; no derivative is taken through it)."""
     res = newton(lambda z: sm.equations(z, q, p, t, h, params, u), z0, sm.options,
-                 floor=lambda z: sm.roundoff_floor(z, q, p, t, h, params, u),
-                 jacobian=lambda z: sm.jacobian(z, q, p, t, h, params, u))
+                 floor=lambda z: sm.roundoff_floor(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm)),
+                 jacobian=lambda z: sm.jacobian(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm)))
     info = jnp.stack([res.status.astype(z0.dtype), res.iterations.astype(z0.dtype), res.error])
     # named, so that a checkpointed step saves them and its reverse pass does not run Newton again
     # (the status is needed there too: it decides the NaN poisoning of the step's derivative)
@@ -217,7 +224,7 @@ def _solve_step_jvp(sm, primals, tangents):
         return sm.equations(z, q, p, t, h, params, u)[0]
 
     _, dr = jax.jvp(r, (q, p, t, h, params, u), (dq, dp, dt, dh, dparams, du))
-    J = sm.jacobian(z, q, p, t, h, params, u)
+    J = sm.jacobian(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm))
     dz = -jnp.linalg.solve(J, dr)
     return (z, info), (dz, jnp.zeros_like(info))
 
@@ -250,9 +257,10 @@ class _Carry(NamedTuple):
     fail_step: jax.Array
 
 
-def _composed_z_shape(z0: jax.Array, gammas) -> tuple[int, ...]:
-    """The shape of one step's recorded unknowns: ``(N_z,)``, or ``(s, N_z)`` composed (``z0`` the carried history)."""
-    return z0.shape if gammas is None else z0.shape[1:]
+PACKED = True
+"""Whether :func:`rollout`'s loop carries its state and stacks its outputs packed (:class:`_Packing`); False
+carries and stacks one array per leaf, as before 2026-12-05 (``tests/mechanics/test_call_entry.py`` compiles
+both: the same values, more operations in the program's entry)."""
 
 
 class _Packing:
@@ -265,19 +273,26 @@ class _Packing:
     another thread when more than 9 are ready at once (its
     ``ThunkExecutor``'s split threshold), which costs a short run tens of
     microseconds (``docs/performance.md``, "What a call costs besides its
-    loop"). Unpacked, the rolling disk's composed rollout had 14 ready at
-    its start (with the step counter's ``arange``); packed, it has 7
-    (``tests/mechanics/test_call_entry.py``). Inside the loop's kernel the
-    packing is a few copies.
+    loop"). Packed, the rolling disk's composed rollout has 8 operations
+    ready at its start, unpacked 14 (``tests/mechanics/test_call_entry.py``).
+    Inside the loop's kernel the packing is a few copies.
+
+    Parameters
+    ----------
+    q : point
+        A point of the system's manifold (its leaves' shapes are used).
+    p_shape, z_shape : tuple of int
+        The shapes of ``p`` and ``z``.
     """
 
-    def __init__(self, q: Any, p: jax.Array, z: jax.Array):
+    def __init__(self, q: Any, p_shape: tuple[int, ...], z_shape: tuple[int, ...]):
         leaves, self.treedef = jax.tree.flatten(q)
-        self.shapes = [np.shape(a) for a in leaves] + [np.shape(p), np.shape(z)]
+        self.shapes = [np.shape(a) for a in leaves] + [tuple(p_shape), tuple(z_shape)]
         self.sizes = [int(np.prod(s)) for s in self.shapes]
         self.offsets = np.cumsum([0] + self.sizes)
 
     def pack(self, q: Any, p: jax.Array, z: jax.Array) -> jax.Array:
+        """``(q, p, z)`` -> one vector, shape ``(size,)``."""
         parts = jax.tree.leaves(q) + [p, z]
         return jnp.concatenate([jnp.ravel(a).astype(jnp.float64) for a in parts])
 
@@ -286,9 +301,11 @@ class _Packing:
         return jax.tree.unflatten(self.treedef, parts[:-2]), parts[-2], parts[-1]
 
     def unpack(self, F: jax.Array):
+        """One vector ``(size,)`` -> ``(q, p, z)``."""
         return self._split(F, ())
 
     def unpack_stacked(self, F: jax.Array):
+        """Stacked vectors ``(N, size)`` -> ``(q, p, z)``, each with the leading axis ``N``."""
         return self._split(F, F.shape[:1])
 
 
@@ -342,7 +359,8 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             # the loop on its first trip: there it is part of the loop's compiled kernel (outside, its
             # hundred-odd small operations cost more than the rest of a short run)
             z, hh = (c.z, h) if gammas is None else (c.z[0, 0], gammas[0] * h)
-            cond, _ = step_conditioning(sm, c.q, c.p, z, t0, hh, params, direction=False)
+            cond, _ = step_conditioning(sm, c.q, c.p, z, t0, hh, params, direction=False,
+                                        basis_in_loop=_basis_in_loop(sm))
             singular = ~(cond <= _SINGULAR_STEP)
             return (jnp.where(singular, Status.ILL_POSED, c.status).astype(jnp.int32),
                     jnp.where(singular, 0, c.fail_step).astype(jnp.int32))
@@ -397,26 +415,36 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
 
         if checkpoint:
             body = jax.checkpoint(body, policy=jax.checkpoint_policies.save_only_these_names(_Z_NAME))
-        # the loop's state and its per-step outputs packed into one float vector and one integer vector each (see
-        # _Packing): the program's entry computation then holds a handful of operations around the loop's kernel
-        pack = _Packing(q0, p0, z0)
-        out = _Packing(q0, p0, jnp.zeros(_composed_z_shape(z0, gammas), z0.dtype))
-
-        def packed_body(carry, u):
-            F, I = carry
-            q, p, z = pack.unpack(F)
-            c, (q1, p1, zo, it) = body(_Carry(q, p, z, I[0], I[1]), (I[2], u))
-            return (pack.pack(c.q, c.p, c.z), jnp.stack([c.status, c.fail_step, I[2] + 1])), \
-                (out.pack(q1, p1, zo), it)
-
         us = controls if has_u else None
-        I0 = jnp.array([Status.OK, -1, 0], jnp.int32)
-        (FN, IN), (Fs, its) = jax.lax.scan(packed_body, (pack.pack(q0, p0, z0), I0), us, length=n_steps)
-        qs, ps, zs = out.unpack_stacked(Fs)
+        if PACKED:
+            # the loop's state and its per-step outputs packed into one float array and one integer array each
+            # (see _Packing): the program's entry computation then holds a handful of operations around the
+            # loop's kernel. The step index is a carry of its own: it is never batched (under vmap the status
+            # is), so that the first step's conditioning stays a branch
+            pack = _Packing(q0, p0.shape, z0.shape)
+            out = _Packing(q0, p0.shape, z0.shape if gammas is None else z0.shape[1:])
+
+            def packed_body(carry, u):
+                F, I, k = carry
+                q, p, z = pack.unpack(F)
+                c, (q1, p1, zo, it) = body(_Carry(q, p, z, I[0], I[1]), (k, u))
+                return (pack.pack(c.q, c.p, c.z), jnp.stack([c.status, c.fail_step]), k + 1), \
+                    (out.pack(q1, p1, zo), it)
+
+            I0 = jnp.array([Status.OK, -1], jnp.int32)
+            (_, IN, _), (Fs, its) = jax.lax.scan(packed_body, (pack.pack(q0, p0, z0), I0, jnp.int32(0)), us,
+                                                 length=n_steps)
+            qs, ps, zs = out.unpack_stacked(Fs)
+            status, fail_step = IN[0], IN[1]
+        else:
+            ks = jnp.arange(n_steps, dtype=jnp.int32)
+            c0 = _Carry(q0, p0, z0, jnp.int32(Status.OK), jnp.int32(-1))
+            cN, (qs, ps, zs, its) = jax.lax.scan(body, c0, (ks, us), length=n_steps)
+            status, fail_step = cN.status, cN.fail_step
         q_all = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), q0, qs)
         p_all = jnp.concatenate([p0[None], ps])
         t = t0 + h * jnp.arange(n_steps + 1, dtype=jnp.float64)
-        return Rollout(t, q_all, p_all, zs, its, IN[0], IN[1])
+        return Rollout(t, q_all, p_all, zs, its, status, fail_step)
 
     return jax.jit(run)
 

@@ -453,16 +453,17 @@ def equilibrated_condition(J: Matrix, direction: bool = True) -> tuple[jax.Array
     return cond, d
 
 
-def step_matrix(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, h: Scalar, params: Params) -> Matrix:
+def step_matrix(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, h: Scalar, params: Params,
+                basis_in_loop: bool = False) -> Matrix:
     """The step's Newton matrix ``dr/dz`` at ``z`` (one member; traceable), ``(N, N)``; the inputs not differentiated.
 
     The matrix Newton's first iteration solves with on the first step
     (``z`` its warm start): the discrete equations of the scheme (Parks &
     Leok 2017, (52)-(53) and their symmetric forms) differentiated in the
-    unknowns.
+    unknowns. ``basis_in_loop``: as :meth:`StepMap.jacobian`'s.
     """
     q, p, z, t, h, params = jax.lax.stop_gradient((q, p, z, t, h, params))
-    return sm.jacobian(z, q, p, t, h, params)
+    return sm.jacobian(z, q, p, t, h, params, basis_in_loop=basis_in_loop)
 
 
 def host_condition(J: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -526,7 +527,7 @@ def _inverse(J: np.ndarray) -> np.ndarray:
 
 
 def step_conditioning(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, h: Scalar,
-                      params: Params, direction: bool = True) -> tuple[jax.Array, Vector]:
+                      params: Params, direction: bool = True, basis_in_loop: bool = False) -> tuple[jax.Array, Vector]:
     """``(cond, direction)`` of the step's equilibrated Newton matrix ``dr/dz`` at ``z`` (one member; traceable).
 
     Used by :func:`~manifold_dirac._run.rollout.rollout` on the first
@@ -534,9 +535,10 @@ def step_conditioning(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, 
     computes the same on the host from :func:`step_matrix`:
     :func:`host_condition`); the inputs are not differentiated.
     :func:`equilibrated_condition` gives both; ``direction=False`` skips the
-    direction (zeros), which only an error message uses.
+    direction (zeros), which only an error message uses; ``basis_in_loop`` as
+    :meth:`StepMap.jacobian`'s.
     """
-    J = step_matrix(sm, q, p, z, t, h, params)
+    J = step_matrix(sm, q, p, z, t, h, params, basis_in_loop)
     if J.size == 0:
         return jnp.ones(()), jnp.zeros(z.shape)
     finite = jnp.all(jnp.isfinite(J))

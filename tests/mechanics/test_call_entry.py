@@ -13,7 +13,9 @@ the compiled program and shown to be what does it:
   XLA hoists the parts of the tangents that depend on the basis alone out of
   the loops, as operand-free operations of the entry;
 * the rollout's loop carries its state, and stacks its per-step outputs, in
-  one float and one integer array each (``_Packing`` in ``_run/rollout.py``).
+  one float and one integer array each (``_Packing`` in ``_run/rollout.py``),
+  with the step index a carry of its own, so that under ``vmap`` the first
+  step's conditioning stays a branch.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ import numpy as np
 import pytest
 
 import manifold_dirac as md
-import manifold_dirac._mechanics.newton as newton_module
 import manifold_dirac._mechanics.step as step_module
+import manifold_dirac._run.rollout as rollout_module
 from manifold_dirac._mechanics.newton import forward_jacobian
 
 SPLIT_READY = 9
@@ -61,19 +63,26 @@ def ready_at_start(ops: dict[str, set[str]]) -> int:
     return sum(not inputs for inputs in ops.values())
 
 
-def operand_free(hlo: str, ops: dict[str, set[str]]) -> list[str]:
-    """Entry operations that read nothing at all (a computed constant, as loop-invariant code motion leaves)."""
+def hoisted_constants(hlo: str, ops: dict[str, set[str]]) -> list[str]:
+    """Entry operations that read nothing at all and come from inside a loop (their ``op_name`` has a ``while``):
+    constants computed at every call that XLA's loop-invariant code motion moved out of the loops."""
     body = re.search(r"^ENTRY .*?\{\n(.*?)\n\}", hlo, re.S | re.M).group(1)
-    return [n for n in ops if re.search(r"%" + re.escape(n) + r" = \S+ [a-z][\w-]*\(\)", body)]
+    return [n for n in ops if re.search(r"%" + re.escape(n) + r' = \S+ [a-z][\w-]*\(\).*op_name="[^"]*/while/', body)]
 
 
-def compiled_rollout(composition):
-    """The compiled text of ``jax.jit(rollout)`` of 6 steps of the rolling disk (a new system object: no reuse)."""
+def disk_rollout(composition):
+    """``jax.jit(rollout)`` of 6 steps of the rolling disk (a new system object: no program reused) and its data."""
     disk = md.systems.rolling_disk()
     q0 = disk.Q.from_coordinates([0.0, 0.0, 0.0, 0.0])
     q, v = jax.tree.map(jnp.asarray, q0), jnp.array([0.7, 1.0, 0.0, 2.0])
     f = jax.jit(lambda q, v, h: md.rollout(disk, q, v, h=h, n_steps=6, scheme="split", composition=composition))
-    return f.lower(q, v, jnp.float64(0.3)).compile().as_text()
+    return f, (q, v, jnp.float64(0.3))
+
+
+def compiled_rollout(composition):
+    """The compiled text of ``jax.jit(rollout)`` of 6 steps of the rolling disk."""
+    f, args = disk_rollout(composition)
+    return f.lower(*args).compile().as_text()
 
 
 def test_forward_jacobian_equals_jacfwd_and_batches():
@@ -92,7 +101,7 @@ def test_forward_jacobian_equals_jacfwd_and_batches():
 def test_rollout_entry_runs_in_the_calling_thread(composition):
     hlo = compiled_rollout(composition)
     ops = entry_operations(hlo)
-    assert operand_free(hlo, ops) == []
+    assert hoisted_constants(hlo, ops) == []
     assert ready_at_start(ops) <= SPLIT_READY, sorted(n for n, i in ops.items() if not i)
     loop = [n for n in ops if n.startswith("call") or n.startswith("while")]
     assert len(loop) == 1
@@ -102,10 +111,31 @@ def test_rollout_entry_runs_in_the_calling_thread(composition):
 
 def test_the_entry_counts_see_hoisted_constants_and_many_outputs(monkeypatch):
     # sensitivity: jax.jacfwd's basis in the Newton matrix leaves operand-free operations in the entry
-    monkeypatch.setattr(step_module, "forward_jacobian", lambda f, x: jax.jacfwd(f)(x))
-    monkeypatch.setattr(newton_module, "forward_jacobian", lambda f, x: jax.jacfwd(f)(x))
+    monkeypatch.setattr(step_module, "forward_jacobian", lambda f, x, anchor=None: jax.jacfwd(f)(x))
     hlo = compiled_rollout("kahan_li8")
-    assert len(operand_free(hlo, entry_operations(hlo))) > 0
+    assert len(hoisted_constants(hlo, entry_operations(hlo))) > 0
     # and a program with 12 independent outputs of 100 numbers has them all ready at its start
     many = jax.jit(lambda x: [jnp.sin(x) * (i + 1.5) for i in range(12)]).lower(jnp.ones(100)).compile().as_text()
     assert ready_at_start(entry_operations(many)) == 12 > SPLIT_READY
+
+
+def test_the_unpacked_loop_has_more_ready_at_its_start_and_the_same_values(monkeypatch):
+    packed, args = disk_rollout("kahan_li8")
+    monkeypatch.setattr(rollout_module, "PACKED", False)
+    unpacked, _ = disk_rollout("kahan_li8")
+    ops = entry_operations(unpacked.lower(*args).compile().as_text())
+    assert ready_at_start(ops) > SPLIT_READY
+    a, b = packed(*args), unpacked(*args)
+    jax.tree.map(np.testing.assert_array_equal, a, b)
+
+
+def test_a_batched_rollout_keeps_the_first_steps_conditioning_a_branch():
+    """The step index is not batched under ``vmap`` (the status is): the conditioning of the first step's Newton
+    matrix, evaluated on the loop's first trip only, stays a ``conditional`` of the compiled loop, not a select
+    that would evaluate it at every step."""
+    disk = md.systems.rolling_disk()
+    q0 = disk.Q.from_coordinates([0.0, 0.0, 0.0, 0.0])
+    qs = jax.tree.map(lambda a: jnp.stack([a, a]), jax.tree.map(jnp.asarray, q0))
+    vs = jnp.array([[0.7, 1.0, 0.0, 2.0], [0.5, 1.0, 0.0, 2.0]])
+    f = jax.jit(jax.vmap(lambda q, v: md.rollout(disk, q, v, h=0.3, n_steps=6, scheme="split")))
+    assert "conditional(" in f.lower(qs, vs).compile().as_text()
