@@ -1,4 +1,4 @@
-"""JAX configuration the library relies on: float64, an XLA flag, synchronous CPU dispatch and the compilation cache.
+"""JAX configuration the library relies on: float64, an XLA flag and the compilation cache.
 
 * ``jax_enable_x64`` is switched on at import: every array the library
   makes is float64 (a float32 trajectory would lose the invariants the
@@ -20,23 +20,6 @@
   is measured by ``benchmarks/xla_flag.py`` (``docs/performance.md``). Set
   ``MANIFOLD_DIRAC_XLA_FLAGS=0`` to leave ``XLA_FLAGS`` alone; setting
   ``XLA_FLAGS`` yourself (even to an empty string) does the same.
-* JAX's asynchronous CPU dispatch is switched off at import
-  (``jax_cpu_enable_async_dispatch = False``), unless
-  ``MANIFOLD_DIRAC_ASYNC_DISPATCH=1`` or JAX has started its CPU backend
-  already (JAX reads the option when it creates the backend). A CPU
-  program then runs in the calling thread instead of being handed to a
-  thread of JAX's CPU client while the caller waits for it: a short run
-  (a rollout of a few composed steps, a chunk of ``integrate``) spares the
-  hand-off to another thread and back (``docs/performance.md``, "What a
-  call costs besides its loop"). The library itself never overlaps host
-  work with a running program (each chunk's points are read as soon as it
-  returns). What a user's other JAX code loses: Python no longer runs
-  ahead of a computation it has dispatched (measured there). To keep JAX's
-  asynchronous dispatch, set ``MANIFOLD_DIRAC_ASYNC_DISPATCH=1``, or call
-  ``jax.config.update("jax_cpu_enable_async_dispatch", True)`` after
-  importing the library and before the first computation. (JAX's option
-  is a flag, not read from the environment: ``JAX_CPU_ENABLE_ASYNC_DISPATCH``
-  has no effect.)
 * The persistent cache is relocatable: XLA's own caches (autotuning, kernel
   caches) are not written into it (``jax_persistent_cache_enable_xla_caches =
   "none"``), so a copied or moved cache directory still hits.
@@ -54,11 +37,10 @@ from pathlib import Path
 
 import jax
 
-__all__ = ["XLA_FLAGS", "cache_directory", "configure", "sync_dispatch_set", "xla_flags_set"]
+__all__ = ["XLA_FLAGS", "cache_directory", "configure", "xla_flags_set"]
 
 _CONFIGURED = False
 _XLA_FLAGS_SET = False
-_SYNC_DISPATCH_SET = False
 SMALL_WHILE_LOOP_BYTES = 1 << 24
 """XLA:CPU's ``small_while_loop_byte_threshold`` set by :data:`XLA_FLAGS` (16 MiB: the carried state of a
 4096-member batch, a few MiB, stays below it)."""
@@ -91,11 +73,6 @@ def xla_flags_set() -> bool:
     return _XLA_FLAGS_SET
 
 
-def sync_dispatch_set() -> bool:
-    """Whether the library switched JAX's asynchronous CPU dispatch off in this process (see the module docstring)."""
-    return _SYNC_DISPATCH_SET
-
-
 def _backend_started() -> bool:
     try:
         from jax._src import xla_bridge
@@ -113,23 +90,14 @@ def _set_xla_flags() -> None:
     _XLA_FLAGS_SET = True
 
 
-def _set_sync_dispatch() -> None:
-    global _SYNC_DISPATCH_SET
-    if os.environ.get("MANIFOLD_DIRAC_ASYNC_DISPATCH", "") == "1" or _backend_started():
-        return
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
-    _SYNC_DISPATCH_SET = True
-
-
 def configure() -> None:
-    """Enable float64, the XLA flag, synchronous CPU dispatch and (unless switched off) the persistent cache."""
+    """Enable float64, the XLA flag and (unless switched off) the persistent compilation cache."""
     global _CONFIGURED
     jax.config.update("jax_enable_x64", True)
     if _CONFIGURED:
         return
     _CONFIGURED = True
     _set_xla_flags()
-    _set_sync_dispatch()
     setting = os.environ.get("MANIFOLD_DIRAC_JAX_CACHE", "")
     if setting == "0" or jax.config.jax_compilation_cache_dir:
         return

@@ -65,30 +65,3 @@ def test_the_xla_flag_is_set_only_when_the_user_has_not_set_xla_flags():
     late = "import os, jax; jax.numpy.zeros(1); import manifold_dirac._config as c; print(os.environ.get('XLA_FLAGS'), c.xla_flags_set())"
     out = subprocess.run([sys.executable, "-c", late], capture_output=True, text=True, env=env, timeout=120)
     assert out.stdout.strip() == "None False", out.stderr[-2000:]
-
-
-def test_cpu_dispatch_is_synchronous_unless_the_user_chose():
-    """Switched off at import (a program runs in the calling thread), unless the user opted out, or JAX's CPU
-    backend had started; after the import the user may switch it back on before the first computation. The
-    effect is seen, not only the option: a program's result is ready when the call returns (with asynchronous
-    dispatch a long program's is not)."""
-    code = ("import jax, jax.numpy as jnp, manifold_dirac, manifold_dirac._config as c; "
-            "f = jax.jit(lambda x: jax.lax.fori_loop(0, 3000, lambda i, y: jnp.tanh(y @ y), x)); "
-            "x = jnp.eye(64) * 0.5; f(x).block_until_ready(); r = f(x); "
-            "print(jax.config.read(\"jax_cpu_enable_async_dispatch\"), c.sync_dispatch_set(), r.is_ready())")
-    env = {k: v for k, v in os.environ.items() if k != "MANIFOLD_DIRAC_ASYNC_DISPATCH"}
-
-    def run(**extra):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **extra},
-                             timeout=120)
-        assert out.returncode == 0, out.stderr[-2000:]
-        return out.stdout.strip()
-
-    assert run() == "False True True"
-    assert run(MANIFOLD_DIRAC_ASYNC_DISPATCH="1") == "True False False"  # the opt-out: JAX's default
-    back_on = code.replace("c; ", "c; jax.config.update('jax_cpu_enable_async_dispatch', True); ", 1)
-    out = subprocess.run([sys.executable, "-c", back_on], capture_output=True, text=True, env=env, timeout=120)
-    assert out.stdout.strip() == "True True False", out.stderr[-2000:]  # switched back on by the user after import
-    late = "import jax; jax.numpy.zeros(1); " + code.replace("import jax, ", "import ")
-    out = subprocess.run([sys.executable, "-c", late], capture_output=True, text=True, env=env, timeout=120)
-    assert out.stdout.strip() == "True False False", out.stderr[-2000:]

@@ -141,7 +141,7 @@ class NewtonResult(NamedTuple):
     error: jax.Array
 
 
-def forward_jacobian(f: Callable[[jax.Array], jax.Array], x: jax.Array, anchor: Any = None) -> jax.Array:
+def forward_jacobian(f: Callable[[jax.Array], jax.Array], x: jax.Array, anchor: PyTree = None) -> jax.Array:
     """``jax.jacfwd(f)(x)``, shape ``(*f(x).shape, N)``, with its tangent basis computed where ``x`` is.
 
     The same forward-mode pass as ``jax.jacfwd`` (one ``jvp`` per basis

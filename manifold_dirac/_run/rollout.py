@@ -285,13 +285,13 @@ class _Packing:
         The shapes of ``p`` and ``z``.
     """
 
-    def __init__(self, q: Any, p_shape: tuple[int, ...], z_shape: tuple[int, ...]):
+    def __init__(self, q: PyTree, p_shape: tuple[int, ...], z_shape: tuple[int, ...]):
         leaves, self.treedef = jax.tree.flatten(q)
         self.shapes = [np.shape(a) for a in leaves] + [tuple(p_shape), tuple(z_shape)]
         self.sizes = [int(np.prod(s)) for s in self.shapes]
         self.offsets = np.cumsum([0] + self.sizes)
 
-    def pack(self, q: Any, p: jax.Array, z: jax.Array) -> jax.Array:
+    def pack(self, q: PyTree, p: jax.Array, z: jax.Array) -> jax.Array:
         """``(q, p, z)`` -> one vector, shape ``(size,)``."""
         parts = jax.tree.leaves(q) + [p, z]
         return jnp.concatenate([jnp.ravel(a).astype(jnp.float64) for a in parts])
