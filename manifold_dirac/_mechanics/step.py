@@ -326,6 +326,7 @@ class StepMap:
         Q, n = self.system.Q, self.n
         q1 = Q.retract(q0, z[:n])
         size = jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree.leaves((q0, q1))]))
+
         def moved(eta):
             return self.equations(z, Q.retract(q0, eta), p_in, t0, h, params, u)[0]
 

@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.ad_checkpoint import checkpoint_name
+from jax.flatten_util import ravel_pytree
 
 from .._mechanics.composition import (check_composable, get_composition, predicted_solutions, sub_step_inputs,
                                       sub_step_start)
@@ -258,55 +259,10 @@ class _Carry(NamedTuple):
 
 
 PACKED = True
-"""Whether :func:`rollout`'s loop carries its state and stacks its outputs packed (:class:`_Packing`); False
+"""Whether :func:`rollout`'s loop carries its state and stacks its outputs packed (one float vector each,
+``jax.flatten_util.ravel_pytree``); False
 carries and stacks one array per leaf, as before 2026-12-05 (``tests/mechanics/test_call_entry.py`` compiles
 both: the same values, more operations in the program's entry)."""
-
-
-class _Packing:
-    """``(q, p, z)`` as one float64 vector and back (shapes fixed at trace time).
-
-    Why: every array the loop carries, and every per-step output it stacks,
-    is one buffer that the program's entry computation initializes by an
-    operation of its own before the loop's kernel runs. XLA:CPU runs those
-    operations as a dependency graph and hands half of the ready ones to
-    another thread when more than 9 are ready at once (its
-    ``ThunkExecutor``'s split threshold), which costs a short run tens of
-    microseconds (``docs/performance.md``, "What a call costs besides its
-    loop"). Packed, the rolling disk's composed rollout has 8 operations
-    ready at its start, unpacked 14 (``tests/mechanics/test_call_entry.py``).
-    Inside the loop's kernel the packing is a few copies.
-
-    Parameters
-    ----------
-    q : point
-        A point of the system's manifold (its leaves' shapes are used).
-    p_shape, z_shape : tuple of int
-        The shapes of ``p`` and ``z``.
-    """
-
-    def __init__(self, q: PyTree, p_shape: tuple[int, ...], z_shape: tuple[int, ...]):
-        leaves, self.treedef = jax.tree.flatten(q)
-        self.shapes = [np.shape(a) for a in leaves] + [tuple(p_shape), tuple(z_shape)]
-        self.sizes = [int(np.prod(s)) for s in self.shapes]
-        self.offsets = np.cumsum([0] + self.sizes)
-
-    def pack(self, q: PyTree, p: jax.Array, z: jax.Array) -> jax.Array:
-        """``(q, p, z)`` -> one vector, shape ``(size,)``."""
-        parts = jax.tree.leaves(q) + [p, z]
-        return jnp.concatenate([jnp.ravel(a).astype(jnp.float64) for a in parts])
-
-    def _split(self, F: jax.Array, lead: tuple[int, ...]):
-        parts = [F[..., a:b].reshape(lead + s) for a, b, s in zip(self.offsets[:-1], self.offsets[1:], self.shapes)]
-        return jax.tree.unflatten(self.treedef, parts[:-2]), parts[-2], parts[-1]
-
-    def unpack(self, F: jax.Array):
-        """One vector ``(size,)`` -> ``(q, p, z)``."""
-        return self._split(F, ())
-
-    def unpack_stacked(self, F: jax.Array):
-        """Stacked vectors ``(N, size)`` -> ``(q, p, z)``, each with the leading axis ``N``."""
-        return self._split(F, F.shape[:1])
 
 
 def _initial_unknowns(sm: StepMap, q0: Any, p0: jax.Array, xi0: jax.Array) -> jax.Array:
@@ -417,24 +373,28 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             body = jax.checkpoint(body, policy=jax.checkpoint_policies.save_only_these_names(_Z_NAME))
         us = controls if has_u else None
         if PACKED:
-            # the loop's state and its per-step outputs packed into one float array and one integer array each
-            # (see _Packing): the program's entry computation then holds a handful of operations around the
-            # loop's kernel. The step index is a carry of its own: it is never batched (under vmap the status
-            # is), so that the first step's conditioning stays a branch
-            pack = _Packing(q0, p0.shape, z0.shape)
-            out = _Packing(q0, p0.shape, z0.shape if gammas is None else z0.shape[1:])
+            # the loop's state (q, p, z) and its per-step outputs packed into one float vector each (ravel_pytree),
+            # the status and failed step into one integer vector: every carried or stacked array is an operation
+            # of the program's entry computation, and XLA:CPU hands half of them to another thread when more than
+            # 9 are ready at once (docs/performance.md, "What a call costs besides its loop"; unpacked, the
+            # disk's composed rollout had 14; tests/mechanics/test_call_entry.py). The step index is a carry of
+            # its own: it is never batched (under vmap the status is), so the first step's conditioning stays a
+            # branch
+            F0, unravel = ravel_pytree((q0, p0, z0))
+            z_out = z0 if gammas is None else z0[0]  # one step's recorded unknowns: (N_z,), or (s, N_z) composed
+            _, unravel_out = ravel_pytree((q0, p0, z_out))
 
             def packed_body(carry, u):
                 F, I, k = carry
-                q, p, z = pack.unpack(F)
+                q, p, z = unravel(F)
                 c, (q1, p1, zo, it) = body(_Carry(q, p, z, I[0], I[1]), (k, u))
-                return (pack.pack(c.q, c.p, c.z), jnp.stack([c.status, c.fail_step]), k + 1), \
-                    (out.pack(q1, p1, zo), it)
+                return (ravel_pytree((c.q, c.p, c.z))[0], jnp.stack([c.status, c.fail_step]), k + 1), \
+                    (ravel_pytree((q1, p1, zo))[0], it)
 
             I0 = jnp.array([Status.OK, -1], jnp.int32)
-            (_, IN, _), (Fs, its) = jax.lax.scan(packed_body, (pack.pack(q0, p0, z0), I0, jnp.int32(0)), us,
+            (_, IN, _), (Fs, its) = jax.lax.scan(packed_body, (F0, I0, jnp.int32(0)), us,
                                                  length=n_steps)
-            qs, ps, zs = out.unpack_stacked(Fs)
+            qs, ps, zs = jax.vmap(unravel_out)(Fs)
             status, fail_step = IN[0], IN[1]
         else:
             ks = jnp.arange(n_steps, dtype=jnp.int32)

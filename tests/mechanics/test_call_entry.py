@@ -13,7 +13,7 @@ the compiled program and shown to be what does it:
   XLA hoists the parts of the tangents that depend on the basis alone out of
   the loops, as operand-free operations of the entry;
 * the rollout's loop carries its state, and stacks its per-step outputs, in
-  one float and one integer array each (``_Packing`` in ``_run/rollout.py``),
+  one float and one integer array each (``ravel_pytree`` in ``_run/rollout.py``),
   with the step index a carry of its own, so that under ``vmap`` the first
   step's conditioning stays a branch.
 """
