@@ -48,7 +48,7 @@ from .._mechanics.step import BASIS_IN_LOOP_MAX, CLOSED_FORM_MULTIPLIERS, StepMa
 from .._mechanics.system import LagrangeDiracSystem
 from .start import _SINGULAR_STEP, step_conditioning
 from .._manifolds.base import Manifold
-from .._types import ArrayLike, PyTree
+from .._types import ArrayLike, Params, Point, PyTree, Scalar
 
 __all__ = ["DIFFERENTIATION_MODES", "Rollout", "rollout", "solve_step"]
 
@@ -142,17 +142,18 @@ def _basis_in_loop(sm: StepMap) -> bool:
 
 
 def _newton_solve(sm: StepMap, z0, q, p, t, h, params, u):
-    """Newton's solve of one step (the primal; no derivative is taken through it)."""
+    """Newton's solve of one step (the primal; no derivative is taken through it): ``(z, info, aux)``, with
+    ``aux = (q1, p1, c)`` the step's new point, momentum and constraint values at ``z`` (Newton's own last
+    evaluation of the equations, so that the step does not evaluate them again)."""
     res = newton(lambda z: sm.equations(z, q, p, t, h, params, u), z0, sm.options,
                  floor=lambda z: sm.roundoff_floor(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm)),
                  jacobian=lambda z: sm.jacobian(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm)))
     info = jnp.stack([res.status.astype(z0.dtype), res.iterations.astype(z0.dtype), res.error])
     # named, so that a checkpointed step saves them and its reverse pass does not run Newton again
     # (the status is needed there too: it decides the NaN poisoning of the step's derivative)
-    return checkpoint_name(res.z, _Z_NAME), checkpoint_name(info, _Z_NAME)
+    return checkpoint_name(res.z, _Z_NAME), checkpoint_name(info, _Z_NAME), res.aux
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
 def solve_step(sm: StepMap, z0: jax.Array, q: Any, p: jax.Array, t: Any, h: Any, params: Any, u: Any = None):
     """The solution ``z`` of one step's equations, differentiated implicitly.
 
@@ -212,22 +213,42 @@ def solve_step(sm: StepMap, z0: jax.Array, q: Any, p: jax.Array, t: Any, h: Any,
     >>> bool(xi(0.05) < 0), bool(jax.grad(xi)(0.05) < 0)      # the pendulum falls back, faster with h
     (True, True)
     """
+    z, info, _ = _solve_step_aux(sm, z0, q, p, t, h, params, u)
+    return z, info
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _solve_step_aux(sm: StepMap, z0: jax.Array, q: Point, p: jax.Array, t: Scalar, h: Scalar, params: Params,
+                    u: jax.Array | None = None):
+    """:func:`solve_step` and the step's ``aux = (q1, p1, c)`` at its solution, differentiated implicitly.
+
+    Without a derivative, ``aux`` is Newton's own last evaluation of the equations (the step does not
+    evaluate them again); its tangent is that of the equations at ``z(x)``: ``d aux = (d aux / dz) dz +
+    (d aux / dx) dx``, with ``dz`` from :func:`solve_step`'s Notes.
+    """
     return _newton_solve(sm, z0, q, p, t, h, params, u)
 
 
-@solve_step.defjvp
+@_solve_step_aux.defjvp
 def _solve_step_jvp(sm, primals, tangents):
     z0, q, p, t, h, params, u = primals
     _, dq, dp, dt, dh, dparams, du = tangents
-    z, info = _newton_solve(sm, z0, q, p, t, h, params, u)
+    z, info, _ = _newton_solve(sm, z0, q, p, t, h, params, u)
+
+    def eqs(z, q, p, t, h, params, u):
+        r, _, aux = sm.equations(z, q, p, t, h, params, u)
+        return r, aux
 
     def r(q, p, t, h, params, u):
-        return sm.equations(z, q, p, t, h, params, u)[0]
+        return eqs(z, q, p, t, h, params, u)[0]
 
     _, dr = jax.jvp(r, (q, p, t, h, params, u), (dq, dp, dt, dh, dparams, du))
     J = sm.jacobian(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm))
     dz = -jnp.linalg.solve(J, dr)
-    return (z, info), (dz, jnp.zeros_like(info))
+    # the step's point and momenta at z(x): their primal from the equations at the saved solution (so a
+    # checkpointed step's reverse pass does not run Newton again for them), their tangent through z and x
+    (_, aux), (_, daux) = jax.jvp(eqs, (z, q, p, t, h, params, u), (dz, dq, dp, dt, dh, dparams, du))
+    return (z, info, aux), (dz, jnp.zeros_like(info), daux)
 
 
 def _solve_unrolled(sm: StepMap, iterations: int, z0, q, p, t, h, params, u):
@@ -240,13 +261,14 @@ def _solve_unrolled(sm: StepMap, iterations: int, z0, q, p, t, h, params, u):
     for _ in range(iterations):
         z = z - jnp.linalg.solve(jax.jacfwd(r)(z), r(z))
     # the status of the forward solve is Newton's own (the values agree once converged)
-    _, info = _newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u)))
-    return z, info
+    _, info, _ = _newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u)))
+    return z, info, sm.equations(z, q, p, t, h, params, u)[2]
 
 
 def _solve_detached(sm: StepMap, z0, q, p, t, h, params, u):
     """Newton's solution with its derivative dropped (the wrong way, for tests)."""
-    return jax.lax.stop_gradient(_newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u))))
+    z, info, _ = jax.lax.stop_gradient(_newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u))))
+    return z, info, sm.equations(z, q, p, t, h, params, u)[2]
 
 
 # ------------------------------------------------------------------ rollout
@@ -287,7 +309,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
     sysm = sm.system
     Q, n = sysm.Q, sysm.dim
     if mode == "implicit":
-        solve = functools.partial(solve_step, sm)
+        solve = functools.partial(_solve_step_aux, sm)
     elif mode == "unrolled":
         solve = functools.partial(_solve_unrolled, sm, unrolled_iterations)
     else:
@@ -354,8 +376,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
 
         def sub_step(c: _Carry, k, t, h, u, guess):
             guess = jax.lax.stop_gradient(guess) if warm_start else jnp.zeros_like(guess)
-            z1, info = solve(guess, c.q, c.p, t, h, params, u)
-            _, _, (q1, p1, _) = sm.equations(z1, c.q, c.p, t, h, params, u)
+            z1, info, (q1, p1, _) = solve(guess, c.q, c.p, t, h, params, u)
             st = classify_step(info[0].astype(jnp.int32), Q, z1[:n], q1, p1)
             healthy = c.status == Status.OK
             status = jnp.where(healthy, st, c.status).astype(jnp.int32)

@@ -139,3 +139,28 @@ def test_a_batched_rollout_keeps_the_first_steps_conditioning_a_branch():
     vs = jnp.array([[0.7, 1.0, 0.0, 2.0], [0.5, 1.0, 0.0, 2.0]])
     f = jax.jit(jax.vmap(lambda q, v: md.rollout(disk, q, v, h=0.3, n_steps=6, scheme="split")))
     assert "conditional(" in f.lower(qs, vs).compile().as_text()
+
+
+def test_a_rollout_step_takes_its_point_and_momenta_from_newtons_last_evaluation(monkeypatch):
+    """A rollout's step traces the step equations once fewer than a step that evaluates them again at the
+    solution: its new point and momenta are Newton's own last evaluation (the differentiation ``"detached"``,
+    a test path, evaluates them again, and the count sees that one more evaluation)."""
+    traced = []
+    equations = step_module.StepMap.equations
+
+    def counting(self, *args, **kwargs):
+        traced.append(1)
+        return equations(self, *args, **kwargs)
+
+    monkeypatch.setattr(step_module.StepMap, "equations", counting)
+    pendulum = md.systems.pendulum()
+    counts = {}
+    for mode in ("implicit", "detached"):
+        traced.clear()
+        # a solver of its own: a step map no other test compiled (nothing comes from a trace cache)
+        jax.make_jaxpr(lambda q, v, mode=mode: md.rollout(
+            pendulum, q, v, h=0.1, n_steps=3, differentiation=mode,
+            solver=md.SolverOptions(rtol=1.234567e-10)))(jnp.array([0.4]), jnp.array([0.1]))
+        counts[mode] = len(traced)
+    assert counts["implicit"] > 0
+    assert counts["detached"] == counts["implicit"] + 1, counts
