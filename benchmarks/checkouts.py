@@ -21,11 +21,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import math
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -48,21 +46,6 @@ def _import_checkout(root: Path):
     return comp, md
 
 
-def interleaved_min(fs: dict, rounds: int, calls: int) -> dict:
-    """``{key: seconds}``: the fastest of ``calls`` back-to-back calls of each ``fs[key]()``, over ``rounds``
-    interleaved rounds (each called once first, untimed)."""
-    for f in fs.values():
-        f()
-    best = {k: math.inf for k in fs}
-    for _ in range(rounds):
-        for k, f in fs.items():
-            for _ in range(calls):
-                t0 = time.perf_counter()
-                f()
-                best[k] = min(best[k], time.perf_counter() - t0)
-    return best
-
-
 def main(argv=None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("checkouts", help="comma-separated checkout roots; the first one's stored runs are used")
@@ -75,6 +58,7 @@ def main(argv=None) -> str:
     import numpy as np
     from scipy.integrate import solve_ivp
 
+    interleaved_min = _import_checkout(HERE.parent)[0].interleaved_min  # this checkout's timing loop
     roots = [Path(p).resolve() for p in args.checkouts.split(",")]
     labels = [f"{r.name} ({_revision(r)})" for r in roots]
     names = args.systems.split(",")
