@@ -61,6 +61,8 @@ def main(argv=None) -> str:
     interleaved_min = _import_checkout(HERE.parent)[0].interleaved_min  # this checkout's timing loop
     roots = [Path(p).resolve() for p in args.checkouts.split(",")]
     labels = [f"{r.name} ({_revision(r)})" for r in roots]
+    if len(set(labels)) < len(labels):  # the same folder name and commit twice: told apart by position
+        labels = [f"{i + 1}: {lb}" for i, lb in enumerate(labels)]
     names = args.systems.split(",")
     stored = json.loads((roots[0] / "benchmarks" / "results" / "composition.json").read_text())["systems"]
     load_before = [round(x, 2) for x in os.getloadavg()]

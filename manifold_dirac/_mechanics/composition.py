@@ -345,38 +345,14 @@ def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.nd
     return ratio, mirror.astype(np.int32), mirror_before.astype(np.int32)
 
 
-NOISE_GATE = 128.0
-"""A difference of two solutions is extrapolated only where it exceeds ``NOISE_GATE * eps`` times their
-magnitude (per component); below that it is round-off and counts as 0 (:func:`predicted_solutions`,
-:func:`sub_step_start`).
-
-Each solution is known only to its rounding (Newton stops at a scaled residual of a few ``eps``), so a
-difference at that level carries no information, and extrapolating it (``2 z1 - z2``, or a correction scaled
-by ``gamma_i / gamma_(i-1)``, up to 3 in size for ``kahan_li8``) multiplies the noise into the start. On the
-rolling disk, whose unknowns repeat from step to step to round-off, the starts then missed Newton's ``4 eps``
-start test by 5 to 40 ``eps`` and cost an update each: 183 updates in 18 ``kahan_li8`` steps, 94 with the
-gate (``tests/mechanics/test_composition.py``); 64, 128 and 256 gave the same counts there, 32 more. A
-difference that carries a trajectory's change (``h |dz/dt|`` relative, far above ``1e-13``) passes
-unchanged: on the sled and the snakeboard the counts are the same as without it. The gate changes Newton's
-start, not the solution."""
-
-_EPS = float(np.finfo(np.float64).eps)
-
-
-def _signal(d: jax.Array, a: jax.Array, b: jax.Array) -> jax.Array:
-    """``d = a - b`` where it is above the round-off of ``a`` and ``b`` (:data:`NOISE_GATE`), else 0."""
-    return jnp.where(jnp.abs(d) <= NOISE_GATE * _EPS * jnp.maximum(jnp.abs(a), jnp.abs(b)), 0.0, d)
-
-
 def predicted_solutions(z1: jax.Array, z2: jax.Array, k: ArrayLike) -> jax.Array:
     """Every sub-step's predicted solution on step ``k`` (traceable).
 
     From its solutions ``z1`` on step ``k - 1`` and ``z2`` on ``k - 2``
-    (``(s, N_z)`` each): linear extrapolation from ``k = 2``,
-    ``z1 + (z1 - z2)`` with a difference at round-off counted as 0
-    (:data:`NOISE_GATE`), the last value on ``k = 1``.
+    (``(s, N_z)`` each): linear extrapolation from ``k = 2``, the last value
+    on ``k = 1``.
     """
-    return jnp.where(k >= 2, z1 + _signal(z1 - z2, z1, z2), z1)
+    return jnp.where(k >= 2, 2.0 * z1 - z2, z1)
 
 
 def sub_step_start(first: ArrayLike, i: ArrayLike, P_i: jax.Array, P_before: jax.Array, last: jax.Array,
@@ -393,13 +369,13 @@ def sub_step_start(first: ArrayLike, i: ArrayLike, P_i: jax.Array, P_before: jax
     ``mirror_before_i`` the tables of :func:`composed_predictor`. After the
     first step: ``P_i + ratio_i (last - P_before)``, the prediction
     corrected by ``gamma_i / gamma_(i-1)`` times what the prediction of the
-    sub-step before missed (0 where that is round-off, :data:`NOISE_GATE`). On the first step (``first``, when the history
+    sub-step before missed. On the first step (``first``, when the history
     is that of a state at step 0, whose ``P_i`` is the state's unknowns
     scaled by ``gamma_i``): ``P_0`` for ``i = 0``; for a sub-step with a
     mirror, the mirror's solution corrected likewise by the sub-step before
     and its mirror; else ``ratio_i last``.
     """
-    later = P_i + ratio_i * _signal(last - P_before, last, P_before)
+    later = P_i + ratio_i * (last - P_before)
     mirrored = zs[jnp.maximum(mirror_i, 0)] + jnp.where(
         mirror_before_i >= 0, ratio_i * (last - zs[jnp.maximum(mirror_before_i, 0)]), 0.0)
     start = jnp.where(mirror_i >= 0, mirrored, jnp.where(i == 0, P_i, ratio_i * last))

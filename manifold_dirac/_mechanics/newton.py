@@ -65,9 +65,9 @@ Not looser: a start accepted without an update leaves out what its residual
 holds beyond the threshold, and from the previous step's solution that
 omission repeats at every step and adds up. ``64 eps`` was tried (on the
 rolling disk, a relative equilibrium, the predicted starts of a composed
-rollout's repeated sub-steps lay at 5 to 40 ``eps``: extrapolated round-off,
-which the predictor now leaves out, :data:`~manifold_dirac._mechanics.composition.NOISE_GATE`);
-it dropped a damping of ``5e-13`` on a free particle entirely over 2000 steps, each reported OK
+rollout's repeated sub-steps lay at 5 to 40 ``eps``: round-off of the
+solutions, multiplied by the predictor's extrapolation); it dropped a damping
+of ``5e-13`` on a free particle entirely over 2000 steps, each reported OK
 (``tests/mechanics/test_newton_start.py``)."""
 
 

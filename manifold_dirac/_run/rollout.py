@@ -144,7 +144,8 @@ def _basis_in_loop(sm: StepMap) -> bool:
 def _newton_solve(sm: StepMap, z0, q, p, t, h, params, u):
     """Newton's solve of one step (the primal; no derivative is taken through it): ``(z, info, aux)``, with
     ``aux = (q1, p1, c)`` the step's new point, momentum and constraint values at ``z`` (Newton's own last
-    evaluation of the equations, so that the step does not evaluate them again)."""
+    evaluation of the equations, so that the step does not evaluate them again; after a non-finite failure,
+    at the failed iterate instead, which the step poisons with NaN whatever it holds)."""
     res = newton(lambda z: sm.equations(z, q, p, t, h, params, u), z0, sm.options,
                  floor=lambda z: sm.roundoff_floor(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm)),
                  jacobian=lambda z: sm.jacobian(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm)))

@@ -415,39 +415,19 @@ def test_momentum_map_at_composed_nodes():
     assert np.max(np.abs(np.asarray(tr.p) - np.asarray(tr.p)[0])) > 1e-3  # sensitivity: the body momentum moves
 
 
-def test_the_predictor_extrapolates_a_change_and_not_round_off(monkeypatch):
-    """:func:`predicted_solutions` extrapolates a difference of solutions above their rounding and counts one at
-    round-off as 0 (:data:`NOISE_GATE`); without the gate the round-off is extrapolated (the check can fail)."""
-    import manifold_dirac._mechanics.composition as comp_module
 
-    rng = np.random.default_rng(3)
-    z2 = rng.normal(size=(17, 6))
-    noise = z2 * (1.0 + 3.0 * np.finfo(float).eps * rng.choice([-1.0, 1.0], size=z2.shape))
-    change = z2 + 1e-9 * rng.normal(size=z2.shape)
-    np.testing.assert_array_equal(comp_module.predicted_solutions(noise, z2, 2), noise)
-    np.testing.assert_allclose(comp_module.predicted_solutions(change, z2, 2), 2 * change - z2, rtol=0, atol=1e-15)
-    np.testing.assert_array_equal(comp_module.predicted_solutions(noise, z2, 1), noise)  # step 1: the last value
-    monkeypatch.setattr(comp_module, "NOISE_GATE", 0.0)
-    assert np.any(np.asarray(comp_module.predicted_solutions(noise, z2, 2)) != noise)
+def test_the_predictor_carries_a_drift_below_the_round_off_of_the_unknowns():
+    """A damping of ``5e-13`` on a free particle changes a sub-step's unknowns by a few ``eps`` (relative) per
+    step: the composed steps' predictor extrapolates it, so the starts carry it, the damping acts in full and
+    few Newton updates are needed. A predictor that counted differences below ``128 eps`` as round-off (tried on
+    2026-12-06 for the rolling disk, whose unknowns repeat to round-off) took 3.6 times the updates here and,
+    at a damping of ``2e-13``, dropped 99 % of it with every step reported OK."""
+    from manifold_dirac.systems import damped_oscillator
 
-
-def test_round_off_gated_starts_halve_the_disks_updates_with_the_same_solution(monkeypatch):
-    """On the rolling disk, whose unknowns repeat from step to step to round-off, the gated predictor's starts
-    pass Newton's start test where extrapolated round-off did not: far fewer updates, the same run."""
-    import manifold_dirac._mechanics.composition as comp_module
-    from manifold_dirac import SolverOptions
-
-    sysm, (q0, v0) = _case("rolling_disk", "exp")
-    runs, default = {}, comp_module.NOISE_GATE
-    for gate, rtol in ((default, 1.0000001e-10), (0.0, 1.0000002e-10)):  # a build of its own each
-        monkeypatch.setattr(comp_module, "NOISE_GATE", gate)
-        r = rollout(sysm, q0, v0, h=2.0 / 18, n_steps=18, scheme="split", composition="kahan_li8",
-                    solver=SolverOptions(rtol=rtol))
-        assert int(r.status) == Status.OK
-        runs[gate] = r
-    gated, plain = runs[default], runs[0.0]
-    assert int(np.sum(gated.iterations)) < 0.75 * int(np.sum(plain.iterations)), (
-        np.sum(gated.iterations), np.sum(plain.iterations))
-    np.testing.assert_allclose(gated.p, plain.p, rtol=0, atol=1e-12)
-    for a, b in zip(jax.tree.leaves(gated.q), jax.tree.leaves(plain.q)):
-        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    h, n, c = 0.01, 2000, 5e-13
+    r = rollout(damped_oscillator(stiffness=0.0, damping=c), np.zeros(1), np.ones(1), h=h, n_steps=n,
+                scheme="split", composition="kahan_li8").check()
+    dp = float(r.p[-1, 0] - r.p[0, 0])
+    assert abs(dp / (-c * h * n) - 1.0) < 0.2, dp / (-c * h * n)
+    # 17 sub-steps x 2000 steps; 9321 updates here with extrapolation, 33989 with the round-off gate
+    assert int(np.sum(r.iterations)) < 0.5 * 17 * n, int(np.sum(r.iterations))
