@@ -795,29 +795,39 @@ def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
             "us": {k: 1e6 * b for k, b in best.items()}}
 
 
-def entry_kernels(hlo: str) -> tuple[int, int]:
-    """Operations of a compiled program's entry computation that XLA:CPU runs as thunks (kernels, copies, loops):
-    every instruction of ``ENTRY`` but parameters, constants, tuples, their elements and bitcasts; and how many
-    of them are ready at the program's start (they read only parameters and constants). XLA:CPU hands half of
-    the ready ones to a worker thread when more than 9 are ready at once (``benchmarks/thunk_split.py``)."""
+NOT_RUN = ("parameter", "constant", "get-tuple-element", "tuple", "bitcast")
+"""Entry instructions XLA:CPU does not run as operations of their own."""
+
+
+def entry_operations(hlo: str) -> dict[str, set[str]]:
+    """The operations of a compiled program's entry computation that XLA:CPU runs as thunks (kernels, copies,
+    loops): every instruction of ``ENTRY`` but :data:`NOT_RUN`, each with the operations it reads from (through
+    tuples and bitcasts; an empty set: it reads only parameters and constants, ready at the program's start)."""
     import re
 
     body = re.search(r"^ENTRY .*?\{\n(.*?)\n\}", hlo, re.S | re.M).group(1)
     feeds: dict[str, set[str]] = {}
-    ready = total = 0
+    ops: dict[str, set[str]] = {}
     for line in body.splitlines():
         m = re.match(r"\s*(?:ROOT )?%(\S+) = .*? ([a-z][\w-]*)\((.*?)\)(?:, |$)", line)
         if m is None:
             continue
         name, op, args = m.groups()
         inputs = set().union(*[feeds.get(a, set()) for a in re.findall(r"%([\w.\-]+)", args)])
-        if op in ("parameter", "constant", "get-tuple-element", "tuple", "bitcast"):
+        if op in NOT_RUN:
             feeds[name] = inputs
         else:
+            ops[name] = inputs
             feeds[name] = {name}
-            total += 1
-            ready += not inputs
-    return total, ready
+    return ops
+
+
+def entry_kernels(hlo: str) -> tuple[int, int]:
+    """How many operations a compiled program's entry computation runs as thunks (:func:`entry_operations`),
+    and how many of them are ready at the program's start. XLA:CPU hands half of the ready ones to a worker
+    thread when more than 9 are ready at once (``benchmarks/thunk_split.py``)."""
+    ops = entry_operations(hlo)
+    return len(ops), sum(not inputs for inputs in ops.values())
 
 
 def outputs_table(names, n_steps: int = 6, rounds: int = 7, calls: int = 20) -> str:

@@ -30,32 +30,11 @@ import pytest
 import manifold_dirac as md
 import manifold_dirac._mechanics.step as step_module
 import manifold_dirac._run.rollout as rollout_module
+from benchmarks.composition import entry_operations  # the one parser of a compiled program's entry
 from manifold_dirac._mechanics.newton import forward_jacobian
 
 SPLIT_READY = 9
 """At most this many entry operations ready at once run in the calling thread (XLA:CPU's split threshold + 1)."""
-
-NOT_RUN = ("parameter", "constant", "get-tuple-element", "tuple", "bitcast")
-"""Entry instructions XLA:CPU does not run as operations of their own."""
-
-
-def entry_operations(hlo: str) -> dict[str, set[str]]:
-    """The entry computation's operations, each with the operations it reads from (through tuples and bitcasts)."""
-    body = re.search(r"^ENTRY .*?\{\n(.*?)\n\}", hlo, re.S | re.M).group(1)
-    feeds: dict[str, set[str]] = {}
-    ops: dict[str, set[str]] = {}
-    for line in body.splitlines():
-        m = re.match(r"\s*(?:ROOT )?%(\S+) = .*? ([a-z][\w-]*)\((.*?)\)(?:, |$)", line)
-        if m is None:
-            continue
-        name, op, args = m.groups()
-        inputs = set().union(*[feeds.get(a, set()) for a in re.findall(r"%([\w.\-]+)", args)])
-        if op in NOT_RUN:
-            feeds[name] = inputs
-        else:
-            ops[name] = inputs
-            feeds[name] = {name}
-    return ops
 
 
 def ready_at_start(ops: dict[str, set[str]]) -> int:
