@@ -455,13 +455,14 @@ class ComposedStepMap:
         return self.base.equations(z, q0, p_in, t0, self.first_gamma() * h, params, u)
 
     def jacobian(self, z: jax.Array, q0: Point, p_in: jax.Array, t0: Scalar, h: Scalar, params: Params,
-                 u: jax.Array | None = None) -> jax.Array:
+                 u: jax.Array | None = None, basis_in_loop: bool = False) -> jax.Array:
         """The first sub-step's Newton matrix (:meth:`StepMap.jacobian` with the step ``gamma_1 h``)."""
-        return self.base.jacobian(z, q0, p_in, t0, self.first_gamma() * h, params, u)
+        return self.base.jacobian(z, q0, p_in, t0, self.first_gamma() * h, params, u, basis_in_loop=basis_in_loop)
 
-    def roundoff_floor(self, z, q0, p_in, t0, h, params, u=None):
+    def roundoff_floor(self, z, q0, p_in, t0, h, params, u=None, basis_in_loop: bool = False):
         """The first sub-step's round-off floor (:meth:`StepMap.roundoff_floor`)."""
-        return self.base.roundoff_floor(z, q0, p_in, t0, self.first_gamma() * h, params, u)
+        return self.base.roundoff_floor(z, q0, p_in, t0, self.first_gamma() * h, params, u,
+                                        basis_in_loop=basis_in_loop)
 
     def warm_start(self, state: State) -> jax.Array:
         """The first sub-step's Newton start from ``state``."""

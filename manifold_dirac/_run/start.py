@@ -463,9 +463,7 @@ def step_matrix(sm: StepMap, q: Point, p: Covector, z: Vector, t: Scalar, h: Sca
     unknowns. ``basis_in_loop``: as :meth:`StepMap.jacobian`'s.
     """
     q, p, z, t, h, params = jax.lax.stop_gradient((q, p, z, t, h, params))
-    if basis_in_loop:  # (a composed step map's jacobian has no such choice; integrate never asks for it)
-        return sm.jacobian(z, q, p, t, h, params, basis_in_loop=True)
-    return sm.jacobian(z, q, p, t, h, params)
+    return sm.jacobian(z, q, p, t, h, params, basis_in_loop=basis_in_loop)
 
 
 def host_condition(J: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -114,11 +114,14 @@ def test_a_composed_step_maps_matrix_is_its_first_sub_steps():
     @jax.jit
     def matrices(z, q, p, h, params):
         return (composed.jacobian(z, q, p, 0.0, h, params),
-                base.jacobian(z, q, p, 0.0, comp.coefficients[0] * h, params), base.jacobian(z, q, p, 0.0, h, params))
+                base.jacobian(z, q, p, 0.0, comp.coefficients[0] * h, params), base.jacobian(z, q, p, 0.0, h, params),
+                composed.jacobian(z, q, p, 0.0, h, params, basis_in_loop=True))
 
-    J, first, whole = (np.asarray(a) for a in matrices(z, q, p, h, sysm.params))
+    J, first, whole, in_loop = (np.asarray(a) for a in matrices(z, q, p, h, sysm.params))
     np.testing.assert_allclose(J, first, rtol=0, atol=1e-14 * np.max(np.abs(first)))
     assert np.max(np.abs(whole - first)) > 1e-6
+    # the basis inside the loop (rollout's choice for a small step) reaches the base map: the same matrix
+    np.testing.assert_allclose(in_loop, J, rtol=0, atol=1e-14 * np.max(np.abs(first)))
 
 
 def test_newton_uses_the_matrix_it_is_given():
