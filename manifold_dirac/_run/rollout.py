@@ -46,6 +46,7 @@ from .._mechanics.schemes import Scheme, get_scheme
 from .._mechanics.status import Status, classify_step
 from .._mechanics.step import BASIS_IN_LOOP_MAX, CLOSED_FORM_MULTIPLIERS, StepMap
 from .._mechanics.system import LagrangeDiracSystem
+from . import implicit
 from .start import _SINGULAR_STEP, step_conditioning
 from .._manifolds.base import Manifold
 from .._types import ArrayLike, Params, Point, PyTree, Scalar
@@ -150,9 +151,7 @@ def _newton_solve(sm: StepMap, z0, q, p, t, h, params, u):
                  floor=lambda z: sm.roundoff_floor(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm)),
                  jacobian=lambda z: sm.jacobian(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm)))
     info = jnp.stack([res.status.astype(z0.dtype), res.iterations.astype(z0.dtype), res.error])
-    # named, so that a checkpointed step saves them and its reverse pass does not run Newton again
-    # (the status is needed there too: it decides the NaN poisoning of the step's derivative)
-    return checkpoint_name(res.z, _Z_NAME), checkpoint_name(info, _Z_NAME), res.aux
+    return res.z, info, res.aux
 
 
 def solve_step(sm: StepMap, z0: jax.Array, q: Any, p: jax.Array, t: Any, h: Any, params: Any, u: Any = None):
@@ -196,6 +195,10 @@ def solve_step(sm: StepMap, z0: jax.Array, q: Any, p: jax.Array, t: Any, h: Any,
     in ``dx``; reverse mode transposes it (one solve with ``(dr/dz)^T``). It
     is the derivative of the exact discrete map, to the accuracy of the
     solve, and independent of Newton's iteration count and starting guess.
+    The rule computes its primal by the solve again, so second and higher
+    derivatives apply it again too (never Newton's iterations; a JAX
+    primitive, :mod:`manifold_dirac._run.implicit`, so that ``lax.scan``'s
+    reverse pass does not inline the solve and drop the rule).
 
     Examples
     --------
@@ -218,23 +221,27 @@ def solve_step(sm: StepMap, z0: jax.Array, q: Any, p: jax.Array, t: Any, h: Any,
     return z, info
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
 def _solve_step_aux(sm: StepMap, z0: jax.Array, q: Point, p: jax.Array, t: Scalar, h: Scalar, params: Params,
                     u: jax.Array | None = None):
     """:func:`solve_step` and the step's ``aux = (q1, p1, c)`` at its solution, differentiated implicitly.
 
     Without a derivative, ``aux`` is Newton's own last evaluation of the equations (the step does not
     evaluate them again); its tangent is that of the equations at ``z(x)``: ``d aux = (d aux / dz) dz +
-    (d aux / dx) dx``, with ``dz`` from :func:`solve_step`'s Notes.
+    (d aux / dx) dx``, with ``dz`` from :func:`solve_step`'s Notes. A primitive (:func:`.implicit.call`),
+    not a ``jax.custom_jvp``: that rule is lost at the second order inside a ``lax.scan`` (a step that
+    accepts its start had a zero second derivative), :mod:`.implicit`.
     """
-    return _newton_solve(sm, z0, q, p, t, h, params, u)
+    z, info, aux = implicit.call(_newton_solve, _solve_step_jvp, sm, z0, q, p, t, h, params, u)
+    # named, so that a checkpointed step saves them and its reverse pass does not run Newton again
+    # (the status is needed there too: it decides the NaN poisoning of the step's derivative)
+    return checkpoint_name(z, _Z_NAME), checkpoint_name(info, _Z_NAME), aux
 
 
-@_solve_step_aux.defjvp
-def _solve_step_jvp(sm, primals, tangents):
+def _solve_step_jvp(sm: StepMap, primals: tuple, tangents: tuple):
+    """The implicit derivative of :func:`_solve_step_aux` (the rule of its primitive)."""
     z0, q, p, t, h, params, u = primals
     _, dq, dp, dt, dh, dparams, du = tangents
-    z, info, _ = _newton_solve(sm, z0, q, p, t, h, params, u)
+    z, info, _ = _solve_step_aux(sm, z0, q, p, t, h, params, u)  # the primitive again: the rule holds at the next order
 
     def eqs(z, q, p, t, h, params, u):
         r, _, aux = sm.equations(z, q, p, t, h, params, u)
@@ -269,6 +276,7 @@ def _solve_unrolled(sm: StepMap, iterations: int, z0, q, p, t, h, params, u):
 def _solve_detached(sm: StepMap, z0, q, p, t, h, params, u):
     """Newton's solution with its derivative dropped (the wrong way, for tests)."""
     z, info, _ = jax.lax.stop_gradient(_newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u))))
+    z, info = checkpoint_name(z, _Z_NAME), checkpoint_name(info, _Z_NAME)
     return z, info, sm.equations(z, q, p, t, h, params, u)[2]
 
 
