@@ -89,13 +89,18 @@ def test_the_primitive_gives_every_order_in_every_mode():
 
 def test_the_primitive_batches_at_every_order():
     f = cube_of_sqrt(SOLVES["primitive"])
-    np.testing.assert_allclose(jax.vmap(jax.grad(f))(X), D1, rtol=1e-14)
-    np.testing.assert_allclose(jax.vmap(jax.hessian(f))(X), D2, rtol=1e-13)
-    np.testing.assert_allclose(jax.jit(jax.vmap(jax.jacfwd(jax.grad(f))))(X), D2, rtol=1e-13)
-    # the batch inside the derivative, and a batch of batches
-    np.testing.assert_allclose(jnp.diag(jax.hessian(lambda x: jnp.sum(jax.vmap(f)(x)))(X)), D2, rtol=1e-13)
     XX = X[:, None] * jnp.ones((1, 2))
-    np.testing.assert_allclose(jax.vmap(jax.vmap(jax.hessian(f)))(XX), D2[:, None] * jnp.ones((1, 2)), rtol=1e-13)
+    d1, d2, d2_jit, d2_of_sum, d2_nested = jax.jit(lambda X, XX: (
+        jax.vmap(jax.grad(f))(X), jax.vmap(jax.hessian(f))(X), jax.vmap(jax.jacfwd(jax.grad(f)))(X),
+        jnp.diag(jax.hessian(lambda x: jnp.sum(jax.vmap(f)(x)))(X)),  # the batch inside the derivative
+        jax.vmap(jax.vmap(jax.hessian(f)))(XX)))(X, XX)  # a batch of batches
+    np.testing.assert_allclose(d1, D1, rtol=1e-14)
+    for d in (d2, d2_jit, d2_of_sum):
+        np.testing.assert_allclose(d, D2, rtol=1e-13)
+    np.testing.assert_allclose(d2_nested, D2[:, None] * jnp.ones((1, 2)), rtol=1e-13)
+    # batch axes elsewhere than 0: x along axis 1 of a (2, 3) array
+    np.testing.assert_allclose(jax.vmap(jax.vmap(jax.hessian(f)), in_axes=1, out_axes=1)(XX.T), D2[None, :] * jnp.ones((2, 1)),
+                               rtol=1e-13)
 
 
 def test_a_rule_that_does_not_call_the_primitive_again_loses_the_second_order():
