@@ -123,6 +123,16 @@ def _impl(*args, jaxpr: ClosedJaxpr, rule: _Rule):
     return jaxpr_as_fun(jaxpr)(*args)
 
 
+def _eager(*args, jaxpr: ClosedJaxpr, rule: _Rule):
+    """Outside ``jit``: the whole function compiled once (per jaxpr), not each of its operations dispatched."""
+    return _compiled(jaxpr)(*args)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(jaxpr: ClosedJaxpr) -> Callable:
+    return jax.jit(jaxpr_as_fun(jaxpr))
+
+
 def _jvp(primals, tangents, *, jaxpr: ClosedJaxpr, rule: _Rule):
     tangents = [ad.instantiate_zeros(t) for t in tangents]
     return rule(primals, tangents)
@@ -142,7 +152,7 @@ def _batched_jaxpr(jaxpr: ClosedJaxpr, axes: tuple, avals: tuple) -> ClosedJaxpr
         *(jax.ShapeDtypeStruct(*a) for a in avals))
 
 
-_implicit_p.def_impl(_impl)
+_implicit_p.def_impl(_eager)
 _implicit_p.def_abstract_eval(_abstract_eval)
 ad.primitive_jvps[_implicit_p] = _jvp
 batching.primitive_batchers[_implicit_p] = _batch
