@@ -23,6 +23,7 @@ operations, which reverse mode transposes.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Hashable
 import jax
 from jax.extend.core import ClosedJaxpr, Primitive, jaxpr_as_fun
@@ -70,8 +71,28 @@ def call(fun: Callable, jvp: Callable, static: Hashable, *args: PyTree) -> PyTre
     return jax.tree.unflatten(out_tree, outs)
 
 
-@functools.lru_cache(maxsize=256)
+# traced functions, per ``static`` (a step map: dropped with it, so that a cache entry never keeps a system
+# alive; a ``static`` that takes no weak reference, such as None, goes in a bounded cache of its own)
+_TRACED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _trace(fun: Callable, static: Hashable, in_tree: PyTreeDef, avals: tuple) -> tuple[ClosedJaxpr, PyTreeDef]:
+    try:
+        per_static = _TRACED.setdefault(static, {})
+    except TypeError:
+        return _trace_unowned(fun, static, in_tree, avals)
+    key = (fun, in_tree, avals)
+    if key not in per_static:
+        per_static[key] = _traced(fun, static, in_tree, avals)
+    return per_static[key]
+
+
+@functools.lru_cache(maxsize=64)
+def _trace_unowned(fun: Callable, static: Hashable, in_tree: PyTreeDef, avals: tuple) -> tuple[ClosedJaxpr, PyTreeDef]:
+    return _traced(fun, static, in_tree, avals)
+
+
+def _traced(fun: Callable, static: Hashable, in_tree: PyTreeDef, avals: tuple) -> tuple[ClosedJaxpr, PyTreeDef]:
     out_tree = []
 
     def flat_fun(*flat):
@@ -128,7 +149,7 @@ def _eager(*args, jaxpr: ClosedJaxpr, rule: _Rule):
     return _compiled(jaxpr)(*args)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=32)  # eager calls only (outside jit); jax.clear_caches drops the executables
 def _compiled(jaxpr: ClosedJaxpr) -> Callable:
     return jax.jit(jaxpr_as_fun(jaxpr))
 
@@ -146,10 +167,16 @@ def _batch(args, dims, *, jaxpr: ClosedJaxpr, rule: _Rule):
     return outs, [0] * len(outs)
 
 
-@functools.lru_cache(maxsize=256)
+# vmapped jaxprs, per jaxpr (dropped with it)
+_BATCHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _batched_jaxpr(jaxpr: ClosedJaxpr, axes: tuple, avals: tuple) -> ClosedJaxpr:
-    return jax.make_jaxpr(jax.vmap(jaxpr_as_fun(jaxpr), in_axes=axes))(
-        *(jax.ShapeDtypeStruct(*a) for a in avals))
+    per_jaxpr = _BATCHED.setdefault(jaxpr, {})
+    if (axes, avals) not in per_jaxpr:
+        per_jaxpr[axes, avals] = jax.make_jaxpr(jax.vmap(jaxpr_as_fun(jaxpr), in_axes=axes))(
+            *(jax.ShapeDtypeStruct(*a) for a in avals))
+    return per_jaxpr[axes, avals]
 
 
 _implicit_p.def_impl(_eager)

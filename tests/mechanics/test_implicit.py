@@ -147,3 +147,22 @@ def test_rollout_hessian_when_every_step_accepts_its_start(composition):
         fd = (np.asarray(grad_and_column(v0 + e * d, d)[0]) - np.asarray(grad_and_column(v0 - e * d, d)[0])) / (2 * e)
         assert np.max(np.abs(column - fd)) < 1e-8 * max(1.0, np.max(np.abs(fd))), (d, column, fd)
     assert np.max(np.abs(fd)) > 1.0  # the last column: the discriminating one (162 where the rule was lost)
+
+
+class _Static:
+    """A hashable ``static`` that takes weak references (as a step map does)."""
+
+
+def test_a_traced_function_does_not_keep_its_static_alive():
+    """The traces are cached per ``static`` (a step map, and through it a system): dropped with it. Sensitivity: the
+    cache holds an entry while the static lives."""
+    import gc
+    import weakref
+
+    static = _Static()
+    assert implicit.call(_newton, _sqrt_jvp, static, jnp.sqrt(2.0), 2.0) == jnp.sqrt(2.0)
+    assert static in implicit._TRACED
+    ref = weakref.ref(static)
+    del static
+    gc.collect()
+    assert ref() is None
