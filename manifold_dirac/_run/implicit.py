@@ -32,7 +32,13 @@ from jax.tree_util import PyTreeDef
 
 from .._types import PyTree
 
-__all__ = ["call"]
+__all__ = ["Unsupported", "call"]
+
+
+class Unsupported(Exception):
+    """The function cannot be held by the primitive: it has side effects (``jax.debug.print``) or closes over a
+    value traced outside it (a system built inside ``jax.jit``/``jax.vmap``); the caller falls back to a
+    ``jax.custom_jvp`` (whose rule holds at the first order)."""
 
 _implicit_p = Primitive("manifold_dirac_implicit")
 _implicit_p.multiple_results = True
@@ -103,7 +109,9 @@ def _traced(fun: Callable, static: Hashable, in_tree: PyTreeDef, avals: tuple) -
 
     jaxpr = jax.make_jaxpr(flat_fun)(*(jax.ShapeDtypeStruct(*a) for a in avals))
     if jaxpr.effects:
-        raise NotImplementedError(f"implicit.call: {fun.__name__} has side effects ({jaxpr.effects})")
+        raise Unsupported(f"{fun.__name__} has side effects ({jaxpr.effects})")
+    if any(isinstance(c, jax.core.Tracer) for c in jaxpr.consts):
+        raise Unsupported(f"{fun.__name__} closes over a value traced outside it")
     return jaxpr, out_tree[0]
 
 

@@ -231,17 +231,35 @@ def _solve_step_aux(sm: StepMap, z0: jax.Array, q: Point, p: jax.Array, t: Scala
     not a ``jax.custom_jvp``: that rule is lost at the second order inside a ``lax.scan`` (a step that
     accepts its start had a zero second derivative), :mod:`.implicit`.
     """
-    z, info, aux = implicit.call(_newton_solve, _solve_step_jvp, sm, z0, q, p, t, h, params, u)
+    try:
+        z, info, aux = implicit.call(_newton_solve, _solve_step_jvp, sm, z0, q, p, t, h, params, u)
+    except implicit.Unsupported:  # side effects, or a system closing over outer tracers: first order only
+        z, info, aux = _solve_step_custom_jvp(sm, z0, q, p, t, h, params, u)
     # named, so that a checkpointed step saves them and its reverse pass does not run Newton again
     # (the status is needed there too: it decides the NaN poisoning of the step's derivative)
     return checkpoint_name(z, _Z_NAME), checkpoint_name(info, _Z_NAME), aux
 
 
-def _solve_step_jvp(sm: StepMap, primals: tuple, tangents: tuple):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _solve_step_custom_jvp(sm: StepMap, z0: jax.Array, q: Point, p: jax.Array, t: Scalar, h: Scalar, params: Params,
+                           u: jax.Array | None = None):
+    """:func:`_solve_step_aux` as a ``jax.custom_jvp``, for a step the primitive cannot hold
+    (:class:`.implicit.Unsupported`): its first derivative is the same; inside a ``lax.scan`` its second
+    derivative may go through Newton's loop (:mod:`.implicit`)."""
+    return _newton_solve(sm, z0, q, p, t, h, params, u)
+
+
+@_solve_step_custom_jvp.defjvp
+def _solve_step_custom_jvp_rule(sm, primals, tangents):
+    return _solve_step_jvp(sm, primals, tangents, solve=_solve_step_custom_jvp)
+
+
+def _solve_step_jvp(sm: StepMap, primals: tuple, tangents: tuple, solve: Callable | None = None):
     """The implicit derivative of :func:`_solve_step_aux` (the rule of its primitive)."""
     z0, q, p, t, h, params, u = primals
     _, dq, dp, dt, dh, dparams, du = tangents
-    z, info, _ = _solve_step_aux(sm, z0, q, p, t, h, params, u)  # the primitive again: the rule holds at the next order
+    # the primitive again (or the custom_jvp): the rule holds at the next order
+    z, info, _ = (solve or _solve_step_aux)(sm, z0, q, p, t, h, params, u)
 
     def eqs(z, q, p, t, h, params, u):
         r, _, aux = sm.equations(z, q, p, t, h, params, u)
@@ -270,6 +288,7 @@ def _solve_unrolled(sm: StepMap, iterations: int, z0, q, p, t, h, params, u):
         z = z - jnp.linalg.solve(jax.jacfwd(r)(z), r(z))
     # the status of the forward solve is Newton's own (the values agree once converged)
     _, info, _ = _newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u)))
+    info = checkpoint_name(info, _Z_NAME)  # saved: the reverse pass does not run Newton again for the status
     return z, info, sm.equations(z, q, p, t, h, params, u)[2]
 
 

@@ -166,3 +166,37 @@ def test_a_traced_function_does_not_keep_its_static_alive():
     del static
     gc.collect()
     assert ref() is None
+
+
+def test_a_step_the_primitive_cannot_hold_falls_back_to_a_custom_jvp():
+    """A Lagrangian with ``jax.debug.callback`` (a side effect), and a system closing over a value traced by an
+    outer ``jax.jit``/``jax.vmap``: the primitive refuses them (``implicit.Unsupported``) and the step runs as a
+    ``jax.custom_jvp``, as before the primitive, with the same first derivative."""
+    from manifold_dirac import LagrangeDiracSystem
+    from manifold_dirac._manifolds import Euclidean
+    from manifold_dirac.systems import differential_drive
+
+    calls = []
+
+    def L(q, v, p):
+        jax.debug.callback(lambda: calls.append(1))
+        return 0.5 * v[0] ** 2 + p["k"] * jnp.cos(q[0])
+
+    noisy = LagrangeDiracSystem(Euclidean(1), L, name="with a callback", params={"k": np.float64(9.81)})
+    quiet = LagrangeDiracSystem(Euclidean(1), lambda q, v, p: 0.5 * v[0] ** 2 + p["k"] * jnp.cos(q[0]),
+                                name="without", params={"k": np.float64(9.81)})
+
+    def final(s, v):
+        return rollout(s, jnp.array([0.3]), v, h=0.05, n_steps=3).q[-1, 0]
+
+    v = jnp.array([0.1])
+    assert final(noisy, v) == final(quiet, v) and calls
+    np.testing.assert_allclose(jax.grad(lambda v: final(noisy, v))(v), jax.grad(lambda v: final(quiet, v))(v), rtol=1e-14)
+
+    def J(a):
+        s = differential_drive(mass=1.0, inertia=0.1, drive=lambda t: a + 0.0 * t, steer=lambda t: 0.5 * a + 0.0 * t,
+                               damping=0.1)
+        return jnp.sum(rollout(s, jnp.eye(3), jnp.array([0.2, 0.5, 0.0]), h=0.1, n_steps=4).q[-1] ** 2)
+
+    np.testing.assert_allclose(jax.jit(J)(1.0), J(1.0), rtol=1e-14)
+    np.testing.assert_allclose(jax.vmap(J)(jnp.array([1.0, 1.5])), [J(1.0), J(1.5)], rtol=1e-14)
