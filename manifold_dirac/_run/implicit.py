@@ -22,9 +22,11 @@ operations, which reverse mode transposes.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import weakref
 from collections.abc import Callable, Hashable
+
 import jax
 from jax.extend.core import ClosedJaxpr, Primitive, jaxpr_as_fun
 from jax.interpreters import ad, batching, mlir
@@ -39,6 +41,7 @@ class Unsupported(Exception):
     """The function cannot be held by the primitive: it has side effects (``jax.debug.print``) or closes over a
     value traced outside it (a system built inside ``jax.jit``/``jax.vmap``); the caller falls back to a
     ``jax.custom_jvp`` (whose rule holds at the first order)."""
+
 
 _implicit_p = Primitive("manifold_dirac_implicit")
 _implicit_p.multiple_results = True
@@ -115,21 +118,16 @@ def _traced(fun: Callable, static: Hashable, in_tree: PyTreeDef, avals: tuple) -
     return jaxpr, out_tree[0]
 
 
+@dataclasses.dataclass(frozen=True)
 class _Rule:
     """The primitive's derivative rule (hashable: a parameter of the primitive), for the batch axes
     ``batched`` (one tuple of input axes per enclosing ``vmap``, outermost first; () unbatched)."""
 
-    def __init__(self, jvp: Callable, static: Hashable, in_tree: PyTreeDef, out_tree: PyTreeDef, batched: tuple):
-        self.jvp, self.static, self.in_tree, self.out_tree, self.batched = jvp, static, in_tree, out_tree, batched
-
-    def _key(self) -> tuple:
-        return self.jvp, self.static, self.in_tree, self.out_tree, self.batched
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Rule) and self._key() == other._key()
+    jvp: Callable
+    static: Hashable
+    in_tree: PyTreeDef
+    out_tree: PyTreeDef
+    batched: tuple
 
     def __call__(self, primals: list, tangents: list) -> tuple[list, list]:
         def unbatched(primals, tangents):
@@ -170,7 +168,7 @@ def _jvp(primals, tangents, *, jaxpr: ClosedJaxpr, rule: _Rule):
 def _batch(args, dims, *, jaxpr: ClosedJaxpr, rule: _Rule):
     axes = tuple(d if isinstance(d, int) else None for d in dims)  # None: not mapped
     batched_jaxpr = _batched_jaxpr(jaxpr, axes, tuple((a.shape, a.dtype) for a in args))
-    batched_rule = _Rule(rule.jvp, rule.static, rule.in_tree, rule.out_tree, (axes, *rule.batched))
+    batched_rule = dataclasses.replace(rule, batched=(axes, *rule.batched))
     outs = _implicit_p.bind(*args, jaxpr=batched_jaxpr, rule=batched_rule)
     return outs, [0] * len(outs)
 
