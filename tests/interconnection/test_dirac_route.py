@@ -255,6 +255,27 @@ def test_the_verifier_sees_a_perturbed_momentum(chain_run):
     assert ver.membership[7] > 1e-7 and np.argmax(ver.membership) == 7
 
 
+def test_the_verifier_compiles_no_jacobian(chain_run):
+    """``verify`` evaluates the route's equations at the stored points and solves nothing: it compiles the route's
+    pieces, not their Jacobian (``dirac_route``'s Newton matrix, ``jit(with_jacobian)``: on the knife edge 7 s of
+    a 12 s first call). Sensitivity: a ``dirac_route`` call compiles it."""
+    names = []
+
+    def listen(event, duration, **kwargs):
+        if event.endswith("backend_compile_duration"):
+            names.append(str(kwargs.get("fun_name")))
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        sysm = S.mass_spring_torn()  # a new system object: nothing compiled for it yet
+        assert verify(sysm, chain_run).max < 1e-13
+        assert names and not [n for n in names if "with_jacobian" in n], names
+        dirac_route(sysm, WORKED["mass_spring"][1], v0=WORKED["mass_spring"][2], h=0.05, n_steps=1)
+        assert [n for n in names if "with_jacobian" in n]
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+
+
 def test_verifier_refuses_what_it_cannot_check(chain_run):
     sysm = WORKED["mass_spring"][0]
     with pytest.raises(ValueError, match="scheme"):
