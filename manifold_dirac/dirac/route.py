@@ -180,6 +180,9 @@ def _compiled(system: LagrangeDiracSystem, nodes: tuple) -> dict[str, Callable]:
     return {"step": jax.jit(with_jacobian), "pieces": jax.jit(pieces), "forms": jax.jit(forms_at),
             "midpoint": jax.jit(midpoint),
             "momentum": jax.jit(momentum), "inverse_retract": jax.jit(lambda a, b: _inverse_retract(system, a, b)),
+            # the recorded fields' references, one compiled call per point (eager, each operation compiled apart)
+            "energy": jax.jit(lambda q, v, p: system.energy(q, v, p)),
+            "legendre": jax.jit(lambda q, v: (system.momentum(q, v), system.constraint_matrix(q))),
             # RATTLE's projection of a batch of recorded velocities and momenta (holonomic systems)
             "projection": jax.jit(jax.vmap(system.holonomic_projection, in_axes=(0, 0, 0, None)))}
 
@@ -879,7 +882,7 @@ def _recorded_fields(system: LagrangeDiracSystem, trajectory: Trajectory, points
     v = np.asarray(v, dtype=float)
     params = system.params
     if energy is not None:
-        e_ref = np.array([float(system.energy(points[k], jnp.asarray(v[k]), jnp.asarray(p[k]), params))
+        e_ref = np.array([float(fns["energy"](points[k], jnp.asarray(v[k]), jnp.asarray(p[k])))
                           for k in range(K + 1)])
         out["energy"] = rel(np.asarray(energy, dtype=float), e_ref)
     if K < 2:
@@ -891,8 +894,9 @@ def _recorded_fields(system: LagrangeDiracSystem, trajectory: Trajectory, points
     dev = 0.0
     if order > 2:
         for k in range(1, K):  # the Legendre velocity: dL/dv(q_k, v_k) - p_k in the constraint forces, C v_k = 0
-            C = np.asarray(system.constraint_matrix(points[k], params)) if system.n_constraints else np.zeros((0, len(p[k])))
-            r = np.asarray(system.momentum(points[k], jnp.asarray(v[k]), params)) - p[k]
+            mom, C = fns["legendre"](points[k], jnp.asarray(v[k]))
+            C = np.asarray(C) if system.n_constraints else np.zeros((0, len(p[k])))
+            r = np.asarray(mom) - p[k]
             if C.size:
                 r = r - C.T @ np.linalg.lstsq(C @ C.T, C @ r, rcond=None)[0]
                 r = np.concatenate([r, C @ v[k]])
