@@ -43,8 +43,8 @@ def count(label, fn):
 
 
 def _run(body: str, cache: str | Path | None = None, env: dict[str, str] | None = None) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MANIFOLD_DIRAC_JAX_CACHE": str(cache) if cache else "0",
-           **(env or {})}
+    user = {k: v for k, v in os.environ.items() if k != "MANIFOLD_DIRAC_COMPILE_AHEAD"}  # the user's default
+    env = {**user, "PYTHONPATH": str(ROOT), "MANIFOLD_DIRAC_JAX_CACHE": str(cache) if cache else "0", **(env or {})}
     code = _COUNTING + textwrap.dedent(body) + "\nprint(json.dumps(out))\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -51,6 +51,12 @@ out["values"] = {k: np.concatenate([np.ravel(tr.q), np.ravel(tr.p), np.ravel(tr.
 pytestmark = pytest.mark.skipif(SP.cpu_count() < 2, reason="compiling ahead needs two CPUs (it is off on one)")
 
 
+@pytest.fixture(autouse=True)
+def _switched_on(monkeypatch):
+    """The user's default, which the suite's conftest switches off for the other tests (its workers fill the CPUs)."""
+    monkeypatch.delenv(ahead.ENV, raising=False)
+
+
 @pytest.fixture(scope="module")
 def on_off(tmp_path_factory):
     """The same calls with compiling ahead on and off, per path, run on first use: cache off (traced programs),
