@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +45,9 @@ print("RESULT " + json.dumps({"first_s": first, "again_s": time.perf_counter() -
 
 def child(tree: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree), "MANIFOLD_DIRAC_JAX_CACHE": "0", "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
+    # run outside any checkout: ``-c`` puts the working directory first on sys.path
+    out = subprocess.run([sys.executable, "-c", CHILD + f"\nassert md.__file__.startswith({str(tree)!r}), md.__file__\n"],
+                         env=env, capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
     return json.loads(next(line for line in out.stdout.splitlines() if line.startswith("RESULT "))[7:])
 
 
