@@ -64,6 +64,13 @@ def compiled_rollout(composition):
     return f.lower(*args).compile().as_text()
 
 
+@pytest.fixture(scope="module")
+def composed():
+    """``(f, args, compiled text)`` of the composed (``kahan_li8``) disk rollout, compiled once for the module."""
+    f, args = disk_rollout("kahan_li8")
+    return f, args, f.lower(*args).compile().as_text()
+
+
 def test_forward_jacobian_equals_jacfwd_and_batches():
     f = lambda x: jnp.stack([jnp.sin(x[0]) * x[1], x[1] ** 3, x[0] * x[1] * x[2]])  # noqa: E731
     x = jnp.array([0.3, 0.5, 0.7])
@@ -76,9 +83,10 @@ def test_forward_jacobian_equals_jacfwd_and_batches():
     np.testing.assert_allclose(jax.jacfwd(lambda y: forward_jacobian(f, y))(x), jax.hessian(f)(x), rtol=1e-15)
 
 
-@pytest.mark.parametrize("composition", [None, "kahan_li8"])
-def test_rollout_entry_runs_in_the_calling_thread(composition):
-    hlo = compiled_rollout(composition)
+# the plain rollout (its loop packed alike, the same step inside the composed one) in the slow tier
+@pytest.mark.parametrize("composition", [pytest.param(None, marks=pytest.mark.slow), "kahan_li8"])
+def test_rollout_entry_runs_in_the_calling_thread(composition, composed):
+    hlo = composed[2] if composition == "kahan_li8" else compiled_rollout(composition)
     ops = entry_operations(hlo)
     assert hoisted_constants(hlo, ops) == []
     assert ready_at_start(ops) <= SPLIT_READY, sorted(n for n, i in ops.items() if not i)
@@ -98,8 +106,8 @@ def test_the_entry_counts_see_hoisted_constants_and_many_outputs(monkeypatch):
     assert ready_at_start(entry_operations(many)) == 12 > SPLIT_READY
 
 
-def test_the_unpacked_loop_has_more_ready_at_its_start_and_the_same_values(monkeypatch):
-    packed, args = disk_rollout("kahan_li8")
+def test_the_unpacked_loop_has_more_ready_at_its_start_and_the_same_values(monkeypatch, composed):
+    packed, args, _ = composed
     monkeypatch.setattr(rollout_module, "PACKED", False)
     unpacked, _ = disk_rollout("kahan_li8")
     ops = entry_operations(unpacked.lower(*args).compile().as_text())
