@@ -46,8 +46,10 @@ print("RESULT " + json.dumps({"first_s": first, "again_s": time.perf_counter() -
 def child(tree: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree), "MANIFOLD_DIRAC_JAX_CACHE": "0", "JAX_PLATFORMS": "cpu"}
     # run outside any checkout: ``-c`` puts the working directory first on sys.path
-    out = subprocess.run([sys.executable, "-c", CHILD + f"\nassert md.__file__.startswith({str(tree)!r}), md.__file__\n"],
-                         env=env, capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
+    check = f"assert md.__file__.startswith({str(tree)!r}), md.__file__\n"  # the version asked for, before timing
+    code = CHILD.replace("import manifold_dirac as md\n", "import manifold_dirac as md\n" + check, 1)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=tempfile.gettempdir())
     return json.loads(next(line for line in out.stdout.splitlines() if line.startswith("RESULT "))[7:])
 
 

@@ -47,10 +47,13 @@ os.environ.setdefault("MANIFOLD_DIRAC_EXPORT", "0")
 # The suite runs two worker processes on a machine of two CPUs (pytest-xdist, CI): each core is busy with a
 # worker, so compiling a run's loop in a background thread while its start compiles (_run/ahead.py) overlaps
 # nothing, and a test whose start is refused (many check that bad input raises) compiled a loop it never ran.
-# Off, as it is in the tour's and a sweep's workers for the same reason: a sample of the suite's files (faults,
-# errors, raises, composition, interconnection, guarantees; empty cache, two workers) took 204-206 s instead of
-# 236-244 s, in alternating runs. tests/test_compile_ahead.py switches it
-# on for its own tests; tests/test_compile.py's fresh interpreters run with the user's default.
+# Off, as it is in the tour's and a sweep's workers for the same reason. Measured on a sample of the suite's
+# files, empty cache, two workers, the settings alternating (204-206 s off, 236-244 s on):
+#   XDG_CACHE_HOME=$(mktemp -d) MANIFOLD_DIRAC_COMPILE_AHEAD=0 python -m pytest tests/faults \
+#       tests/mechanics/test_errors.py tests/test_raises.py tests/mechanics/test_composition.py \
+#       tests/interconnection/test_interconnection.py tests/mechanics/test_guarantees.py   (and =1)
+# tests/test_compile_ahead.py switches it on for its own tests; tests/test_compile.py's fresh interpreters run
+# with the user's default.
 os.environ.setdefault("MANIFOLD_DIRAC_COMPILE_AHEAD", "0")
 
 import jax  # noqa: E402
