@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import user_environment
+
 ROOT = Path(__file__).resolve().parents[1]
 
 _COUNTING = """
@@ -43,7 +45,7 @@ def count(label, fn):
 
 
 def _run(body: str, cache: str | Path | None = None, env: dict[str, str] | None = None) -> dict:
-    user = {k: v for k, v in os.environ.items() if k != "MANIFOLD_DIRAC_COMPILE_AHEAD"}  # the user's default
+    user = user_environment()  # the user's defaults: compiling ahead on, XLA's optimization level
     env = {**user, "PYTHONPATH": str(ROOT), "MANIFOLD_DIRAC_JAX_CACHE": str(cache) if cache else "0", **(env or {})}
     code = _COUNTING + textwrap.dedent(body) + "\nprint(json.dumps(out))\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)

@@ -13,6 +13,7 @@ iterations where round-off decides the last one).
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,24 @@ TOL = 1e-12
 FAST = ("heavy_top_midpoint", "heavy_top_gauss4_stride10", "heavy_top_batch_stride10", "inclined_knife_edge",
         "four_bar")
 """Runs in the fast tier; the others run in the slow tier (each run compiles its own loop)."""
+
+
+SUITE_LEVEL = bool(os.environ.get("MANIFOLD_DIRAC_SUITE_XLA_FLAGS"))
+"""Whether this process compiles at the suite's XLA optimization level (``tests/conftest.py``), not at XLA's
+default, at which the record was made."""
+ITERATIONS_OFF = (3, 0.08) if SUITE_LEVEL else (2, 0.05)
+"""How far Newton's iteration counts may be from the record: per step, and in total relative to the record's.
+Another optimization level rounds differently, and the four-bar's stops at round-off move further: 386
+iterations against the record's 412 at ``xla_backend_optimization_level=0``, one step 3 fewer (408 and at
+most 2 at XLA's default). A Newton that took one more iteration per step (a quarter more) fails either way."""
+
+
+def iterations_match(its: np.ndarray, ref_its: np.ndarray) -> bool:
+    """Newton's iteration counts ``its`` within :data:`ITERATIONS_OFF` of the recorded ``ref_its``."""
+    per_step, total = ITERATIONS_OFF
+    its, ref_its = its.astype(int), ref_its.astype(int)
+    return (its.shape == ref_its.shape and np.max(np.abs(its - ref_its), initial=0) <= per_step
+            and abs(int(its.sum()) - int(ref_its.sum())) <= total * max(int(ref_its.sum()), 1))
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +100,7 @@ def test_reproduces_recorded_run(reference, name):
     assert not bad, f"{name}: fields off the recorded run by more than {TOL}: {bad}"
     # Newton's iteration counts: where the last iterations are at round-off, the rounding of the linear
     # solve decides whether one more is taken (stagnation), so counts may differ by one or two there
-    assert its.shape == ref_its.shape
-    assert np.max(np.abs(its.astype(int) - ref_its.astype(int)), initial=0) <= 2
-    assert abs(int(its.sum()) - int(ref_its.sum())) <= 0.05 * max(int(ref_its.sum()), 1)
+    assert iterations_match(its, ref_its), (its, ref_its)
 
 
 def test_reference_comparison_is_sensitive(reference):
@@ -98,3 +115,6 @@ def test_reference_comparison_is_sensitive(reference):
     got = {k.split("/", 1)[1]: v.copy() for k, v in reference.items() if k.startswith("four_bar/")}
     got["p"][17, 1] += 1e-10
     assert deviations(reference, "four_bar", got)["p"] > TOL
+    # and the iteration counts: one more Newton iteration per step is caught, the record itself is not
+    its = reference["four_bar/iterations"]
+    assert iterations_match(its, its) and not iterations_match(its + 1, its)
