@@ -105,7 +105,7 @@ def _closed_forms(t, t2, g: dict, which: str) -> tuple:
     return tuple(table[w]() for w in which)
 
 
-def _series(t2: jax.Array, which: str) -> tuple:
+def _series(t2: jax.Array | np.ndarray, which: str) -> tuple:
     table = {
         "a": lambda: 1 - t2 / 6 * (1 - t2 / 20 * (1 - t2 / 42)),
         "b": lambda: 0.5 - t2 / 24 * (1 - t2 / 30 * (1 - t2 / 56)),
@@ -399,7 +399,7 @@ def rodrigues(xi: jax.Array) -> jax.Array:
     xi = jnp.asarray(xi)
     a, b = coefficients(jnp.sum(xi * xi, axis=-1), "ab")
     X = skew(xi)
-    return _EYE + _c(a) * X + _c(b) * mm(X, X)
+    return jnp.asarray(_EYE) + _c(a) * X + _c(b) * mm(X, X)
 
 
 def host_coefficients(t2: np.ndarray, which: str = "abc") -> tuple[np.ndarray, ...]:
@@ -496,7 +496,7 @@ def _axis_rotation(i: int, a: jax.Array) -> jax.Array:
     """The rotation by ``a`` ``(*batch,)`` about coordinate axis ``i``, ``(*batch, 3, 3)``."""
     E = skew(jnp.asarray(_EYE[i]))
     c, s = jnp.cos(a)[..., None, None], jnp.sin(a)[..., None, None]
-    return _EYE + s * E + (1.0 - c) * mm(E, E)
+    return jnp.asarray(_EYE) + s * E + (1.0 - c) * mm(E, E)
 
 
 @register_retraction(SO3)

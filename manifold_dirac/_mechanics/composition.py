@@ -345,7 +345,7 @@ def composed_predictor(gammas: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.nd
     return ratio, mirror.astype(np.int32), mirror_before.astype(np.int32)
 
 
-def predicted_solutions(z1: jax.Array, z2: jax.Array, k: ArrayLike) -> jax.Array:
+def predicted_solutions(z1: jax.Array, z2: jax.Array, k: jax.Array | int) -> jax.Array:
     """Every sub-step's predicted solution on step ``k`` (traceable).
 
     From its solutions ``z1`` on step ``k - 1`` and ``z2`` on ``k - 2``
@@ -355,8 +355,9 @@ def predicted_solutions(z1: jax.Array, z2: jax.Array, k: ArrayLike) -> jax.Array
     return jnp.where(k >= 2, 2.0 * z1 - z2, z1)
 
 
-def sub_step_start(first: ArrayLike, i: ArrayLike, P_i: jax.Array, P_before: jax.Array, last: jax.Array,
-                   zs: jax.Array, ratio_i: ArrayLike, mirror_i: ArrayLike, mirror_before_i: ArrayLike) -> jax.Array:
+def sub_step_start(first: jax.Array | bool, i: jax.Array | int, P_i: jax.Array, P_before: jax.Array,
+                   last: jax.Array, zs: jax.Array, ratio_i: jax.Array | float, mirror_i: jax.Array | int,
+                   mirror_before_i: jax.Array | int) -> jax.Array:
     """Newton's start of sub-step ``i`` of a composed step (one member; traceable).
 
     The rule of :meth:`ComposedStepMap.step` and of a composed
@@ -536,8 +537,10 @@ class ComposedStepMap:
         base_state = state._replace(history=None)
         # every sub-step's solution on steps k - 1 and k - 2, (s, N_z) each; on the first step z1 is the state's
         # unknowns scaled by gamma_i (P_0 starts sub-step 0; what a run's state holds there is zeros, not read)
-        z1 = jnp.where(first, self._scaled_unknowns(base_state), conformed.history[0])
-        z2 = conformed.history[1]
+        history = conformed.history
+        assert history is not None  # conform gives every state a history
+        z1 = jnp.where(first, self._scaled_unknowns(base_state), history[0])
+        z2 = history[1]
         P = predicted_solutions(z1, z2, k)
 
         def sub(carry, x):
@@ -570,7 +573,7 @@ class ComposedStepMap:
             fail_z=cur.fail_z,
             fail_kind=cur.fail_kind,
             stages=jnp.where(ok, cur.stages / gammas[-1], state.stages),
-            history=jnp.where(ok, jnp.stack([zs, z1]), conformed.history),
+            history=jnp.where(ok, jnp.stack([zs, z1]), history),
         )
         record = StepRecord(
             p_start=p_start,
@@ -585,7 +588,7 @@ class ComposedStepMap:
 
 
 def adjoint_defect(system: LagrangeDiracSystem, q0: Any, v0: Any, h: float, scheme: Any = "split",
-                   discrete_lagrangian: Any = "midpoint") -> dict[str, float]:
+                   discrete_lagrangian: Any = "midpoint") -> dict[str, float | tuple[int, int]]:
     """How far one step map is from self-adjoint: ``Phi_{-h}(Phi_h(q0, p0)) - (q0, p0)``, measured.
 
     One step of ``h`` from ``(q0, p0 = dL/dv(q0, v0))`` and the step of

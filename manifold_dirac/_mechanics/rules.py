@@ -45,7 +45,7 @@ import functools
 import warnings
 from dataclasses import dataclass
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, TypeVar, overload
+from typing import NamedTuple, TypeGuard, TypeVar, overload
 
 import jax
 import jax.numpy as jnp
@@ -89,7 +89,7 @@ class NodeGeometry(NamedTuple):
 _PRODUCT_RETRACTION = ("retract", "retract_with_jacobians", "retract_with_inverse_jacobians")
 
 
-def _blockwise(Q: Manifold) -> bool:
+def _blockwise(Q: Manifold) -> TypeGuard[ProductManifold]:
     """Whether ``Q`` is a product manifold with the product of its factors' retractions (block-diagonal Jacobians)."""
     return isinstance(Q, ProductManifold) and all(
         getattr(type(Q), m) is getattr(ProductManifold, m) for m in _PRODUCT_RETRACTION)
@@ -442,7 +442,7 @@ class QuadratureRule(DiscreteLagrangian):
     def value(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, h: Scalar, params: Params = None) -> jax.Array:
         """``L_d(q0, R_{q0}(xi))`` at one point (scalar)."""
         Q, v = system.Q, xi / h
-        return h * sum(w * system.lagrangian(Q.retract(q0, s * xi), v, params) for s, w in self.nodes)
+        return jnp.asarray(h * sum(w * system.lagrangian(Q.retract(q0, s * xi), v, params) for s, w in self.nodes))
 
     def evaluate(self, system: LagrangeDiracSystem, q0: Point, xi: Vector, ctx: StepContext,
                  stages: jax.Array | None = None) -> RuleValue:

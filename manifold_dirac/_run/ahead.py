@@ -41,6 +41,9 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from typing import cast
+
+import jax
 
 from .exported import DiskProgram
 
@@ -91,7 +94,7 @@ def compile_in_background(fn: Callable, args: tuple) -> None:
     # flight are held here, not every program a refused start or a refused run left behind
     for key in [k for k, (_, f) in _pending.items() if f.done()]:
         del _pending[key]
-    lowered = fn.lower(*args)
+    lowered = cast(jax.stages.Wrapped, fn).lower(*args)  # a jax.jit function (a DiskProgram returned above)
     _pending[id(fn)] = (fn, _submit(lowered.compile))
 
 

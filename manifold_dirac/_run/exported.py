@@ -95,7 +95,7 @@ import threading
 import types
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import jax
 import numpy as np
@@ -466,10 +466,11 @@ class DiskProgram:
         """Drop the executables (``jax.clear_caches()`` calls this: they are reloaded from disk when next needed)."""
         self._runs.clear()
 
-    def _jitted(self) -> Callable:
+    def _jitted(self) -> jax.stages.Wrapped:
+        """``build()``'s ``jax.jit`` function, built once."""
         if self._built is None:
             self._built = self._build()
-        return self._built
+        return cast(jax.stages.Wrapped, self._built)
 
     def _sync_spec(self) -> None:
         """``spec`` filled (in place: callers hold it) from the jitted function's, once that has been traced."""

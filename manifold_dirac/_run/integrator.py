@@ -385,7 +385,7 @@ class Integrator:
         controls_j = _controls(controls, n_steps, B, n)
         fn = self._chunk_program(nb, controls is None)
         recording = Recording(stride, n_steps)
-        store = recording.store(fn.spec)
+        store = recording.store(fn.spec)  # type: ignore[attr-defined]  # the jitted loop's recording layout
         # a loop compiled in the background during the start (integrate): its first call waits for it
         out = drive(ahead.waiting(fn), state, recording, store, Monitor(n_steps, progress, callback),
                     raises(self.on_failure, B), h, params, controls_j)
@@ -393,6 +393,7 @@ class Integrator:
         tr = self._assemble(store, out, stride)
         if out.interrupted:
             raise_interrupted(final, h, tr, out.error)
+        assert tr is not None  # only a run interrupted before its first chunk stored no point
         raise_if_failed(self, final, partial=tr)
         return tr
 

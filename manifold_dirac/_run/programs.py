@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +18,9 @@ from .._mechanics import compile_cache
 from .._mechanics.step import StepMap
 from .._mechanics.system import LagrangeDiracSystem
 from . import exported
+
+if TYPE_CHECKING:
+    from .._mechanics.composition import ComposedStepMap
 
 MEMBERS = "members"
 """Name of the batch axis of a batched run (``vmap``), used by Newton to branch on the whole batch."""
@@ -100,7 +104,7 @@ def member_map(fn: Callable, in_axes: tuple, block: int | None = None, axis_name
     return mapped
 
 
-def member_step(sm: StepMap, batched: bool, block: int | None = None) -> Callable:
+def member_step(sm: StepMap | ComposedStepMap, batched: bool, block: int | None = None) -> Callable:
     """The step map of one member, or of a batch: ``(state, k, t, h, params, u) -> (state, record)``.
 
     A batch (leading axis of every leaf of ``state`` and of ``u``; ``k, t, h,
