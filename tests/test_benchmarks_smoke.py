@@ -120,6 +120,7 @@ def _run(script: str, out: Path, *extra: str, timeout: float = 900) -> subproces
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
 
 
+@pytest.mark.slow  # two fresh processes, a cold compile and a load (~11 s of CI); the page's tables are checked above
 def test_all_systems_quick_measures_a_system_and_the_page_renders_it(tmp_path):
     proc = _run("all_systems.py", tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -242,6 +243,7 @@ def test_rule_first_call_times_a_system_with_a_rule_in_both_checkouts():
     assert lines[0].split("final")[1] == lines[1].split("final")[1]
 
 
+@pytest.mark.slow  # eight fresh processes, four cold compiles (~18 s of CI)
 def test_first_result_times_import_building_and_first_run_in_fresh_processes(tmp_path):
     """``benchmarks/first_result.py`` runs end to end for one system and two checkouts (here the same one):
     its results file holds both versions' processes, empty cache then from the cache, and its table a row."""
