@@ -30,14 +30,18 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 from machine import describe, load  # noqa: E402
 
-LIBRARY_FLAG = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=16777216"
+from manifold_dirac._config import XLA_FLAGS as LIBRARY_FLAG  # noqa: E402  (the flag the library sets itself)
+
 LEVELS = {"default": LIBRARY_FLAG, "0": LIBRARY_FLAG + " --xla_backend_optimization_level=0"}
 
 
 def _env(level: str, cache: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MANIFOLD_DIRAC_")}
     env.update(XLA_FLAGS=LEVELS[level], MANIFOLD_DIRAC_JAX_CACHE=cache, XDG_CACHE_HOME=cache,
-               MANIFOLD_DIRAC_EXPORT="0", MANIFOLD_DIRAC_SUITE_XLA_FLAGS=LEVELS[level])
+               MANIFOLD_DIRAC_EXPORT="0",
+               # what tests/conftest.py would have set: nothing at XLA's default level (the tests see no level of
+               # the suite's own), the flags at level 0
+               MANIFOLD_DIRAC_SUITE_XLA_FLAGS="" if level == "default" else LEVELS[level])
     return env
 
 

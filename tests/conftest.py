@@ -56,29 +56,41 @@ os.environ.setdefault("MANIFOLD_DIRAC_EXPORT", "0")
 # with the user's default.
 os.environ.setdefault("MANIFOLD_DIRAC_COMPILE_AHEAD", "0")
 
-# Most of the suite's time is XLA compiling its programs (about two thirds, benchmarks/suite_profile.py), and a
-# third or more of a loop's compile is LLVM optimizing the kernels, which the suite's short runs do not repay.
-# The suite's processes compile with LLVM's optimizations off (`--xla_backend_optimization_level=0`, besides the
-# library's own flag), as the library already compiles every run's start: on a sample of the suite's files
-# (tests/mechanics/test_composition.py, test_holonomic.py, test_galerkin.py,
+# Most of the suite's time is XLA compiling its programs (about two thirds, benchmarks/suite_profile.py), and
+# about 30 % of a first call's compile is LLVM optimizing the kernels, which the suite's short runs do not repay.
+# The default tier's processes compile with LLVM's optimizations off (`--xla_backend_optimization_level=0`,
+# besides the library's own flag), as the library already compiles every run's start: on a sample of the
+# suite's files (tests/mechanics/test_composition.py, test_holonomic.py, test_galerkin.py,
 # tests/interconnection/test_interconnection.py; empty cache, two workers, the settings alternating) 220 and
 # 218 s at XLA's default, 185 and 180 s with it (`python benchmarks/suite_xla_level.py suite FILES --rounds 2`,
-# benchmarks/results/suite_xla_level_suite.json; docs/architecture.md has more). A run's values do not depend on the level beyond round-off
-# (XLA:CPU does no fast-math at either): tests/mechanics/test_engine_reference.py holds the suite's runs to
-# 1e-12 of a record made at XLA's default (tests/data/record_engine_reference.py runs outside the suite), and
-# tests/test_compile.py's fresh interpreters compile at the user's default. Set
-# MANIFOLD_DIRAC_SUITE_XLA_LEVEL=default to run the suite at XLA's default level; a user's own XLA_FLAGS are
-# left alone. Set once in the first pytest process (pytest-xdist's workers inherit its environment);
-# MANIFOLD_DIRAC_SUITE_XLA_FLAGS records what the suite set ("" when it set nothing).
-if "MANIFOLD_DIRAC_SUITE_XLA_FLAGS" not in os.environ:
-    import manifold_dirac._config as _library_config  # noqa: E402  (sets the library's XLA_FLAGS unless set)
+# benchmarks/results/suite_xla_level_suite.json; docs/architecture.md has more). A run's values do not depend on
+# the level beyond round-off (XLA:CPU does no fast-math at either): tests/mechanics/test_engine_reference.py
+# holds the suite's runs to 1e-12 of a record made at XLA's default (tests/data/record_engine_reference.py runs
+# outside the suite), and one of them in a fresh interpreter at the user's default level as well;
+# tests/test_compile.py's fresh interpreters compile at the user's default. Any other selection of tests
+# (`pytest -m slow`, ...) compiles at XLA's default; so does the default tier with
+# MANIFOLD_DIRAC_SUITE_XLA_LEVEL=default (or another level: an integer). A user's own XLA_FLAGS, or
+# MANIFOLD_DIRAC_XLA_FLAGS=0, are left alone. Set once, in the first pytest process, before any test has started
+# JAX's backend (pytest-xdist's workers inherit its environment); MANIFOLD_DIRAC_SUITE_XLA_FLAGS records what the
+# suite set ("" when it set nothing).
+DEFAULT_TIER = "not slow"
+"""The marker expression of the default tier (pyproject.toml's addopts)."""
 
-    _level = os.environ.get("MANIFOLD_DIRAC_SUITE_XLA_LEVEL", "0")
-    _suite_flags = ""
-    if _library_config.xla_flags_set() and _level != "default":
-        _suite_flags = f"{_library_config.XLA_FLAGS} --xla_backend_optimization_level={int(_level)}"
-        os.environ["XLA_FLAGS"] = _suite_flags
-    os.environ["MANIFOLD_DIRAC_SUITE_XLA_FLAGS"] = _suite_flags
+
+def pytest_configure(config):
+    if "MANIFOLD_DIRAC_SUITE_XLA_FLAGS" in os.environ:  # a pytest-xdist worker, or a pytest started by a test
+        return
+    import manifold_dirac._config as library_config  # sets the library's XLA_FLAGS unless the user has
+
+    level = os.environ.get("MANIFOLD_DIRAC_SUITE_XLA_LEVEL", "0").strip().lower()
+    if level != "default" and not level.isdigit():
+        raise pytest.UsageError(f"MANIFOLD_DIRAC_SUITE_XLA_LEVEL must be 'default' or an XLA optimization level "
+                                f"(0-3), got {level!r}")
+    flags = ""
+    if library_config.xla_flags_set() and level != "default" and (config.option.markexpr or "").strip() == DEFAULT_TIER:
+        flags = f"{library_config.XLA_FLAGS} --xla_backend_optimization_level={int(level)}"
+        os.environ["XLA_FLAGS"] = flags
+    os.environ["MANIFOLD_DIRAC_SUITE_XLA_FLAGS"] = flags
 
 
 def user_environment() -> dict[str, str]:

@@ -84,7 +84,7 @@ print("hit" if "cache_hits" in seen else "miss")
 
 
 @pytest.mark.slow
-def test_a_worker_finds_the_programs_of_the_users_processes_in_the_persistent_cache(tmp_path):
+def test_a_worker_finds_the_programs_of_the_users_processes_in_the_persistent_cache(tmp_path, monkeypatch):
     """Slow: three fresh processes import JAX (in the default tier, the workers' ``XLA_FLAGS`` are checked
     to be this process's: ``test_workers_started_by_a_sweep_run_xla_single_threaded``). A program compiled in a plain process (a user's script) is a cache hit in a process with the
     workers' environment: the one XLA thread does not change the programs' cache keys. The check can
@@ -97,6 +97,9 @@ def test_a_worker_finds_the_programs_of_the_users_processes_in_the_persistent_ca
         return out.split()[-1]
 
     assert run({}) == "miss"  # the user's process compiles and writes the program
+    from manifold_dirac import _config
+
+    monkeypatch.setenv("XLA_FLAGS", _config.XLA_FLAGS)  # the user's process's flags, not the suite's (conftest.py)
     flags = SP.worker_env()
     assert run(flags) == "hit"
     assert run({**flags, "XLA_FLAGS": flags["XLA_FLAGS"] + " --xla_cpu_multi_thread_eigen=false"}) == "miss"

@@ -393,7 +393,8 @@ class Integrator:
         tr = self._assemble(store, out, stride)
         if out.interrupted:
             raise_interrupted(final, h, tr, out.error)
-        assert tr is not None  # only a run interrupted before its first chunk stored no point
+        if tr is None:  # pragma: no cover - only a run interrupted before its first chunk stores no point
+            raise RuntimeError("Integrator.run: a run that was not interrupted stored no point (a bug: please report)")
         raise_if_failed(self, final, partial=tr)
         return tr
 
