@@ -7,6 +7,18 @@ repeatedly the case with the most values not yet covered, ties in the given orde
 are marked ``slow``: ``pytest -m slow`` runs them (the default run, the kept ones). A 3 x 3 matrix keeps 3 cases (a
 diagonal), 4 x 5 keeps 5. Interactions between values of two axes are then tested in the slow tier
 only; a test where an interaction is the point lists its cases itself.
+
+The default tier has to fit CI's ten minutes on a fresh machine of two cores with an empty compilation cache.
+There a test that compiles a program of its own costs seconds, so the tests and cases whose cold cost is 3 s
+or more (measured with ``benchmarks/suite_profile.py``; ``docs/architecture.md``, "The test suite") are marked
+``slow`` too: whole tests with ``@pytest.mark.slow``, cases with :func:`slow_cases`, a cheaper test or case of
+the same file kept in the default tier. A test stays in the default tier whatever it costs where it is the
+tier's only check of a promise (the typing ratchet, the docs' strict build, the tour, an ``integrate`` call's
+two compilations, the library's XLA flag, an example run as a program, the heavy top against the NumPy engine
+and its gradient against finite differences, the four-bar's closure, the rolling disk's composed order and
+its steps in the discrete Dirac structure, discretizing and interconnecting commuting, the Cayley midpoint
+refused as not self-adjoint, a step that does not converge, a sweep on processes, the fuzzing of
+``integrate``).
 """
 
 from __future__ import annotations
@@ -35,3 +47,21 @@ def covering(*axes: Sequence, cases: Sequence[tuple] | None = None) -> list:
     cases = [tuple(c) for c in (cases if cases is not None else itertools.product(*axes))]
     keep = set(covering_indices(cases))
     return [pytest.param(*c, marks=() if i in keep else pytest.mark.slow) for i, c in enumerate(cases)]
+
+
+
+def slow_cases(values: Sequence, slow: set | frozenset, ids=None) -> list:
+    """``pytest.param`` for each of ``values`` (a tuple is a case of several arguments), marked slow where its
+    name is in ``slow``: the cases of a test whose first compile costs the most, a cheaper case of the same
+    test kept in the default tier. A case's name is ``ids(value)``, or its values joined by ``-`` (pytest's
+    id); a name in ``slow`` that names no case is an error, so that renaming a case cannot move it silently."""
+    def name(v) -> str:
+        return ids(v) if ids else "-".join(map(str, v)) if isinstance(v, tuple) else str(v)
+
+    names = [name(v) for v in values]
+    unknown = set(slow) - set(names)
+    if unknown:
+        raise ValueError(f"slow_cases: {sorted(unknown)} name no case (the cases are {names})")
+    return [pytest.param(*(v if isinstance(v, tuple) else (v,)), id=n if ids else None,
+                         marks=pytest.mark.slow if n in slow else ())
+            for v, n in zip(values, names)]

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests._tiers import covering, covering_indices
+from tests._tiers import covering, covering_indices, slow_cases
 
 
 def test_a_square_matrix_keeps_a_diagonal_and_marks_the_rest_slow():
@@ -39,3 +39,19 @@ def test_given_cases_are_covered_as_listed():
     cases = [("a", 1), ("a", 2), ("b", 1)]
     kept = [p.values for p in covering(cases=cases) if not p.marks]
     assert {k[0] for k in kept} == {"a", "b"} and {k[1] for k in kept} == {1, 2}
+
+
+def test_slow_cases_marks_the_named_cases_and_keeps_the_others():
+    params = slow_cases(["a", "b", "c"], {"b"})
+    assert [p.values for p in params] == [("a",), ("b",), ("c",)]
+    assert [[m.name for m in p.marks] for p in params] == [[], ["slow"], []]
+    tuples = slow_cases([("x", 1), ("y", 2)], {"y-2"})
+    assert [p.values for p in tuples] == [("x", 1), ("y", 2)] and [bool(p.marks) for p in tuples] == [False, True]
+    named = slow_cases([1.5, 2.5], {"big"}, ids=lambda v: "big" if v > 2 else "small")
+    assert [p.id for p in named] == ["small", "big"] and [bool(p.marks) for p in named] == [False, True]
+
+
+def test_slow_cases_refuses_a_name_that_is_no_case():
+    """Sensitivity: a renamed case cannot leave its old name in the slow set unnoticed."""
+    with pytest.raises(ValueError, match=r"\['d'\] name no case"):
+        slow_cases(["a", "b"], {"a", "d"})
