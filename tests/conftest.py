@@ -66,7 +66,7 @@ os.environ.setdefault("MANIFOLD_DIRAC_COMPILE_AHEAD", "0")
 # benchmarks/results/suite_xla_level_suite.json; docs/architecture.md has more). A run's values do not depend on
 # the level beyond round-off (XLA:CPU does no fast-math at either): tests/mechanics/test_engine_reference.py
 # holds the suite's runs to 1e-12 of a record made at XLA's default (tests/data/record_engine_reference.py runs
-# outside the suite), and one of them in a fresh interpreter at the user's default level as well;
+# outside the suite), and one of them in a fresh interpreter at the user's default level as well (slow tier);
 # tests/test_compile.py's fresh interpreters compile at the user's default. Any other selection of tests
 # (`pytest -m slow`, ...) compiles at XLA's default; so does the default tier with
 # MANIFOLD_DIRAC_SUITE_XLA_LEVEL=default (or another level: an integer). A user's own XLA_FLAGS, or

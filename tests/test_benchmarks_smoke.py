@@ -150,6 +150,7 @@ def test_tour_quick_times_a_cold_and_a_warm_tour(tmp_path):
     assert runs["cold"]["figures"] > 0
 
 
+@pytest.mark.slow
 def test_sweep_benchmark_workers_keep_the_library_xla_flag_and_run_one_thread():
     code = ("import sys; sys.path.insert(0, '.'); from benchmarks.sweep_scaling import worker_env; "
             "e = worker_env(); print(e['XLA_FLAGS'], 'PJRT_NPROC=' + e['PJRT_NPROC'])")
@@ -193,6 +194,7 @@ def test_compile_ahead_benchmark_times_both_settings_and_the_page_renders_it(tmp
     assert "`pendulum`" in block and all(line.count("|") == 6 for line in block.splitlines() if line.startswith("| `"))
 
 
+@pytest.mark.slow
 def test_program_size_counts_the_operations_of_a_loop():
     """benchmarks/program_size.py lowers a bundled system's loop (no compile): a count, and a larger system's is
     larger (the harmonic oscillator against the spherical pendulum)."""
@@ -230,6 +232,7 @@ def test_a_results_file_names_the_commit_of_each_version_and_marks_a_changed_tre
     assert commit(tmp_path / "copy") is None
 
 
+@pytest.mark.slow
 def test_rule_first_call_times_a_system_with_a_rule_in_both_checkouts():
     """``benchmarks/rule_first_call.py`` (the source of ``ROLLED_SOLVE_MAX``'s measurements) runs end to end: one
     line per checkout with the first call, the warm time per step and the final point, equal for the same code."""

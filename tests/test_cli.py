@@ -91,6 +91,7 @@ def test_run_writes_trajectory_and_figures(tmp_path, capsys):
     assert tr.n_points == 51 and (tmp_path / "inclined_knife_edge_trajectory.png").exists()
 
 
+@pytest.mark.slow
 def test_study_writes_table_and_figure(tmp_path, capsys):
     assert main(["study", "knife_edge", "--retractions", "exp,so2xr2", "--schemes", "symmetric",
                  "--h", "0.1,0.05", "--T", "2", "--long-steps", "50", "--out", str(tmp_path), "--no-progress"]) == 0

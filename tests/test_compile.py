@@ -122,6 +122,7 @@ def test_a_system_differing_only_in_a_closed_over_constant_gets_its_own_program(
     assert abs(a.q[-1, 0] - np.cos(2.0)) < 1e-2 and abs(b.q[-1, 0] - np.cos(4.0)) < 2e-2
 
 
+@pytest.mark.slow
 def test_a_copied_persistent_cache_directory_hits(tmp_path):
     """The cache is relocatable: a process using a copy of another process's cache loads the loop.
 
@@ -147,6 +148,7 @@ def test_a_copied_persistent_cache_directory_hits(tmp_path):
     assert hits["all"] == 0, hits
 
 
+@pytest.mark.slow
 def test_a_first_call_compiles_only_the_start_and_the_loop_and_traces_the_step_once():
     """The first ``integrate`` of a fresh process, no warm-up: the start and the chunk, no small eager programs
     (the checks of ``q0`` and the probe of the user's functions are host work), and the step map traced once

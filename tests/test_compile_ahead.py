@@ -78,6 +78,7 @@ def on_off(tmp_path_factory):
 # the loading path in the slow tier: two more processes (~13 s cold) for a path that differs from exporting only in
 # where the lowered program comes from
 @pytest.mark.parametrize("cache", [None, "disk", pytest.param("loaded", marks=pytest.mark.slow)])
+@pytest.mark.slow
 def test_compiling_ahead_compiles_the_same_two_programs_once_with_the_same_values(on_off, cache):
     on, off = on_off(cache, "1"), on_off(cache, "0")
     assert on["submitted"] == 3 and off["submitted"] == 0  # first, controls, batch: new loops; again: none
@@ -88,6 +89,7 @@ def test_compiling_ahead_compiles_the_same_two_programs_once_with_the_same_value
     assert on["values"] == off["values"]  # bit for bit
 
 
+@pytest.mark.slow
 def test_a_loop_compiled_ahead_for_other_shapes_would_be_a_third_program():
     """Sensitivity of the count above: the loop lowered ahead with a wrong argument type (int64 counts) is another
     program, and the run compiles its own, three programs, so the count sees arguments that do not match."""
@@ -108,6 +110,7 @@ def _tmp():
     return tempfile.mkdtemp(prefix="md-ahead-")
 
 
+@pytest.mark.slow
 def test_a_refused_start_leaves_the_loop_compiled_for_the_next_call():
     """v0 off the knife edge's constraint is refused by the start's checks; the loop compiled meanwhile serves the
     corrected call, which compiles nothing."""

@@ -280,6 +280,7 @@ def _pendulum_run(options: dict) -> np.ndarray:
     return np.concatenate([tr.q.ravel(), tr.p.ravel(), tr.v.ravel(), tr.energy.ravel()])
 
 
+@pytest.mark.slow
 def test_the_start_compiled_without_llvm_optimization_computes_the_same():
     """The start is compiled with ``xla_backend_optimization_level=0``: the same run, bit for bit, as with XLA's
     defaults (a batch started from momenta: the Legendre inverse and the checks run in that program)."""

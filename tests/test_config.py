@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import jax
+import pytest
 
 import manifold_dirac  # noqa: F401
 
@@ -30,12 +31,14 @@ def test_the_compilation_cache_is_on_by_default_in_the_user_cache_directory(tmp_
     assert out.stdout.strip() == str(tmp_path / "manifold_dirac" / "jax")
 
 
+@pytest.mark.slow
 def test_the_cache_can_be_switched_off_or_moved(tmp_path):
     code = "import manifold_dirac, manifold_dirac._config as c; print(c.cache_directory())"
     assert _run(code, MANIFOLD_DIRAC_JAX_CACHE="0") == "None"
     assert _run(code, MANIFOLD_DIRAC_JAX_CACHE=str(tmp_path / "elsewhere")) == str(tmp_path / "elsewhere")
 
 
+@pytest.mark.slow
 def test_the_cache_is_bounded_so_that_jax_locks_reads_and_writes():
     """Unbounded, JAX writes cache entries in place without a lock: a concurrent reader can load a
     half-written executable and segfault. Bounded, every get/put holds a file lock."""

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._tiers import slow_cases
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 RUN = (
@@ -47,7 +49,12 @@ def test_the_pages_have_examples():
         assert [b for b in python_blocks(page) if b[1] != "notest"], f"{page} has no runnable python block"
 
 
-@pytest.mark.parametrize("page", RUN)
+# The pages whose code compiles the most run in the slow tier (docs/architecture.md#the-test-suite-two-tiers-and-where-its-time-goes).
+SLOW_PAGES = {"getting-started.md", "galerkin.md", "schemes.md", "composition.md", "derivatives.md", "interconnection.md", "tutorials/rigid-body.md",
+              "sweeps.md", "differentiable.md"}
+
+
+@pytest.mark.parametrize("page", slow_cases(RUN, SLOW_PAGES))
 def test_python_blocks_run(page, tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.chdir(tmp_path)

@@ -136,7 +136,7 @@ def test_inclined_knife_edge_symmetric_scheme_is_second_order_against_the_exact_
     assert observed_order(HS, errs) == pytest.approx(2, abs=0.1)
 
 
-@pytest.mark.parametrize("system", [TOP, TOP_CAYLEY], ids=["exp", "cayley"])
+@pytest.mark.parametrize("system", [TOP, pytest.param(TOP_CAYLEY, marks=pytest.mark.slow)], ids=["exp", "cayley"])
 def test_heavy_top_second_order(system):
     T = 1.0
     ref = heavy_top_reference(T, np.asarray(Q0), V0)
@@ -145,6 +145,7 @@ def test_heavy_top_second_order(system):
 
 
 # ----------------------------------------------------------- invariants
+@pytest.mark.slow
 def test_free_rigid_body_spatial_momentum_to_round_off_over_1e4_steps():
     tr = integrate(FREE, Q0, v0=V0, h=0.05, n_steps=10_000, stride=100)
     pi = np.einsum("kij,kj->ki", tr.q, tr.p)
@@ -171,6 +172,7 @@ def test_changing_h_initial_data_and_step_count_does_not_recompile():
     assert fn._cache_size() == before
 
 
+@pytest.mark.slow
 def test_compiled_functions_are_freed_with_their_system():
     """The compiled chunk refers back to its system: the table of programs is bounded, so a system whose
     programs have left it is freed (and a system built again from the same functions shares them)."""
@@ -220,6 +222,7 @@ def test_stride_stores_every_kth_point_and_the_last():
 
 
 # -------------------------------------------------------------- batches
+@pytest.mark.slow
 def test_batch_members_equal_single_runs():
     """Same equations per member; XLA vectorizes the batched program differently (SIMD, fused
     multiply-adds), so members agree with single runs to the last bit or two, not bit for bit."""
@@ -251,6 +254,7 @@ def test_nan_in_the_lagrangian_is_a_failure_naming_the_function_and_step():
     assert tr is not None and tr.n_points >= 2 and np.all(np.isfinite(tr.q[:-1]))
 
 
+@pytest.mark.slow
 def test_a_step_beyond_the_retraction_domain_is_refused():
     """A rotation by more than pi per step with exp aliases the velocity: an error, not a result."""
     with pytest.raises(StepDomainError, match="smaller h"):

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._tiers import slow_cases
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
 
@@ -43,7 +45,14 @@ def run_example(script: Path, out: Path, capsys, monkeypatch) -> None:
     _check_output(capsys.readouterr().out, out)
 
 
-@pytest.mark.parametrize("script", SCRIPTS[0::2], ids=lambda p: p.stem)
+# The examples that compile the most run in the slow tier (docs/architecture.md#the-test-suite-two-tiers-and-where-its-time-goes).
+SLOW_EXAMPLES = {"interconnection_mass_spring", "control_differential_drive", "identify_heavy_top", "retraction_study", "se3_tumbling_brick",
+                 "sphere_spherical_pendulum", "degenerate_lc_circuit", "holonomic_four_bar", "interconnection_rolling_ball",
+                 "interconnection_two_wheel_cart", "so3_rigid_body"}
+
+
+@pytest.mark.parametrize("script", slow_cases(SCRIPTS[0::2], SLOW_EXAMPLES & {p.stem for p in SCRIPTS[0::2]},
+                                              ids=lambda p: p.stem))
 def test_example_runs_and_writes_figures(script, tmp_path, capsys, monkeypatch):
     run_example(script, tmp_path, capsys, monkeypatch)
 
@@ -63,6 +72,7 @@ def test_the_two_halves_cover_every_example():
     halves = SCRIPTS[0::2], SCRIPTS[1::2]
     assert not set(halves[0]) & set(halves[1]) and set(halves[0]) | set(halves[1]) == set(SCRIPTS)
     assert len(SCRIPTS) >= 10
+    assert SLOW_EXAMPLES <= {p.stem for p in SCRIPTS}, "a slow-tier example was renamed or removed"
 
 
 def test_a_failing_example_fails_the_test(tmp_path, capsys, monkeypatch):

@@ -294,6 +294,7 @@ def test_a_loaded_program_initializes_lapack_only_if_it_calls_it(disk, traced, m
     compile_cache.clear()
 
 
+@pytest.mark.slow
 def test_clearing_jax_caches_drops_the_executables(disk):
     _run()
     programs = [fn for _, fn in compile_cache.entries() if isinstance(fn, exported.DiskProgram)]

@@ -72,6 +72,7 @@ def test_se2_path(sled, tmp_path):
     assert ax.get_aspect() == 1.0
 
 
+@pytest.mark.slow
 def test_se2_batched_paths(sled_batch, tmp_path):
     _, tr = sled_batch
     fig = P.plot_se2_path(tr, path=tmp_path / "batch.png")

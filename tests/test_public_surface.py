@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests._tiers import slow_cases
+
 import manifold_dirac as md
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,6 +90,7 @@ def test_one_version_from_the_package_metadata():
     assert "__version__ = \"" not in (ROOT / "manifold_dirac" / "__init__.py").read_text()  # not written twice
 
 
+@pytest.mark.slow
 def test_python_dash_m_is_the_command_line():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-m", "manifold_dirac", "--help"], capture_output=True, text=True,
@@ -213,6 +216,7 @@ def _run_script(tmp_path: Path, prelude: str = "") -> subprocess.CompletedProces
                           cwd=tmp_path)
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_from_a_script_without_a_main_guard(tmp_path):
     out = _run_script(tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -410,13 +414,14 @@ DOCUMENTED_EXAMPLES = (
 )
 
 
-@pytest.mark.parametrize("name", CORE + ("equal_velocities", "observed_order",
-                                         "energy_drift", "SO3", "SE2", "SE3", "Euclidean", "ProductManifold",
-                                         "get_example", "example_system", "SolverOptions", "Status",
-                                         "cache_directory", "plot_se2_path", "plot_so3_body_axes",
-                                         "plot_angular_momentum_sphere", "plot_energy_and_constraint",
-                                         "plot_convergence", "plot_work_precision", "plot_trajectory")
-                         + DOCUMENTED_EXAMPLES)
+@pytest.mark.parametrize("name", slow_cases(
+    CORE + ("equal_velocities", "observed_order", "energy_drift", "SO3", "SE2", "SE3", "Euclidean", "ProductManifold",
+            "get_example", "example_system", "SolverOptions", "Status", "cache_directory", "plot_se2_path",
+            "plot_so3_body_axes", "plot_angular_momentum_sphere", "plot_energy_and_constraint", "plot_convergence",
+            "plot_work_precision", "plot_trajectory") + DOCUMENTED_EXAMPLES,
+    # the examples that compile the most (tests/_tiers.py)
+    {"dirac.dirac_route", "dirac.DiracRouteResult", "dirac.verify", "dirac.StepVerification", "plot_se2_path", "plot_so3_body_axes",
+     "plot_angular_momentum_sphere"}))
 def test_the_core_api_examples_run(name, tmp_path, monkeypatch):
     import doctest
 

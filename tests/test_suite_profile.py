@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks import suite_profile as SP
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_the_plugin_records_a_tests_compile_and_the_report_sums_it(tmp_path):
     test = tmp_path / "test_one.py"
     test.write_text("import jax, jax.numpy as jnp\n\n"

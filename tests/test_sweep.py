@@ -132,6 +132,7 @@ def _check_pendulum_dataset(ds, axes=AXES):
     assert abs(float(ds.q_end.sel(h=0.1, amplitude=1.0)) - direct_q_end(0.1, 0.5)) > 1e-2
 
 
+@pytest.mark.slow
 def test_sweep_on_threads_records_metrics_and_failures(threads):
     ds = sweep(pendulum_cell, AXES, client=threads, progress=False)
     _check_pendulum_dataset(ds)

@@ -31,6 +31,7 @@ def _dask_settings() -> dict[str, object]:
     return {k: dask.config.get(k) for k in SW.QUIET_CLUSTER}
 
 
+@pytest.mark.slow
 def test_workers_started_by_a_sweep_run_xla_single_threaded():
     pytest.importorskip("distributed")
     client, to_close = SW._client(None, 1, True)
@@ -52,6 +53,7 @@ def test_workers_started_by_a_sweep_run_xla_single_threaded():
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task") or len(os.sched_getaffinity(0)) < 2,
                     reason="counts the threads of a process through /proc, on a machine of two CPUs or more")
+@pytest.mark.slow
 def test_the_worker_environment_gives_xla_one_thread():
     """XLA:CPU's intra-op pool ("tf_XLAEigen" threads) has one thread in a process with the workers'
     environment, and one per CPU without it (the check can fail: ``XLA_FLAGS`` alone, even with
@@ -120,6 +122,7 @@ def _worker_facts(i: int) -> tuple[int, str, str, bool]:
             signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
 
 
+@pytest.mark.slow
 def test_worker_pool_workers_run_xla_on_one_thread_and_leave_ctrl_c_to_the_parent(monkeypatch):
     """The pool the tour uses: its workers get the worker environment (this process's is left as it
     was), ignore SIGINT (the parent stops them), and return results in order through ``imap``."""
@@ -145,6 +148,7 @@ def _sleep_then_pid(seconds: float) -> int:
     return os.getpid()
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_is_an_error_not_a_hang():
     """A worker killed while it runs a task (as by the out-of-memory killer): the pool would replace it
     and wait for ever for the lost task; the results raise, naming the process and the signal. On

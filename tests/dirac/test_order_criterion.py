@@ -50,6 +50,7 @@ def test_the_constraint_along_the_retraction_curve():
 
 
 @pytest.mark.parametrize("scheme", ["plus", pytest.param("minus", marks=pytest.mark.slow)])
+@pytest.mark.slow
 def test_veselova_the_schemes_coincide(scheme):
     """(+) and (−) give the symmetric scheme's discrete flow on the Veselova body, to round-off."""
     a = integrate(VESELOVA, R0, v0=W0, h=0.05, n_steps=40, scheme=scheme)
@@ -57,6 +58,7 @@ def test_veselova_the_schemes_coincide(scheme):
     np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_veselova_plus_is_second_order():
     """(+) on the Veselova body: regression slope over h = 0.1, 0.05, 0.025 against h = T/640."""
     T = 2.0

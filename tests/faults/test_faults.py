@@ -291,6 +291,7 @@ def test_rollout_of_an_undetermined_body_is_marked_ill_posed_also_under_jit():
 
 
 # ------------------------------------------------------------------ failures during a run
+@pytest.mark.slow
 def test_a_step_that_becomes_singular_has_the_status_of_its_exception():
     with pytest.raises(IllPosedStepError) as ei:
         integrate(vanishing_mass(), np.zeros(2), np.ones(2), h=0.1, n_steps=100)
@@ -298,6 +299,7 @@ def test_a_step_that_becomes_singular_has_the_status_of_its_exception():
     assert "singular" in ei.value.trajectory.messages[0]
 
 
+@pytest.mark.slow
 def test_a_batch_member_that_becomes_singular_is_marked_ill_posed():
     tr = integrate(vanishing_mass(), np.zeros((2, 2)), np.array([[1.0, 1.0], [0.1, 1.0]]), h=0.1, n_steps=20)
     assert list(tr.status) == [Status.ILL_POSED, Status.OK] and not tr.ok

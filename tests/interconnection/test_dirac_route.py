@@ -83,7 +83,7 @@ def max_diff(a_q, b_q):
     return max(float(np.max(np.abs(x - y))) for x, y in zip(_leaves(a_q), _leaves(b_q)))
 
 
-CI = {("mass_spring", "symmetric"), ("mass_spring", "plus"), ("mass_spring", "minus")}
+CI = {("mass_spring", "symmetric")}
 
 
 def _cases():
@@ -185,6 +185,7 @@ def two_run(scheme):
     return TWO_RUNS[scheme]
 
 
+@pytest.mark.slow
 def test_a_wrong_radius_makes_the_routes_disagree():
     """Rolling without slipping ``v_a = r v_b`` with ``r = 1`` in the integrator and ``r = 1.1`` in
     the route: the routes disagree; with the same radius they agree (forced, so the motion is
@@ -227,6 +228,7 @@ class CoupledProduct(ProductManifold):
         return self.retract(q, xi), jnp.eye(2), Jx
 
 
+@pytest.mark.slow
 def test_a_coupled_non_product_retraction_makes_the_routes_disagree():
     """The two particles on the product with a coupled retraction (same L, constraint and force)
     give the integrator another discrete flow than the route, where each factor moves by its own
@@ -326,6 +328,7 @@ def test_the_first_interaction_impulse_spans_half_a_step(scheme):
     np.testing.assert_allclose(x, 0.3 * tr.t + 0.25 * tr.t**2, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_p0_only_start_respects_the_constraints():
     """The Legendre inverse of a p0-only start solves ``dL/dv(q0, v) = p0 + A^T lam``, ``A v = 0``:
     on the Chaplygin sled with ``p0`` carrying a component in ``Delta°`` the start velocity lies in

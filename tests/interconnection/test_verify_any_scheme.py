@@ -72,6 +72,7 @@ def test_a_new_scheme_is_verified_through_its_own_members(quarter):
     assert ver.max < 1e-12, ver.max
 
 
+@pytest.mark.slow
 def test_the_new_scheme_is_not_another_one(quarter, runs):
     """Sensitivity: the quarter-point constraint is not the midpoint's, nor (+)'s at q_k."""
     assert verify(PARTICLE, runs["symmetric"], scheme=Quarter()).constraint.max() > 1e-6
@@ -115,6 +116,7 @@ def test_the_route_refuses_a_scheme_without_a_structure(quarter):
         verify(PARTICLE, quarter, scheme="leapfrog")
 
 
+@pytest.mark.slow
 def test_a_per_subsystem_rule_is_verified_with_its_subsystems_nodes():
     """The discrete Lagrangian of an interconnection, discretized subsystem by subsystem, is read
     through its rules (one node set for all: the route evaluates every L_d^i at the same nodes)."""

@@ -121,6 +121,7 @@ def test_inside_jit_nothing_raises():
     jax.vmap(SO3("cayley").retract, (None, 0))(jnp.eye(3), jnp.array([[0.0, 0.0, 1e160]]))
 
 
+@pytest.mark.slow
 def test_rotation_angle_equals_the_norm_of_the_logarithm():
     """The numpy angle the Cayley inverse's domain check reads equals |rotation part of log g|, up to pi."""
     rng = np.random.default_rng(3)

@@ -152,6 +152,7 @@ def test_large_rotation_angles_agree_to_the_sines_accuracy():
         assert err <= ulps * EPS, (top, err / EPS)
 
 
+@pytest.mark.slow
 def test_traced_and_complex_input_keep_the_jax_path():
     """A list of tracers (the documented ``from_coordinates([x, y, theta])`` under ``jit``/``grad``/``vmap``)
     and complex input are not converted by NumPy."""
@@ -205,6 +206,7 @@ def test_default_points_compile_nothing(compiles):
     assert all(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(points))
 
 
+@pytest.mark.slow
 def test_building_every_catalog_example_compiles_nothing():
     """A fresh process: ``get_example``, ``system()`` and ``initial()`` of every example and retraction
     compile no XLA program (before: about forty for the catalog's import, up to 53 for one example)."""

@@ -24,6 +24,7 @@ from manifold_dirac.testing import (
 SEQUENCES = [a + b + c for a in "xyz" for b in "xyz" for c in "xyz" if a != b and b != c]
 
 
+@pytest.mark.slow
 def test_exp_and_log_against_the_matrix_exponential():
     G = SE3()
     xi = np.random.default_rng(0).standard_normal((20, 6)) * np.array([1.0, 1, 1, 3, 3, 3])
@@ -82,6 +83,7 @@ def test_euler_angles_match_scipy(seq):
         np.testing.assert_allclose(np.asarray(SO3.from_euler(seq, got)), locked.as_matrix(), atol=1e-7)
 
 
+@pytest.mark.slow
 def test_se3_euler_and_bad_sequences():
     G = SE3()
     c = np.array([1.0, -2.0, 0.5, 10.0, 20.0, 30.0])
@@ -118,6 +120,7 @@ class SE3Broken(SE3):
 register_retraction(SE3Broken)(_SE3ExpOnePercent)
 
 
+@pytest.mark.slow
 def test_a_fused_se3_path_off_by_one_percent_is_caught():
     G = SE3Broken("exp-fused-1pc")
     q, xi = draw_sample(G, 0, (3,), "generic")

@@ -61,6 +61,7 @@ def cases():
     return q, xi, _autodiff(q, xi)
 
 
+@pytest.mark.slow
 def test_the_closed_forms_equal_the_forward_mode_derivatives(cases):
     q, xi, ref = cases
     got = _closed(q, xi)
@@ -78,6 +79,7 @@ def test_the_closed_forms_equal_the_forward_mode_derivatives(cases):
         np.testing.assert_allclose(np.asarray(got[k])[zero], eye, atol=1e-15)
 
 
+@pytest.mark.slow
 def test_both_charts_and_batch_shapes():
     rng = np.random.default_rng(3)
     polar, equator = np.array([0.1, 0.2, 0.97]), np.array([0.9, 0.3, 0.1])
@@ -89,6 +91,7 @@ def test_both_charts_and_batch_shapes():
     assert max(_worst(got, ref).values()) < 5e-14
 
 
+@pytest.mark.slow
 def test_derivatives_through_the_closed_forms_are_finite_and_agree(cases):
     """A Newton Jacobian differentiates the Jacobians: forward mode through both routes, small angles included."""
     q, xi, _ = cases

@@ -67,7 +67,7 @@ def _assert_members_equal(batched, runs, atol):
                 np.testing.assert_allclose(a, b, rtol=0, atol=atol, err_msg=f"member {i}")
 
 
-@pytest.mark.parametrize("block", [1, 4, 16])
+@pytest.mark.parametrize("block", [1, pytest.param(4, marks=pytest.mark.slow), 16])
 def test_every_block_layout_gives_each_member_its_own_run(alone, block):
     sm, st, runs = alone
     assert int(runs[-1][0].status) != Status.OK and all(int(f.status) == Status.OK for f, _ in runs[:-1])

@@ -71,6 +71,7 @@ def composed():
     return f, args, f.lower(*args).compile().as_text()
 
 
+@pytest.mark.slow
 def test_forward_jacobian_equals_jacfwd_and_batches():
     f = lambda x: jnp.stack([jnp.sin(x[0]) * x[1], x[1] ** 3, x[0] * x[1] * x[2]])  # noqa: E731
     x = jnp.array([0.3, 0.5, 0.7])
@@ -85,6 +86,7 @@ def test_forward_jacobian_equals_jacfwd_and_batches():
 
 # the plain rollout (its loop packed alike, the same step inside the composed one) in the slow tier
 @pytest.mark.parametrize("composition", [pytest.param(None, marks=pytest.mark.slow), "kahan_li8"])
+@pytest.mark.slow
 def test_rollout_entry_runs_in_the_calling_thread(composition, composed):
     hlo = composed[2] if composition == "kahan_li8" else compiled_rollout(composition)
     ops = entry_operations(hlo)
@@ -96,6 +98,7 @@ def test_rollout_entry_runs_in_the_calling_thread(composition, composed):
     assert len(after) <= SPLIT_READY
 
 
+@pytest.mark.slow
 def test_the_entry_counts_see_hoisted_constants_and_many_outputs(monkeypatch):
     # sensitivity: jax.jacfwd's basis in the Newton matrix leaves operand-free operations in the entry
     monkeypatch.setattr(step_module, "forward_jacobian", lambda f, x, anchor=None: jax.jacfwd(f)(x))
@@ -106,6 +109,7 @@ def test_the_entry_counts_see_hoisted_constants_and_many_outputs(monkeypatch):
     assert ready_at_start(entry_operations(many)) == 12 > SPLIT_READY
 
 
+@pytest.mark.slow
 def test_the_unpacked_loop_has_more_ready_at_its_start_and_the_same_values(monkeypatch, composed):
     packed, args, _ = composed
     monkeypatch.setattr(rollout_module, "PACKED", False)
@@ -116,6 +120,7 @@ def test_the_unpacked_loop_has_more_ready_at_its_start_and_the_same_values(monke
     jax.tree.map(np.testing.assert_array_equal, a, b)
 
 
+@pytest.mark.slow
 def test_a_batched_rollout_keeps_the_first_steps_conditioning_a_branch():
     """The step index is not batched under ``vmap`` (the status is): the conditioning of the first step's Newton
     matrix, evaluated on the loop's first trip only, stays a ``conditional`` of the compiled loop, not a select

@@ -37,6 +37,7 @@ from manifold_dirac._run.integrator import Integrator
 from manifold_dirac._mechanics.rules import get_rule
 from manifold_dirac._mechanics.schemes import get_scheme
 from manifold_dirac.systems.catalog import EXAMPLES
+from tests._tiers import slow_cases
 
 
 def _slopes(hs, errs):
@@ -146,7 +147,8 @@ SELF_ADJOINT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,retraction", SELF_ADJOINT_CASES)
+@pytest.mark.parametrize("name,retraction", slow_cases(SELF_ADJOINT_CASES, {"rolling_disk-exp", "snakeboard-exp",
+                                                                            "knife_edge-exp"}))
 def test_split_scheme_is_self_adjoint(name, retraction):
     """``Phi_{-h} o Phi_h = id`` to round-off in (q, p) for the split scheme (h = 0.1)."""
     dq, dp, _, _ = _round_trip(name, retraction, "split")
@@ -154,8 +156,8 @@ def test_split_scheme_is_self_adjoint(name, retraction):
 
 
 # the snakeboard's symmetric step (~13 s cold) with -m slow; its split step stays in the default tier above
-@pytest.mark.parametrize("name,retraction", [c if c[0] != "snakeboard" else pytest.param(*c, marks=pytest.mark.slow)
-                                             for c in SELF_ADJOINT_CASES if c[0] != "heavy_top"])
+@pytest.mark.parametrize("name,retraction", slow_cases([c for c in SELF_ADJOINT_CASES if c[0] != "heavy_top"], {
+    "snakeboard-exp", "rolling_disk-exp", "knife_edge-exp", "cartesian_pendulum-identity"}))
 def test_symmetric_scheme_is_self_adjoint_only_modulo_the_annihilator(name, retraction):
     """The symmetric scheme's reverse step returns ``(q_k, p_k - C^T mu)``: q and p on Delta exact, p not.
 
@@ -201,6 +203,7 @@ def test_refusals_name_the_reason():
     check_composable(get_scheme("split"), get_rule("trapezoid"), EXAMPLES["heavy_top"].system("cayley"))
 
 
+@pytest.mark.slow
 def test_split_and_symmetric_share_positions_and_momenta_on_delta():
     """Both solve the same discrete Lagrange--d'Alembert equation: q equal, p equal modulo C(q)^T."""
     ex = EXAMPLES["chaplygin_sled"]
@@ -231,8 +234,8 @@ def _example_errors(name, retraction, composition, hs, T, **kw):
 
 @pytest.mark.parametrize("name,composition,hs,order", [
     ("rolling_disk", "triple_jump4", (0.25, 0.125, 0.0625), 4),
-    ("chaplygin_sled", "triple_jump4", (0.25, 0.125, 0.0625), 4),
-    ("heavy_top", "triple_jump4", (0.1, 0.05, 0.025), 4),
+    pytest.param("chaplygin_sled", "triple_jump4", (0.25, 0.125, 0.0625), 4, marks=pytest.mark.slow),
+    pytest.param("heavy_top", "triple_jump4", (0.1, 0.05, 0.025), 4, marks=pytest.mark.slow),
 ])
 def test_composed_order_against_references(name, composition, hs, order):
     """Regression slope against the example's independent reference (closed form or tight solve_ivp)."""
@@ -264,6 +267,7 @@ def _cartesian_pendulum_reference(x0, v0, T, g=9.81, length=1.0):
     return solve_ivp(rhs, (0, T), np.concatenate([x0, v0]), method="DOP853", rtol=1e-13, atol=1e-13).y[:3, -1]
 
 
+@pytest.mark.slow
 def test_composed_order_holonomic_chain():
     """The Cartesian spherical pendulum (|x| = l held as g(q) = 0): order 4, |x| = l at every composed node."""
     ex = EXAMPLES["cartesian_pendulum"]
@@ -288,6 +292,7 @@ def _sled_rates_reference(T, omega0=1.0, vx0=1.0, m=1.0, J=0.2, a=0.5):
     return solve_ivp(rhs, (0, T), [omega0, vx0], method="DOP853", rtol=1e-13, atol=1e-13).y[:, -1]
 
 
+@pytest.mark.slow
 def test_constraints_and_velocity_at_composed_nodes():
     """The recorded (Legendre) velocity of a composed run is in Delta(q) to round-off and of order 4.
 
@@ -327,6 +332,7 @@ def test_constraints_and_velocity_at_composed_nodes():
 
 
 # -------------------------------------------------------- gradients, batches
+@pytest.mark.slow
 def test_rollout_composed_matches_integrate_and_finite_differences():
     """One compiled program gives the composed run's points and the gradient of its end point; the
     points equal `integrate`'s and the gradient the central difference of the same program's values."""
@@ -404,6 +410,7 @@ def test_study_with_a_composition_axis():
     assert orders["split+triple_jump4"] > 3.3 and orders["split"] < 2.7, orders
 
 
+@pytest.mark.slow
 def test_momentum_map_at_composed_nodes():
     """Free rigid body: the spatial angular momentum R p is a discrete Noether invariant of every sub-step."""
     ex = EXAMPLES["free_rigid_body"]

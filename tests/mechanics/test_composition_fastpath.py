@@ -25,6 +25,7 @@ def _last(tree):
 
 
 @pytest.mark.parametrize("name,composition", [("chaplygin_sled", "triple_jump4")])
+@pytest.mark.slow
 def test_jitted_composed_rollout_matches_integrate(name, composition):
     """``jax.jit`` of a composed rollout: the final positions of ``integrate`` to round-off.
 

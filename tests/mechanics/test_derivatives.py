@@ -85,6 +85,7 @@ def test_autodiff_matches_analytic(name, batch):
         np.testing.assert_allclose(c, a, rtol=1e-12, atol=1e-12 * (1 + np.max(np.abs(a))))
 
 
+@pytest.mark.slow
 def test_autodiff_on_a_product_manifold():
     Q = ProductManifold(SO3(), Euclidean(2), SE2())
 

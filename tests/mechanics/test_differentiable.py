@@ -73,6 +73,7 @@ def test_heavy_top_gradient_matches_finite_differences(top):
     assert rel_err(top["grad"], fd) < RTOL
 
 
+@pytest.mark.slow
 def test_heavy_top_rollout_is_the_map_of_integrate(top):
     """The forward run is ``integrate``'s discrete map, and the gradient is that of ``integrate`` (FD)."""
     sysm, q0, h, N = top["sysm"], top["q0"], top["h"], top["N"]
@@ -89,6 +90,7 @@ def test_heavy_top_rollout_is_the_map_of_integrate(top):
     assert rel_err(top["grad"][1:3], fd) < RTOL
 
 
+@pytest.mark.slow
 def test_heavy_top_forward_and_reverse_modes_agree(top):
     fwd = jax.jit(jax.jacfwd(top["J"], argnums=(0, 1, 2, 3)))(*top["x"])
     assert rel_err(fwd, top["grad"]) < 1e-12
@@ -145,6 +147,7 @@ def drive():
     return dict(sysm=sysm, q0=q0, h=h, N=N, x=x, J=J, vg=vg, make_J=make_J, grad=grad, fd=fd)
 
 
+@pytest.mark.slow
 def test_differential_drive_gradient_matches_finite_differences(drive):
     """SE(2) with the no-slip constraint: d/d(mass, inertia, damping, controls, v0) vs central FD."""
     assert rel_err(drive["grad"], drive["fd"]) < RTOL
@@ -177,6 +180,7 @@ def test_gradient_does_not_depend_on_newton_iterations(drive):
     assert rel_err(g_cold, drive["grad"]) < 1e-11
 
 
+@pytest.mark.slow
 def test_dropping_the_implicit_term_breaks_agreement(drive):
     """Sensitivity: the solution treated as a constant (the implicit term dropped) is far from FD."""
     detached = drive["make_J"](differentiation="detached")

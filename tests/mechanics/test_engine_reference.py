@@ -9,7 +9,7 @@ loop, the recording) must keep every field within ``1e-12`` of the record,
 relative to the field's size (Newton's iteration counts: to one or two
 iterations where round-off decides the last one; three at the suite's
 optimization level, ``tests/conftest.py``, where the four-bar's record is
-also run in a fresh interpreter at the user's default level).
+also run in a fresh interpreter at the user's default level, in the slow tier).
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ REC = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(REC)
 
 TOL = 1e-12
-FAST = ("heavy_top_midpoint", "heavy_top_gauss4_stride10", "heavy_top_batch_stride10", "inclined_knife_edge",
-        "four_bar")
+FAST = ("heavy_top_midpoint", "inclined_knife_edge")
 """Runs in the fast tier; the others run in the slow tier (each run compiles its own loop)."""
 
 
@@ -128,6 +127,7 @@ def test_reference_comparison_is_sensitive(reference):
     assert iterations_match(its, its) and not iterations_match(its + 1, its)
 
 
+@pytest.mark.slow
 def test_the_four_bar_at_the_users_optimization_level_reproduces_its_record(reference, tmp_path):
     """The suite compiles at a level of its own (``tests/conftest.py``); this run is compiled as a user's is, in a
     fresh interpreter with the user's defaults, and held to the record as tightly as the record's level allows

@@ -135,6 +135,7 @@ def test_nan_from_the_lagrangian_is_reported_as_such():
         integrate(BLOWS_UP, np.array([0.0]), v0=np.array([1.0]), h=0.1, n_steps=10)
 
 
+@pytest.mark.slow
 def test_batch_marks_a_failed_member_and_finishes_the_others():
     pend = new("pendulum")
     q0 = np.array([[0.1], [0.2], [0.3]])
@@ -210,6 +211,7 @@ def test_large_masses_and_small_steps_are_not_ill_posed():
     np.testing.assert_allclose(tr.q, light.q, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_ill_posed_step_is_not_a_convergence_failure():
     """A singular first step is refused before any step; one that becomes singular later is an
     IllPosedStepError (not a convergence failure), and the trajectory's status says the same."""

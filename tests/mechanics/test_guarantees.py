@@ -250,6 +250,7 @@ def test_a_constraint_not_finite_at_q0_is_refused_at_the_start():
         integrate(sysm, q0, v0=np.ones((2, 2)), h=0.1, n_steps=2)
 
 
+@pytest.mark.slow
 def test_in_a_batch_only_the_failing_members_are_marked():
     """Member 0 meets the NaN band (energy), member 1 the log wall (the step), member 2 neither."""
     sysm = _with_params(PROBE, {**FAR, "band": np.float64(0.5), "log_wall": np.float64(1.72)})

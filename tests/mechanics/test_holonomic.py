@@ -167,6 +167,7 @@ def test_start_from_rest_or_momentum_with_the_constraint_at_round_off(cart):
     assert np.max(np.abs(np.asarray(rest.q) - np.asarray(a.q))) > 1e-3  # the two starts differ: both seen
 
 
+@pytest.mark.slow
 def test_a_batch_is_its_members_run_alone(cart, start_s2):
     """A batch of three starts (one vmap'd program) gives each member's single run, and the constraint
     at round-off in every member; a member with another start differs (the comparison can fail)."""
@@ -222,6 +223,7 @@ def test_the_start_checks_the_holonomic_constraint_with_the_parameters_of_the_ca
         integ.initial_state(2.0 * q1, v0=v0)
 
 
+@pytest.mark.slow
 def test_trapezoid_plus_scheme_is_rattle(cart, start_s2):
     """With the trapezoid L_d (Stormer--Verlet) the constrained step is RATTLE: the same positions and,
     after the reported-momentum projection, the same momenta as the textbook method, to round-off."""
@@ -260,6 +262,7 @@ def test_four_bar_closes_at_every_step_and_is_second_order(fourbar):
     assert 1.8 < slope(hs, errs) < 2.3, errs
 
 
+@pytest.mark.slow
 def test_project_position_and_velocity_give_consistent_four_bar_data(fourbar):
     q0, v0 = four_bar_initial()
     q_rough = q0 + np.array([0.0, 1e-3, -2e-3])
@@ -334,6 +337,7 @@ def _projection_reference(system, q, v, p):
     return v - Minv @ G.T @ np.linalg.solve(S, G @ v), p - G.T @ np.linalg.solve(S, G @ Minv @ p)
 
 
+@pytest.mark.slow
 def test_the_unrolled_projection_equals_lapacks_and_the_closed_form(cart, fourbar, disk, start_s2, monkeypatch):
     """For a velocity and momentum off the constraints, the unrolled solve, LAPACK's and the closed form give the
     same projected ``(v, p)`` (to round-off); the closed form sees a wrong sign in the reaction and a momentum
@@ -413,6 +417,7 @@ def test_rolling_disk_dg_is_the_vertical_contact_velocity(disk):
 
 
 # ---------------------------------------------------------- interconnection
+@pytest.mark.slow
 def test_two_particles_joined_by_a_rigid_rod_interconnected():
     """interconnect(..., holonomic=g) on the product: two particles in gravity joined by a rod |x1 - x2| = l.
     The rod length holds to round-off, the horizontal momentum is conserved, and parts() reports the rod's

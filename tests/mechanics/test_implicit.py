@@ -125,6 +125,7 @@ def test_why_not_custom_jvp():
 
 # ------------------------------------------------------------------ rollouts whose steps accept their starts
 @pytest.mark.parametrize("composition", [pytest.param(None, marks=pytest.mark.slow), "triple_jump4"])
+@pytest.mark.slow
 def test_rollout_hessian_when_every_step_accepts_its_start(composition):
     """A free rigid body turning about a principal axis: every step's warm start is its solution (0 Newton
     updates), where the second derivatives were zero before the primitive (error 162, the Hessian's size). The
@@ -168,6 +169,7 @@ def test_a_traced_function_does_not_keep_its_static_alive():
     assert ref() is None
 
 
+@pytest.mark.slow
 def test_a_step_the_primitive_cannot_hold_falls_back_to_a_custom_jvp():
     """A Lagrangian with ``jax.debug.callback`` (a side effect), and a system closing over a value traced by an
     outer ``jax.jit``/``jax.vmap``: the primitive refuses them (``implicit.Unsupported``) and the step runs as a

@@ -23,6 +23,7 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import manifold_dirac  # noqa: F401  (float64)
 from manifold_dirac._mechanics.newton import RoundoffFloor, SolverOptions, newton
@@ -66,6 +67,7 @@ def test_a_floor_function_of_its_own_gives_the_same_answer():
     assert abs(float(res.z[0]) - A) <= 4 * EPS * C
 
 
+@pytest.mark.slow
 def test_the_floor_test_is_a_branch_for_one_member_and_shares_the_linearization_under_vmap():
     """One member's step evaluates the floor in a conditional that only a probe trip takes (its Newton matrix is
     ``dr/dz`` alone); under ``vmap``, where a conditional would run at every trip, the floor comes from Newton's
@@ -121,6 +123,7 @@ def test_reuse_keeps_the_floor_test():
     assert int(res.status) == Status.OK and abs(float(res.z[0]) - A) <= 4 * EPS * C
 
 
+@pytest.mark.slow
 def test_reuse_on_a_batch_of_steps_matches_newton():
     import manifold_dirac as md
     from manifold_dirac import systems as S

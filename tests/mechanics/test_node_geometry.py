@@ -103,6 +103,7 @@ class _Coupled(ProductManifold):
         return self.retract(q0, xi), -Jinv, Jinv
 
 
+@pytest.mark.slow
 def test_a_product_with_a_coupling_retraction_takes_the_dense_formula():
     """The shortcut would use the factors' retractions and the diagonal blocks: wrong here (the node's point
     0.25 instead of 0.265 at s = 0.5); the route for such a product is the dense one."""
@@ -121,6 +122,7 @@ def test_a_product_with_a_coupling_retraction_takes_the_dense_formula():
     assert abs(float(parts[0].point[0]) - float(node_geometry(Q, q0, q1, xi, J0, J1, 0.5).point[0][0])) > 1e-3
 
 
+@pytest.mark.slow
 def test_the_comparison_sees_a_wrong_block(monkeypatch):
     """Sensitivity: the comparison above, with the blockwise route broken once (each block transposed when
     the blocks are assembled), fails on every product (their group blocks are not symmetric)."""

@@ -63,6 +63,7 @@ def central_energy(sysm, tr, h):
 
 
 @pytest.mark.parametrize("rule", ["gauss4", "gauss6"])
+@pytest.mark.slow
 def test_galerkin_reported_energy_is_the_hamiltonian_of_the_momenta(rule):
     h = HS[0]
     tr = top_run(rule, h)
@@ -75,6 +76,7 @@ def test_galerkin_reported_energy_is_the_hamiltonian_of_the_momenta(rule):
 
 
 @pytest.mark.parametrize("rule,order,bound", [("gauss4", 4, 3e-6), ("gauss6", 6, 2e-9)])
+@pytest.mark.slow
 def test_galerkin_reported_energy_error_converges_at_the_rule_order(rule, order, bound):
     """Heavy top, T = 20: reported energy variation 1.99e-6 / 1.24e-7 (gauss4), 8.25e-10 / 1.29e-11 (gauss6)
     at h = 0.1 / 0.05 (the central-difference energy varied by 8.2e-5 with gauss6 at h = 0.1)."""

@@ -192,6 +192,7 @@ def test_sub_step_start_rule():
     assert np.max(np.abs(sol[0] - want_first[3])) > 1e-3
 
 
+@pytest.mark.slow
 def test_runs_continue_from_states_of_other_integrators():
     """A composed run from a plain integrator's state, a plain run from a composed one's, ``kahan_li8`` from
     ``kahan_li6``'s: each continues (the state conformed to the step map, ``StepMap.conform``) with the
@@ -214,6 +215,7 @@ def test_runs_continue_from_states_of_other_integrators():
 
 
 @pytest.mark.parametrize("composition", ["kahan_li6", (0.3, 0.2, 0.5)])
+@pytest.mark.slow
 def test_integrate_starts_composed_sub_steps_as_rollout(composition):
     """``integrate``'s composed steps start Newton where ``rollout``'s do: the same iterations, step by step.
 

@@ -62,6 +62,7 @@ def test_solve_small_of_a_singular_matrix_is_not_finite(solve):
     assert not np.all(np.isfinite(np.asarray(solve(A, np.array([1.0, 1.0])))))
 
 
+@pytest.mark.slow
 def test_solve_small_eliminates_by_rows_from_its_size_on():
     """From ROW_SOLVE_MIN to SMALL_SOLVE_MAX unknowns ``solve_small`` is the elimination by rows (equal
     to it to the bit, and the same program), below it the one entry by entry (another program); both
@@ -93,6 +94,7 @@ def test_the_rolled_solve_of_a_singular_matrix_is_not_finite_and_of_integers_is_
 
 @pytest.mark.parametrize("solve,n", [(solve_rows, ROW_SOLVE_MIN + 1), (solve_rolled, SMALL_SOLVE_MAX + 3)],
                          ids=["rows", "rolled"])
+@pytest.mark.slow
 def test_the_rows_and_rolled_solves_under_vmap_and_their_derivatives_are_lapacks(solve, n):
     """The eliminations by rows and rolled, batched and differentiated (forward and reverse), agree with
     ``jnp.linalg.solve``; of integers, each is a float solve."""
@@ -114,6 +116,7 @@ def test_the_rows_and_rolled_solves_under_vmap_and_their_derivatives_are_lapacks
                                rtol=1e-10, atol=1e-11)
 
 
+@pytest.mark.slow
 def test_the_two_wheel_carts_step_makes_no_lapack_call():
     """Its Newton system has 14 unknowns, above SMALL_SOLVE_MAX: the rolled elimination, not LAPACK, so that the step
     loop stays one kernel (and a program loaded from the cache imports no LAPACK); the check sees LAPACK's LU when
@@ -210,11 +213,13 @@ def test_the_step_loop_has_no_library_call():
 
 # gauss6's program (~15 s cold) with -m slow: the same code path as gauss4's, with one more node
 @pytest.mark.parametrize("rule", ["gauss4", pytest.param("gauss6", marks=pytest.mark.slow)])
+@pytest.mark.slow
 def test_the_galerkin_step_has_no_library_call(rule):
     """The Galerkin step (stage equations included) holds no LAPACK call and no matrix product either."""
     assert not _has_library_call(_compiled_step_text(rule))
 
 
+@pytest.mark.slow
 def test_the_galerkin_check_sees_a_matrix_product():
     """The check above fails when the node's velocity ``J_xi w`` is a library product."""
     import manifold_dirac._mechanics.galerkin as G

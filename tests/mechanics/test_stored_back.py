@@ -79,6 +79,7 @@ def test_symmetric_retraction_carries_the_step(small_chunks):
     assert not recording.back_from_step(md.Integrator(system, h=H, composition="triple_jump4").stepmap)
 
 
+@pytest.mark.slow
 def test_shortcut_on_an_asymmetric_retraction_is_caught(fresh_programs):
     """SE(2) ``so2xr2`` is not symmetric: the carried ``xi`` forced onto it breaks the central difference."""
     system = inclined_knife_edge(retraction="so2xr2")

@@ -57,6 +57,7 @@ PRODUCT = LagrangeDiracSystem(ProductManifold(SO3(), Euclidean(2)),
 """A free body on SO(3) x R^2 with a spring on R^2 (one system: its step compiles once for the module)."""
 
 
+@pytest.mark.slow
 def test_save_load_product_points(tmp_path):
     sysm = PRODUCT
     tr = integrate(sysm, (SO3().identity(), np.array([1.0, 0.0])), v0=np.array([0, 0, 1.0, 0, 0.5]), h=0.1,
@@ -144,6 +145,7 @@ def test_a_stopped_run_ends_at_the_state_the_callback_saw():
     assert tr.n_points == seen[-1] + 1 and tr.meta["n_steps"] == seen[-1]
 
 
+@pytest.mark.slow
 def test_step_by_step_equals_integrate_and_takes_a_control_input():
     dd = new("differential_drive")
     integ = Integrator(dd, 0.05)
@@ -178,6 +180,7 @@ def test_batch_equals_loop_of_single_trajectories():
         np.testing.assert_allclose(tb.p[:, i], ti.p, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_minus_scheme_reports_the_momentum_of_53d():
     ke = new("knife_edge")
     tr = integrate(ke, ke.Q.identity(), v0=np.array([1.0, 1.0, 0.0]), h=0.1, n_steps=5, scheme="minus")
@@ -236,6 +239,7 @@ def test_a_numpy_engine_file_loads_and_matches_the_compiled_engine():
     assert not _same_motion(other, old, atol=1e-13)
 
 
+@pytest.mark.slow
 def test_a_numpy_engine_product_file_loads_with_its_point_structure():
     old = Trajectory.load(OLD_PRODUCT)
     assert isinstance(old.q, tuple) and [a.shape for a in old.q] == [(6, 3, 3), (6, 2)]

@@ -85,6 +85,7 @@ def _heavy_top_by_hand(mgl):
     return md.LagrangeDiracSystem(SO3(), L)
 
 
+@pytest.mark.slow
 def test_heavy_top_with_another_mgl_runs_with_its_own_value():
     """mgl=2 after mgl=1 (the same compiled programs): differs from mgl=1, equals the hand-built mgl=2."""
     R0 = np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0])))
@@ -100,6 +101,7 @@ def test_heavy_top_with_another_mgl_runs_with_its_own_value():
     assert np.max(np.abs(two.q - one.q)) > 1e-3  # the constant matters: the check can fail
 
 
+@pytest.mark.slow
 def test_knife_edge_with_another_mass_runs_with_its_own_value():
     from manifold_dirac.systems import KNIFE_EDGE_CONSTRAINT
 

@@ -191,6 +191,7 @@ def test_analytic_partials_equal_finite_differences(board):
 
 
 # ------------------------------------------------------------------ the library on it
+@pytest.mark.slow
 def test_symmetric_scheme_order_constraints_energy_and_rotor_momentum(board, start, reference):
     """Order 2 (regression slope over three steps), ``A(q) v = 0`` at every node, energy bounded over 4000
     steps (200 periods of the steering), the rotor's momentum ``p_psi`` exact (a discrete Noether invariant:

@@ -83,6 +83,7 @@ def test_free_body_keeps_its_spatial_momenta_to_round_off(brick):
     assert np.max(np.abs(mg[:, [2, 3, 4]] - mg[0, [2, 3, 4]])) < 1e-12
 
 
+@pytest.mark.slow
 def test_split_retraction_equals_the_product_manifold():
     """so3xr3 (body-frame translation velocity) and ProductManifold(SO3(), Euclidean(3)) (space frame)
     give the same discrete motion: L depends on |v| only, and u = R v."""
@@ -98,6 +99,7 @@ def test_split_retraction_equals_the_product_manifold():
     assert np.max(np.abs(qT - ref)) < 1e-4
 
 
+@pytest.mark.slow
 def test_coupled_exp_error_grows_with_speed_split_does_not():
     """Free body, h = 0.01, T = 1: the coupled exp feeds linear momentum into the rotation (J_l^{-1}'s
     off-diagonal block), so its error grows with the speed; so3xr3's does not depend on it."""
