@@ -49,19 +49,26 @@ def covering(*axes: Sequence, cases: Sequence[tuple] | None = None) -> list:
     return [pytest.param(*c, marks=() if i in keep else pytest.mark.slow) for i, c in enumerate(cases)]
 
 
-
 def slow_cases(values: Sequence, slow: set | frozenset, ids=None) -> list:
-    """``pytest.param`` for each of ``values`` (a tuple is a case of several arguments), marked slow where its
-    name is in ``slow``: the cases of a test whose first compile costs the most, a cheaper case of the same
-    test kept in the default tier. A case's name is ``ids(value)``, or its values joined by ``-`` (pytest's
-    id); a name in ``slow`` that names no case is an error, so that renaming a case cannot move it silently."""
+    """``pytest.param`` for each of ``values``, marked slow where its name is in ``slow``: the cases of a test
+    whose first compile costs the most, a cheaper case of the same test kept in the default tier.
+
+    A tuple is one case of several arguments (``parametrize("a,b", ...)``). A case's name, which is also its
+    pytest id, is ``ids(value)``, or its values joined by ``-``. A name in ``slow`` that names no case, two
+    cases of one name, or a ``pytest.param`` among the values are errors, so that a renamed case cannot move
+    silently."""
+    if any(isinstance(v, type(pytest.param(None))) for v in values):
+        raise TypeError("slow_cases: pass plain values, not pytest.param (it makes the params itself)")
+
     def name(v) -> str:
         return ids(v) if ids else "-".join(map(str, v)) if isinstance(v, tuple) else str(v)
 
     names = [name(v) for v in values]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"slow_cases: {twice} name more than one case")
     unknown = set(slow) - set(names)
     if unknown:
         raise ValueError(f"slow_cases: {sorted(unknown)} name no case (the cases are {names})")
-    return [pytest.param(*(v if isinstance(v, tuple) else (v,)), id=n if ids else None,
-                         marks=pytest.mark.slow if n in slow else ())
+    return [pytest.param(*(v if isinstance(v, tuple) else (v,)), id=n, marks=pytest.mark.slow if n in slow else ())
             for v, n in zip(values, names)]

@@ -254,7 +254,7 @@ def _without_times(row):
 @pytest.mark.slow
 def test_tour_tasks_in_two_worker_processes_give_what_one_process_gives(tmp_path):
     """Slow: two fresh processes import JAX and draw their first figures (``worker_pool`` itself is
-    tested in the default tier, ``tests/test_sweep_workers.py``). The tour's tasks in two worker processes: the rows of the table (all but the run's wall time),
+    tested in ``tests/test_sweep_workers.py``). The tour's tasks in two worker processes: the rows of the table (all but the run's wall time),
     in the tasks' order, and the figures are those of the same tasks run in this process; and the
     comparison can fail (a row of another example differs)."""
     from manifold_dirac import cli

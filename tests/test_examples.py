@@ -46,7 +46,7 @@ def run_example(script: Path, out: Path, capsys, monkeypatch) -> None:
 
 
 # The examples that compile the most run in the slow tier (docs/architecture.md#the-test-suite-two-tiers-and-where-its-time-goes).
-SLOW_EXAMPLES = {"interconnection_mass_spring", "control_differential_drive", "identify_heavy_top", "retraction_study", "se3_tumbling_brick",
+SLOW_EXAMPLES = {"interconnection_mass_spring", "interconnection_rolling_disk", "control_differential_drive", "identify_heavy_top", "retraction_study", "se3_tumbling_brick",
                  "sphere_spherical_pendulum", "degenerate_lc_circuit", "holonomic_four_bar", "interconnection_rolling_ball",
                  "interconnection_two_wheel_cart", "so3_rigid_body"}
 

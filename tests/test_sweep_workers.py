@@ -87,8 +87,8 @@ print("hit" if "cache_hits" in seen else "miss")
 
 @pytest.mark.slow
 def test_a_worker_finds_the_programs_of_the_users_processes_in_the_persistent_cache(tmp_path, monkeypatch):
-    """Slow: three fresh processes import JAX (in the default tier, the workers' ``XLA_FLAGS`` are checked
-    to be this process's: ``test_workers_started_by_a_sweep_run_xla_single_threaded``). A program compiled in a plain process (a user's script) is a cache hit in a process with the
+    """Slow: three fresh processes import JAX (the workers' ``XLA_FLAGS`` are checked to be this process's
+    by ``test_workers_started_by_a_sweep_run_xla_single_threaded``). A program compiled in a plain process (a user's script) is a cache hit in a process with the
     workers' environment: the one XLA thread does not change the programs' cache keys. The check can
     fail: an extra XLA flag (single-threaded Eigen) makes it a miss."""
 

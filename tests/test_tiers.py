@@ -51,7 +51,19 @@ def test_slow_cases_marks_the_named_cases_and_keeps_the_others():
     assert [p.id for p in named] == ["small", "big"] and [bool(p.marks) for p in named] == [False, True]
 
 
-def test_slow_cases_refuses_a_name_that_is_no_case():
+def test_slow_cases_refuses_a_name_that_is_no_case_two_cases_of_one_name_and_params():
     """Sensitivity: a renamed case cannot leave its old name in the slow set unnoticed."""
     with pytest.raises(ValueError, match=r"\['d'\] name no case"):
         slow_cases(["a", "b"], {"a", "d"})
+    with pytest.raises(ValueError, match=r"\['a'\] name more than one case"):
+        slow_cases(["a", "a", "b"], {"b"})
+    with pytest.raises(TypeError, match="not pytest.param"):
+        slow_cases(["a", pytest.param("b")], set())
+
+
+def test_slow_cases_names_are_the_ids_pytest_shows():
+    """The ids are the names, also for values pytest itself would name by position (a Path, an object)."""
+    from pathlib import Path
+    params = slow_cases([Path("x/a.py"), Path("x/b.py")], {"b"}, ids=lambda p: p.stem)
+    assert [p.id for p in params] == ["a", "b"]
+    assert [p.id for p in slow_cases([("x", 1), ("y", 2)], set())] == ["x-1", "y-2"]

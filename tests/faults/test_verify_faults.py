@@ -49,7 +49,8 @@ def test_tampering_with_any_recorded_field_is_found(name, field):
     assert not r.ok and r.max > 1e-7
 
 
-# the four-bar (~18 s per scheme) runs in the slow tier; the Cartesian pendulum covers every scheme by default
+# the four-bar (~18 s per scheme) runs in the slow tier; the Cartesian pendulum covers plus and symmetric by default,
+# every scheme with -m slow
 @pytest.mark.parametrize("name", ["cartesian_pendulum", pytest.param("four_bar", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("scheme", slow_cases(["plus", "minus", "symmetric", "split"], {"minus", "split"}))
 def test_holonomic_runs_of_every_scheme_pass_and_tampering_is_found(name, scheme):

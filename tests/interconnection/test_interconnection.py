@@ -12,11 +12,11 @@ Every (system, scheme, rule) combination compiles its own Newton step (a few
 seconds each, more on a Lie group), so the full matrices -- the route
 equality over every scheme and rule on all five systems, the discrete Dirac
 structure along runs, the schemes of the torn chain, the cart hierarchy -- are
-``@pytest.mark.slow``. The default run keeps every Lie-group system in the
+``@pytest.mark.slow``. The default run keeps the Lie-group systems but the cart in the
 route equality through the step equations themselves
 (:func:`test_the_two_routes_give_the_same_step_equations`: ``D1 L_d``,
 ``D2 L_d``, the discrete forces and the node geometry at random points),
-compares whole runs on cheap systems, and covers every scheme.
+and compares whole runs on cheap systems (every scheme with ``-m slow``).
 """
 
 import jax

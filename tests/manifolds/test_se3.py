@@ -148,6 +148,7 @@ class _CayleyJ0OffByOnePercent(Cayley):
 register_retraction(SO3GenericCayley)(_CayleyJ0OffByOnePercent)
 
 
+@pytest.mark.slow
 def test_generic_cayley_passes_the_perturbation_laws_on_304_near_singular_samples():
     """The floor of the perturbation law is measured on f itself, so the round-off of the generic solves
     near the singularity (rotations approaching pi) is not taken for a wrong Jacobian ..."""

@@ -155,7 +155,8 @@ def test_split_scheme_is_self_adjoint(name, retraction):
     assert dq < 1e-12 and dp < 1e-12, (dq, dp)
 
 
-# the snakeboard's symmetric step (~13 s cold) with -m slow; its split step stays in the default tier above
+# the snakeboard's symmetric step (~13 s cold) with -m slow, as its split step above; the Chaplygin sled is the
+# default tier's nonholonomic case in both tests
 @pytest.mark.parametrize("name,retraction", slow_cases([c for c in SELF_ADJOINT_CASES if c[0] != "heavy_top"], {
     "snakeboard-exp", "rolling_disk-exp", "knife_edge-exp", "cartesian_pendulum-identity"}))
 def test_symmetric_scheme_is_self_adjoint_only_modulo_the_annihilator(name, retraction):

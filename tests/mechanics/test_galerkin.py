@@ -8,9 +8,10 @@ in :data:`SYSTEMS` (a builder returning the system, ``q0``, ``v0``, ``T``, the
 step sizes per order and, optionally, a reference end point -- otherwise the
 reference is ``gauss6`` at a quarter of the smallest step).
 
-CI keeps one order-4 and one order-6 check on a Lie group and on a vector
-space, the forced case, the derivative and symmetry checks; the rest of the
-matrix is ``slow`` (``pytest -m slow``) and asserts the same.
+The default tier keeps an order-4 check on a Lie group (the heavy top) and an
+order-6 check on a vector space (the double pendulum), the forced case and a
+symmetry check; the rest of the matrix, the holonomic cases and the derivative
+checks are ``slow`` (``pytest -m slow``) and assert the same.
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ def observed(key, rule):
     return order, observed_order(hs, errs), errs
 
 
-CI = {("double_pendulum", "gauss6")}
+CI = {("heavy_top_exp", "gauss4"), ("double_pendulum", "gauss6")}
 # a free body's L does not depend on q: the one-node rectangle rules are the midpoint rule there (order 2,
 # above their declared 1 -- a lower bound), so they are checked on the systems with a potential only
 MATRIX = [(k, r) for k in SYSTEMS for r in BUILTIN if not (k.startswith("brick_se3") and r.startswith("rectangle"))]
@@ -494,7 +495,7 @@ def test_constrained_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
 
 
 @pytest.mark.slow  # ~35 s cold (three gauss4 rollout programs); rollout gradients against finite differences
-# stay in the default tier in tests/mechanics/test_differentiable.py, holonomic gauss4 runs in this file
+# stay in the default tier in tests/mechanics/test_differentiable.py
 def test_rollout_with_holonomic_galerkin_matches_integrate_and_its_gradient():
     """The differentiable rollout carries the node multipliers: same q as integrate, grad = finite differences."""
     from manifold_dirac._run.rollout import rollout

@@ -124,7 +124,6 @@ def _one_step_jacobian(sysm, q, p, h, rule):
 
 @pytest.mark.parametrize("rule", ["midpoint"] + [pytest.param(r, marks=pytest.mark.slow)
                                                  for r in ("trapezoid", "rectangle+")])
-@pytest.mark.slow
 def test_unconstrained_one_step_map_is_symplectic(rule):
     sysm = new("double_pendulum")
     q, p = np.array([0.7, -0.4]), np.array([0.3, 0.8])

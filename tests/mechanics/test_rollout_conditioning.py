@@ -214,8 +214,7 @@ def test_runs_continue_from_states_of_other_integrators():
     assert np.max(np.abs(li8.run(starts["li8"], 3).q - li6.run(starts["li6"], 3).q)) > 1e-9
 
 
-@pytest.mark.parametrize("composition", ["kahan_li6", (0.3, 0.2, 0.5)])
-@pytest.mark.slow
+@pytest.mark.parametrize("composition", ["kahan_li6", pytest.param((0.3, 0.2, 0.5), marks=pytest.mark.slow)])
 def test_integrate_starts_composed_sub_steps_as_rollout(composition):
     """``integrate``'s composed steps start Newton where ``rollout``'s do: the same iterations, step by step.
 
@@ -248,8 +247,8 @@ def test_integrate_starts_composed_sub_steps_as_rollout(composition):
     np.testing.assert_allclose(np.asarray(st.q), tr.q[-1], rtol=0, atol=1e-13)
 
 
-@pytest.mark.slow  # ~7 s each on a loaded machine (a rollout and an integrate program); the sled's composed
-@pytest.mark.parametrize("coefficients", [(0.3, 0.2, 0.2, 0.3), (0.3, 0.2, 0.5)])  # rollout in the default tier
+@pytest.mark.slow  # ~7 s each on a loaded machine (a rollout and an integrate program); composed sub-steps against
+@pytest.mark.parametrize("coefficients", [(0.3, 0.2, 0.2, 0.3), (0.3, 0.2, 0.5)])  # rollout: kahan_li6 above
 def test_composed_rollout_of_any_coefficients_matches_integrate(coefficients):
     """A palindrome of even length and a composition that is not one: the positions of ``integrate``.
 

@@ -129,9 +129,8 @@ PARTICLE = (_particle(), np.array([0.1, 0.2, 0.0]), np.array([1.0, 0.5, 0.2]))
 
 
 @pytest.mark.parametrize("case,scheme", [pytest.param(TOP, "symmetric", marks=pytest.mark.slow),
-                                         (PARTICLE, "symmetric"), (PARTICLE, "minus")],
+                                         (PARTICLE, "symmetric"), pytest.param(PARTICLE, "minus", marks=pytest.mark.slow)],
                          ids=["top-symmetric", "particle-symmetric", "particle-minus"])
-@pytest.mark.slow
 def test_a_rule_kind_defined_in_a_test_integrates_like_midpoint(new_rule_kind, case, scheme):
     """On SO(3) and on a constrained, forced system; with the scheme's extra node and the pre-momentum."""
     system, q0, v0 = case

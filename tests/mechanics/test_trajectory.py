@@ -18,7 +18,7 @@ intent:
   (stride is part of the compiled program: another stride compiles again).
 
 The batch test compiles the batched heavy top (a program of its own) and is
-marked ``slow``; ``tests/next/test_engine.py`` checks batches in CI.
+marked ``slow``; ``tests/mechanics/test_batch_layout.py`` checks batches in CI.
 """
 
 import dataclasses

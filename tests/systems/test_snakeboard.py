@@ -213,7 +213,7 @@ def test_symmetric_scheme_order_constraints_energy_and_rotor_momentum(board, sta
     assert np.ptp(p_psi) < 1e-12 and np.ptp(np.asarray(tr.v)[:, 3]) > 0.1
 
 
-@pytest.mark.slow  # ~17 s cold: a driven board's program of its own; the free board's order 2 stays in the default tier
+@pytest.mark.slow  # ~17 s cold: a driven board's program of its own (the free board's order 2 is in the slow tier too)
 def test_driven_board_order_two():
     """Torques on the rotor and the steering (``jax.numpy`` functions of t): order 2 against the reference with
     the same torques (measured slopes 2.03, 2.01), so the force enters in the shape factor's frame coordinates."""
