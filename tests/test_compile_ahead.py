@@ -75,9 +75,8 @@ def on_off(tmp_path_factory):
     return get
 
 
-# the loading path in the slow tier: two more processes (~13 s cold) for a path that differs from exporting only in
-# where the lowered program comes from
-@pytest.mark.parametrize("cache", [None, "disk", pytest.param("loaded", marks=pytest.mark.slow)])
+# in the slow tier (two fresh processes per case, ~13 s cold; tests/_tiers.py)
+@pytest.mark.parametrize("cache", [None, "disk", "loaded"])
 @pytest.mark.slow
 def test_compiling_ahead_compiles_the_same_two_programs_once_with_the_same_values(on_off, cache):
     on, off = on_off(cache, "1"), on_off(cache, "0")

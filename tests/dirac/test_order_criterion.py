@@ -49,7 +49,7 @@ def test_the_constraint_along_the_retraction_curve():
     assert abs(a[0, 0]) < 1e-16 and abs(a[1, 0]) > 1e-3
 
 
-@pytest.mark.parametrize("scheme", ["plus", pytest.param("minus", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("scheme", ["plus", "minus"])
 @pytest.mark.slow
 def test_veselova_the_schemes_coincide(scheme):
     """(+) and (−) give the symmetric scheme's discrete flow on the Veselova body, to round-off."""

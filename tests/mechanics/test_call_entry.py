@@ -84,8 +84,8 @@ def test_forward_jacobian_equals_jacfwd_and_batches():
     np.testing.assert_allclose(jax.jacfwd(lambda y: forward_jacobian(f, y))(x), jax.hessian(f)(x), rtol=1e-15)
 
 
-# the plain rollout (its loop packed alike, the same step inside the composed one) in the slow tier
-@pytest.mark.parametrize("composition", [pytest.param(None, marks=pytest.mark.slow), "kahan_li8"])
+# in the slow tier (its cold cost, tests/_tiers.py)
+@pytest.mark.parametrize("composition", [None, "kahan_li8"])
 @pytest.mark.slow
 def test_rollout_entry_runs_in_the_calling_thread(composition, composed):
     hlo = composed[2] if composition == "kahan_li8" else compiled_rollout(composition)

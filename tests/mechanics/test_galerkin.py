@@ -234,7 +234,7 @@ def _fd_D(rule, sysm, q0, xi, h, which, eps=1e-5):
     return np.array(out)
 
 
-@pytest.mark.parametrize("rule", ["gauss4", pytest.param("gauss6", marks=slow)])
+@pytest.mark.parametrize("rule", ["gauss4", "gauss6"])
 @pytest.mark.slow
 def test_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
     """With the stages at their solution, D1/D2 L_d equal finite differences of L_d (stages re-solved).
@@ -466,7 +466,7 @@ def _augmented_action(rule, sysm, q0, xi, st, h):
     return total
 
 
-@pytest.mark.parametrize("rule", ["gauss4", pytest.param("gauss6", marks=slow)])
+@pytest.mark.parametrize("rule", ["gauss4", "gauss6"])
 @pytest.mark.slow
 def test_constrained_D1_D2_are_the_derivatives_of_the_extremized_action(rule):
     """(G4): D1/D2 of the holonomic Galerkin rule are finite differences of (G1) with (X, Lambda) re-solved.

@@ -124,7 +124,7 @@ def test_why_not_custom_jvp():
 
 
 # ------------------------------------------------------------------ rollouts whose steps accept their starts
-@pytest.mark.parametrize("composition", [pytest.param(None, marks=pytest.mark.slow), "triple_jump4"])
+@pytest.mark.parametrize("composition", [None, "triple_jump4"])
 @pytest.mark.slow
 def test_rollout_hessian_when_every_step_accepts_its_start(composition):
     """A free rigid body turning about a principal axis: every step's warm start is its solution (0 Newton

@@ -211,8 +211,8 @@ def test_the_step_loop_has_no_library_call():
         N.solve_small = saved
 
 
-# gauss6's program (~15 s cold) with -m slow: the same code path as gauss4's, with one more node
-@pytest.mark.parametrize("rule", ["gauss4", pytest.param("gauss6", marks=pytest.mark.slow)])
+# in the slow tier (its cold cost, tests/_tiers.py); the midpoint loop's check stays in the default tier
+@pytest.mark.parametrize("rule", ["gauss4", "gauss6"])
 @pytest.mark.slow
 def test_the_galerkin_step_has_no_library_call(rule):
     """The Galerkin step (stage equations included) holds no LAPACK call and no matrix product either."""
