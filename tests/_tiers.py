@@ -49,6 +49,10 @@ def covering(*axes: Sequence, cases: Sequence[tuple] | None = None) -> list:
     return [pytest.param(*c, marks=() if i in keep else pytest.mark.slow) for i, c in enumerate(cases)]
 
 
+_PARAM = type(pytest.param(None))
+"""The class of ``pytest.param``'s result (pytest does not export it)."""
+
+
 def slow_cases(values: Sequence, slow: set | frozenset, ids=None) -> list:
     """``pytest.param`` for each of ``values``, marked slow where its name is in ``slow``: the cases of a test
     whose first compile costs the most, a cheaper case of the same test kept in the default tier.
@@ -57,7 +61,7 @@ def slow_cases(values: Sequence, slow: set | frozenset, ids=None) -> list:
     pytest id, is ``ids(value)``, or its values joined by ``-``. A name in ``slow`` that names no case, two
     cases of one name, or a ``pytest.param`` among the values are errors, so that a renamed case cannot move
     silently."""
-    if any(isinstance(v, type(pytest.param(None))) for v in values):
+    if any(isinstance(v, _PARAM) for v in values):
         raise TypeError("slow_cases: pass plain values, not pytest.param (it makes the params itself)")
 
     def name(v) -> str:
