@@ -50,7 +50,7 @@ def test_the_pages_have_examples():
 
 
 # The pages whose code compiles the most run in the slow tier (docs/architecture.md#the-test-suite-two-tiers-and-where-its-time-goes).
-SLOW_PAGES = {"getting-started.md", "galerkin.md", "schemes.md", "composition.md", "derivatives.md", "interconnection.md", "tutorials/rigid-body.md",
+SLOW_PAGES = {"getting-started.md", "tutorials/retraction-study.md", "galerkin.md", "schemes.md", "composition.md", "derivatives.md", "interconnection.md", "tutorials/rigid-body.md",
               "sweeps.md", "differentiable.md"}
 
 

@@ -420,7 +420,8 @@ DOCUMENTED_EXAMPLES = (
             "plot_so3_body_axes", "plot_angular_momentum_sphere", "plot_energy_and_constraint", "plot_convergence",
             "plot_work_precision", "plot_trajectory") + DOCUMENTED_EXAMPLES,
     # the examples that compile the most (tests/_tiers.py)
-    {"dirac.dirac_route", "dirac.DiracRouteResult", "dirac.verify", "dirac.StepVerification", "plot_se2_path", "plot_so3_body_axes",
+    {"dirac.dirac_route", "dirac.DiracRouteResult", "dirac.verify", "dirac.StepVerification",
+     "DegenerateLagrangianWarning", "plot_trajectory", "plot_se2_path", "plot_so3_body_axes",
      "plot_angular_momentum_sphere"}))
 def test_the_core_api_examples_run(name, tmp_path, monkeypatch):
     import doctest

@@ -31,6 +31,7 @@ R0 = np.asarray(SO3().exp(jnp.array([0.3, -0.2, 0.1])))
 W0 = np.cross(R0.T @ np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.5, -0.3]))  # in Delta(R0)
 
 
+@pytest.mark.slow
 def test_the_constraint_along_the_retraction_curve():
     """Veselova on SO(3) with exp: ``a(s)`` is the same for every ``s`` (to round-off); the
     Euclidean knife edge: ``a(s)`` changes at first order in ``s``."""

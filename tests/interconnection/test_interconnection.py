@@ -393,6 +393,7 @@ def test_torn_mass_spring_equals_monolithic(scheme):
     np.testing.assert_allclose(parts["left"].interaction_force[1:, 1], -f, atol=1e-12)  # action = reaction
 
 
+@pytest.mark.slow
 def test_lc_from_elements_frequency():
     ind, C = 0.5, 0.08
     lc = S.lc_from_elements(ind, C)

@@ -75,6 +75,7 @@ def test_is_flow_inside_a_trace_is_concrete():
     assert seen == {"exp": True, "cayley": False}
 
 
+@pytest.mark.slow
 def test_eager_rollout_takes_host_values_as_they_are():
     """The eager call (numpy inputs, integer ``v0``) gives the values of the jitted one, in float64.
 

@@ -180,6 +180,7 @@ def test_chaplygin_sled_order_depends_on_retraction_symmetry(retraction, order):
     assert observed_order(HS, errs) == pytest.approx(order, abs=0.1)
 
 
+@pytest.mark.slow
 def test_symmetric_scheme_finds_the_midpoint_node_of_any_rule():
     """A rule whose midpoint node is not listed last (Simpson's rule)."""
     simpson = QuadratureRule("simpson-test", ((0.5, 4 / 6), (0.0, 1 / 6), (1.0, 1 / 6)), order=2,

@@ -58,6 +58,7 @@ def test_free_rigid_body_spatial_momentum_is_conserved_to_round_off(retraction, 
 
 
 
+@pytest.mark.slow
 def test_noether_check_can_fail():
     """A torque breaks the symmetry: the same check must then see drift."""
     rb = new("free_rigid_body")

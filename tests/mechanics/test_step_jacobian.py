@@ -27,7 +27,7 @@ from manifold_dirac._mechanics.composition import ComposedStepMap, get_compositi
 from manifold_dirac._mechanics.newton import SolverOptions, newton
 from manifold_dirac._mechanics.step import CLOSED_FORM_MULTIPLIERS, StepMap
 
-from .._tiers import covering
+from .._tiers import covering, slow_cases
 
 CASES = [
     ("rolling_disk", "midpoint"),
@@ -94,7 +94,7 @@ def test_the_newton_matrix_is_the_residuals_jacobian(case, scheme):
     _check(*case, scheme)
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("scheme", slow_cases(SCHEMES, {"minus"}))
 def test_the_closed_form_columns_under_every_scheme_with_stages(scheme):
     """The four-bar with ``gauss4``: two multipliers (the closed form applies) after the rule's stages (the
     zero rows of the stage equations), under each scheme's reaction sign."""
@@ -102,6 +102,7 @@ def test_the_closed_form_columns_under_every_scheme_with_stages(scheme):
     assert sm.m >= CLOSED_FORM_MULTIPLIERS and sm.ns > 0
 
 
+@pytest.mark.slow
 def test_a_composed_step_maps_matrix_is_its_first_sub_steps():
     """``ComposedStepMap.jacobian`` is the base map's at the step ``gamma_1 h`` (what the start's conditioning
     check reads); a step of ``h`` instead differs."""
