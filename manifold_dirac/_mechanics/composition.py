@@ -515,7 +515,7 @@ class ComposedStepMap:
         return state._replace(xi=state.xi * ratio, mu=state.mu * ratio, stages=state.stages * ratio)
 
     def step(self, state: State, k: Any, t: Any, h: Any, params: Any, u: Any = None,
-             axis_name: str | None = None) -> tuple[State, StepRecord]:
+             axis_name: str | None = None, defer_floor: bool = False) -> tuple[State, StepRecord]:
         """The composed step ``k -> k+1`` from ``state`` (see the class Notes); a failed member stays frozen.
 
         Newton's start of each sub-step is predicted as :func:`~manifold_dirac._run.rollout.rollout`
@@ -528,7 +528,7 @@ class ComposedStepMap:
         second half of a palindrome from its mirror in the first half, another from the sub-step
         before scaled by ``gamma_i / gamma_(i-1)``. ``k`` counts the steps since the state's history
         began (a run's step index). The start changes the iterations, not the solution (to Newton's
-        tolerance).
+        tolerance). ``defer_floor`` as :meth:`StepMap.step`'s, for every sub-step.
         """
         gammas = self.composition.coefficients
         conformed = self.conform(state)
@@ -547,7 +547,8 @@ class ComposedStepMap:
             cur, err, res, its, mu_sum, p_start, zs, last = carry
             i, gi, ti, ri, Pi, P_before, mi, mbi = x
             z0 = sub_step_start(first, i, Pi, P_before, last, zs, ri, mi, mbi)
-            new, rec = self.base.step(cur, k, t + ti * h, gi * h, params, u, axis_name, z0=z0)
+            new, rec = self.base.step(cur, k, t + ti * h, gi * h, params, u, axis_name, z0=z0,
+                                      defer_floor=defer_floor)
             z_new = self.base.warm_start(new)
             p_start = jnp.where(i == 0, rec.p_start, p_start)
             carry = (new, jnp.maximum(err, rec.error), jnp.maximum(res, rec.constraint_residual),

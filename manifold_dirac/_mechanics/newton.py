@@ -20,6 +20,11 @@ as 0 whatever its scale),
   is the residual's sensitivity to the rounding of the points it is
   evaluated at (a system at a large offset, ``q ~ 1e9``, whose positions are
   only resolved to ``1e9 eps``);
+  With ``floor=DEFER_FLOOR`` the test is not in the program: where a probe
+  would be taken the solve stops instead, ``NO_CONVERGENCE`` with
+  ``NewtonResult.deferred`` set, and the caller solves the step again with
+  the test (:func:`~manifold_dirac._run.loop.drive` runs the chunk again
+  with the program that holds it);
 * stop after ``max_iter`` updates: converged iff ``e <= rtol``;
 * stop, failed, on a non-finite residual (the last finite iterate is returned).
 
@@ -53,8 +58,8 @@ from .small import solve_small
 from .status import Status
 from .._types import PyTree
 
-__all__ = ["FloorTest", "NewtonResult", "RoundoffFloor", "SolverOptions", "forward_jacobian", "newton",
-           "scaled_error"]
+__all__ = ["DEFER_FLOOR", "FloorTest", "NewtonResult", "RoundoffFloor", "SolverOptions", "forward_jacobian",
+           "newton", "scaled_error"]
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -132,6 +137,10 @@ class NewtonResult(NamedTuple):
     iterations : int32 array, shape=[]
     error : array, shape=[]
         The scaled residual at ``z``.
+    deferred : bool array, shape=[]
+        With ``floor=DEFER_FLOOR``: the solve stopped where the round-off
+        floor would have been tested (status ``NO_CONVERGENCE``; the caller
+        solves again with the test). False otherwise.
     """
 
     z: jax.Array
@@ -139,6 +148,7 @@ class NewtonResult(NamedTuple):
     status: jax.Array
     iterations: jax.Array
     error: jax.Array
+    deferred: jax.Array | bool = False
 
 
 def forward_jacobian(f: Callable[[jax.Array], jax.Array], x: jax.Array, anchor: PyTree = None) -> jax.Array:
@@ -214,8 +224,19 @@ class RoundoffFloor(NamedTuple):
     resolution: Callable[[jax.Array, PyTree], jax.Array]
 
 
-FloorTest = RoundoffFloor | Callable[[jax.Array], jax.Array]
-"""What :func:`newton` takes as ``floor``: a :class:`RoundoffFloor`, or ``floor(z) -> (N,)`` itself."""
+FloorTest = RoundoffFloor | Callable[[jax.Array], jax.Array] | str
+"""What :func:`newton` takes as ``floor``: a :class:`RoundoffFloor`, ``floor(z) -> (N,)`` itself, or
+:data:`DEFER_FLOOR`."""
+
+DEFER_FLOOR = "defer"
+"""``newton(..., floor=DEFER_FLOOR)``: the round-off-floor test left out of the program, its probe replaced by a stop.
+
+Where a probe would be taken (an update with a matrix evaluated at its iterate stagnates above ``rtol``) the
+solve stops with ``NO_CONVERGENCE`` and :attr:`NewtonResult.deferred` set; up to there its iterates are those
+of the solve with the test. A run's loop is compiled this way (the test's own copy of the step equations and
+their derivatives, about a quarter of the loop's program, is not compiled, ``docs/performance.md``), and a chunk
+in which a member stops so is run again by the program with the test (:func:`~manifold_dirac._run.loop.drive`).
+"""
 
 
 def newton(
@@ -240,7 +261,9 @@ def newton(
     one linearized copy of the step equations, with no branch, and the probe
     costs one Jacobian evaluation where it is needed (it is not counted as
     an iteration). ``floor`` may also be a function ``floor(z) -> (N,)``
-    giving ``floor_i`` itself, evaluated in a branch of the probe.
+    giving ``floor_i`` itself, evaluated in a branch of the probe, or
+    :data:`DEFER_FLOOR`: no test in the program, a stop where the probe
+    would be.
 
     ``jacobian``, optional: ``jacobian(z) -> (N, N)``, the exact ``dr/dz``
     at ``z`` (default ``jax.jacfwd`` of ``fun``'s residual), for a caller
@@ -265,6 +288,12 @@ def newton(
         return r
 
     N = z0.shape[0]
+    if isinstance(floor, str):
+        if floor != DEFER_FLOOR:
+            raise ValueError(f"newton: floor must be a RoundoffFloor, a function or {DEFER_FLOOR!r}, got {floor!r}")
+        defer, floor = True, None
+    else:
+        defer = False
     linear = floor if isinstance(floor, RoundoffFloor) else None  # the floor's Jacobian from the linearization
     if linear is not None and jacobian is not None:
         raise ValueError("newton: a RoundoffFloor takes the Newton matrix from its own linearization; "
@@ -297,7 +326,7 @@ def newton(
         return ~c[4]
 
     def body(c):
-        z, r, e, it, done_in, _, aux, s, probe, J_kept, stale, trip = c
+        z, r, e, it, done_in, _, aux, s, probe, J_kept, stale, trip, _ = c
         if reuse:
             need = (trip == 0) | probe | stale
             if axis_name is not None:
@@ -321,7 +350,10 @@ def newton(
         converged = (e1 <= 4 * _EPS) | (stagnant & (e1 <= rtol))
         if floor is None:
             probe_next = jnp.bool_(False)
+            # deferred: where the test's probe would start (no probes here), stop and leave it to the caller
+            deferred = (fresh & finite & stagnant & ~converged) if defer else jnp.bool_(False)
         else:
+            deferred = jnp.bool_(False)
             # stagnation above rtol with a matrix evaluated at this iterate: test the floor (a reused
             # matrix is evaluated again first: the update, not the data, may be what stagnates)
             converged = jnp.where(probe, at_floor, converged)
@@ -331,7 +363,7 @@ def newton(
         else:
             stale_next = stale
         out_of_budget = it1 >= max_iter
-        done = ~finite | converged | (out_of_budget & ~probe_next)
+        done = ~finite | converged | (out_of_budget & ~probe_next) | deferred
         status = jnp.where(
             ~finite, Status.NONFINITE, jnp.where(converged | (e1 <= rtol), Status.OK, Status.NO_CONVERGENCE)
         ).astype(jnp.int32)
@@ -342,9 +374,9 @@ def newton(
             J_next = jnp.where(probe, J_kept, J) if shared else J
         else:
             J_next = J_kept
-        return z1, r1, e1, it1, done, status, aux1, s1, probe_next, J_next, stale_next, trip + 1
+        return z1, r1, e1, it1, done, status, aux1, s1, probe_next, J_next, stale_next, trip + 1, deferred
 
     c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0, s0, jnp.bool_(False), jnp.zeros((N, N), z0.dtype),
-         jnp.bool_(False), jnp.int32(0))
-    z, _, e, it, _, status, aux, *_ = jax.lax.while_loop(cond, body, c)
-    return NewtonResult(z, aux, status, it, e)
+         jnp.bool_(False), jnp.int32(0), jnp.bool_(False))
+    z, _, e, it, _, status, aux, *_, deferred = jax.lax.while_loop(cond, body, c)
+    return NewtonResult(z, aux, status, it, e, deferred)

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._manifolds.base import tree_where
-from .newton import FloorTest, RoundoffFloor, SolverOptions, forward_jacobian, newton
+from .newton import DEFER_FLOOR, FloorTest, RoundoffFloor, SolverOptions, forward_jacobian, newton
 from .rules import DiscreteLagrangian, StepContext
 from .schemes import Scheme
 from .small import mv
@@ -25,7 +25,7 @@ from .status import Status, classify_step
 from .system import LagrangeDiracSystem
 from .._types import Params, Point, Scalar
 
-__all__ = ["CLOSED_FORM_MULTIPLIERS", "FAIL_ENERGY", "FAIL_ITERATE", "FAIL_SOLUTION", "State", "StepMap",
+__all__ = ["CLOSED_FORM_MULTIPLIERS", "FAIL_DEFERRED", "FAIL_ENERGY", "FAIL_ITERATE", "FAIL_SOLUTION", "State", "StepMap",
            "StepRecord"]
 
 FAIL_SOLUTION = 0
@@ -34,6 +34,10 @@ FAIL_ITERATE = 1
 """``State.fail_kind``: Newton stopped without a solution; ``fail_z`` is its last (finite) iterate."""
 FAIL_ENERGY = 2
 """``State.fail_kind``: the energy at the stored point ``q_k`` is not finite; ``fail_z = (v_k, 0)``."""
+FAIL_DEFERRED = 3
+"""``State.fail_kind``: a step compiled without the round-off-floor test stopped where it would have been tested
+(:data:`~manifold_dirac._mechanics.newton.DEFER_FLOOR`); status ``NO_CONVERGENCE`` until the step is solved
+again with the test (:func:`~manifold_dirac._run.loop.drive` does). Never in a finished run."""
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -356,11 +360,17 @@ class StepMap:
 
     # ----------------------------------------------------------------- step
     def step(self, state: State, k: Any, t: Any, h: Any, params: Any, u: Any = None,
-             axis_name: str | None = None, z0: jax.Array | None = None) -> tuple[State, StepRecord]:
+             axis_name: str | None = None, z0: jax.Array | None = None,
+             defer_floor: bool = False) -> tuple[State, StepRecord]:
         """Solve the step ``k -> k+1`` from ``state`` and advance (a failed member stays frozen).
 
         ``z0``: Newton's start (default :meth:`warm_start` of ``state``; a composed step map passes its
         sub-steps' predictions).
+
+        ``defer_floor``: for one member, the round-off-floor test left out
+        (:data:`~manifold_dirac._mechanics.newton.DEFER_FLOOR`): a step that would test it fails with
+        ``fail_kind`` :data:`FAIL_DEFERRED`, to be solved again with the test. A run's loop is compiled so
+        (:func:`~manifold_dirac._run.loop.drive`); the same values wherever the test is not reached.
 
         ``axis_name``: the batch axis when the step runs under ``jax.vmap(..., axis_name=...)``
         (with ``SolverOptions(jacobian="reuse")`` Newton then branches on the whole batch, see
@@ -373,10 +383,12 @@ class StepMap:
         sysm, n = self.system, self.n
         active = state.status == Status.OK
         z0 = self.warm_start(state) if z0 is None else z0
-        if axis_name is None:  # one member: the floor in a branch taken only by a probe (a real branch)
-            floor: FloorTest = lambda z: self.roundoff_floor(z, state.q, state.p, t, h, params, u)  # noqa: E731
-            jacobian: Callable[[jax.Array], jax.Array] | None = (
-                lambda z: self.jacobian(z, state.q, state.p, t, h, params, u))
+        floor: FloorTest
+        jacobian: Callable[[jax.Array], jax.Array] | None
+        if axis_name is None:  # one member: the floor in a branch taken only by a probe (a real branch), or none
+            floor = DEFER_FLOOR if defer_floor else (  # deferred: left to a program that holds it
+                lambda z: self.roundoff_floor(z, state.q, state.p, t, h, params, u))
+            jacobian = lambda z: self.jacobian(z, state.q, state.p, t, h, params, u)  # noqa: E731
         else:  # a vmapped batch, where a branch runs for every member at every trip: from Newton's linearization
             floor, jacobian = self.floor_test(state.q, state.p, t, h, params, u), None
         res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options, active,
@@ -398,8 +410,8 @@ class StepMap:
             fail_step=jnp.where(newly_failed, jnp.asarray(k, jnp.int32), state.fail_step),
             fail_error=jnp.where(newly_failed, res.error, state.fail_error),
             fail_z=jnp.where(newly_failed, res.z, state.fail_z),
-            fail_kind=jnp.where(newly_failed, jnp.where(converged, FAIL_SOLUTION, FAIL_ITERATE).astype(jnp.int32),
-                                state.fail_kind),
+            fail_kind=jnp.where(newly_failed, jnp.where(res.deferred, FAIL_DEFERRED, jnp.where(
+                converged, FAIL_SOLUTION, FAIL_ITERATE)).astype(jnp.int32), state.fail_kind),
             stages=jnp.where(ok, self.rule.stored_stages(xi, st), state.stages),
         )
         record = StepRecord(

@@ -113,7 +113,7 @@ FORMAT = 1
 SUBDIRECTORY = "exported"
 """Where the files live, below the persistent compilation cache directory (JAX's own files are beside it)."""
 
-KINDS = frozenset({"start", "chunk"})
+KINDS = frozenset({"start", "chunk", "chunk_floor"})
 """The programs kept on disk: a run's start and its loop (the one-step program of ``Integrator.step`` is not:
 its per-call cost matters more than its first call)."""
 

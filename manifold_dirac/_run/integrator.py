@@ -274,9 +274,11 @@ class Integrator:
         size = int(np.prod(start.B))
         return jax.tree.map(lambda s: jax.ShapeDtypeStruct((size, *s.shape), s.dtype, weak_type=s.weak_type), one)
 
-    def _chunk_program(self, nb: int, no_controls: bool) -> Callable:
+    def _chunk_program(self, nb: int, no_controls: bool, floor: bool = False) -> Callable:
+        """The compiled loop of :meth:`run`; without the round-off-floor test unless ``floor`` (:func:`.loop.drive`)."""
         sm = self.stepmap
-        return _compiled(sm, ("chunk", bool(nb), no_controls), lambda: _build_chunk(sm, bool(nb)))
+        kind = ("chunk_floor" if floor else "chunk", bool(nb), no_controls)
+        return _compiled(sm, kind, lambda: _build_chunk(sm, bool(nb), defer_floor=not floor))
 
     # ---------------------------------------------------------------- step
     def step(self, state: RunState, u: ArrayLike | None = None, *,
@@ -388,7 +390,8 @@ class Integrator:
         store = recording.store(fn.spec)  # type: ignore[attr-defined]  # the jitted loop's recording layout
         # a loop compiled in the background during the start (integrate): its first call waits for it
         out = drive(ahead.waiting(fn), state, recording, store, Monitor(n_steps, progress, callback),
-                    raises(self.on_failure, B), h, params, controls_j)
+                    raises(self.on_failure, B), h, params, controls_j,
+                    with_floor=lambda: self._chunk_program(nb, controls is None, floor=True))
         final = out.final
         tr = self._assemble(store, out, stride)
         if out.interrupted:

@@ -36,7 +36,7 @@ import numpy as np
 
 from .._manifolds.base import tree_where
 from .._mechanics.status import Status
-from .._mechanics.step import FAIL_ENERGY, State, StepMap
+from .._mechanics.step import FAIL_DEFERRED, FAIL_ENERGY, State, StepMap
 from .._types import Params, Vector
 from .programs import member_map, member_step
 from .recording import Raw, Recording, _pack, _Store, _unpack, back_from_step, chart_back
@@ -72,8 +72,17 @@ def _energy_failure(st: State, k: jax.Array, v: Vector, error: jax.Array) -> Sta
     )
 
 
-def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Recording) -> Callable:
+def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Recording,
+                 defer_floor: bool = False) -> Callable:
     """The compiled chunk: up to ``CHUNK`` slots, each one stored point and up to ``stride`` steps.
+
+    ``defer_floor``: the step without the round-off-floor test of Newton's
+    stop (:data:`~manifold_dirac._mechanics.newton.DEFER_FLOOR`), the program
+    a run starts with: the test's copy of the step equations and their
+    derivatives is about a quarter of the loop's operations and of its
+    compile, and a run that never reaches it computes the same values
+    without it. :func:`drive` runs a chunk in which a member reached it
+    again with the program that holds it.
 
     ``stride`` is an argument (traced): another stride does not recompile.
     The program is ``chunk(members, q_prev, counts, v_init, times, params,
@@ -112,7 +121,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
     """
     # jitted: its trace is cached and reused by the shape queries and the loop body below (one trace of the step
     # per program instead of four); XLA inlines the call, the compiled program is the same
-    step = jax.jit(member_step(sm, batched))
+    step = jax.jit(member_step(sm, batched, defer_floor=defer_floor))
     # a state of another integrator (a composed one, another composition) in this step map's form: a static
     # decision at the trace, nothing for a state already in form
     conform = jax.vmap(sm.conform) if batched else sm.conform
@@ -254,6 +263,12 @@ def _replay_to_failure(run_chunk: Callable, store: _Store, filled0: int, chunk_s
         have_prev, k, slot0 = have_prev or k_next > k, k_next, slot0 + rows
 
 
+def _deferred(members: State) -> bool:
+    """Whether a member of a chunk's final state stopped at a step left to the round-off-floor test (host side)."""
+    kind = np.asarray(members.fail_kind)
+    return bool(np.any((kind == FAIL_DEFERRED) & (np.asarray(members.status) != _OK)))
+
+
 @dataclass
 class Outcome:
     """Where the host loop ended: the final state, the points it stores, and why it stopped.
@@ -280,8 +295,19 @@ class Outcome:
 
 
 def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, monitor: Monitor,
-          stop_on_failure: bool, h: float, params: Params, controls: jax.Array | None) -> Outcome:
+          stop_on_failure: bool, h: float, params: Params, controls: jax.Array | None,
+          with_floor: Callable[[], Callable] | None = None) -> Outcome:
     """Run the compiled chunks ``fn`` from ``state`` until ``recording``'s points are stored.
+
+    ``fn`` may be compiled without the round-off-floor test of Newton's stop
+    (``_build_chunk(..., defer_floor=True)``); ``with_floor()`` then gives
+    the program that holds it. A chunk in which a member's step stopped
+    where the test would have been taken (``fail_kind``
+    :data:`~manifold_dirac._mechanics.step.FAIL_DEFERRED`) is discarded and
+    run again from its start with that program, which runs the rest of the
+    run: the same steps from the same state, the same values up to the
+    test, and the test's verdict there. Nothing of the discarded chunk is
+    stored or reported.
 
     Each call of ``fn`` (a *chunk*) runs at most :func:`chunk_rows` slots and
     about :data:`CHUNK_STEPS` steps, whichever is fewer (so that a large
@@ -326,6 +352,14 @@ def drive(fn: Callable, state: RunState, recording: Recording, store: _Store, mo
             chunk_start, filled0 = (members, q_prev, have_prev, k), store.filled
             n_live = min(per_call, n_slots - slot0)
             carry, out = run_chunk(members, q_prev, have_prev, k, slot0, slot0 + n_live, n_total, stride)
+            if _deferred(carry[0]):
+                if with_floor is None:
+                    raise RuntimeError("drive: a step was left to the round-off-floor test, and no program holds "
+                                       "it (a bug: please report)")
+                # a step reached the round-off-floor test, which this program does not hold: the chunk again,
+                # and the rest of the run, with the program that does
+                fn, with_floor = with_floor(), None
+                continue
             # on a CPU a view of the program's output (no copy); the store copies its live rows
             store.add(np.asarray(out), n_live)
             # the state advances only once its points are stored: an interruption keeps the two consistent

@@ -104,15 +104,20 @@ def member_map(fn: Callable, in_axes: tuple, block: int | None = None, axis_name
     return mapped
 
 
-def member_step(sm: StepMap | ComposedStepMap, batched: bool, block: int | None = None) -> Callable:
+def member_step(sm: StepMap | ComposedStepMap, batched: bool, block: int | None = None,
+                defer_floor: bool = False) -> Callable:
     """The step map of one member, or of a batch: ``(state, k, t, h, params, u) -> (state, record)``.
 
     A batch (leading axis of every leaf of ``state`` and of ``u``; ``k, t, h,
     params`` shared) is stepped by :func:`member_map`: on a CPU a loop over
     blocks of ``block`` members (default :data:`BLOCK`), a block of more than
     one member ``vmap``-ed with the axis ``MEMBERS``; on a GPU one ``vmap``.
+    ``defer_floor``: one member's step without the round-off-floor test
+    (:meth:`StepMap.step <manifold_dirac._mechanics.step.StepMap.step>`; a
+    ``vmap``-ed block takes it from Newton's linearization either way).
     """
+    one = functools.partial(sm.step, defer_floor=True) if defer_floor else sm.step
     if not batched:
-        return sm.step
-    return member_map(sm.step, (0, None, None, None, None, 0), block, MEMBERS,
+        return one
+    return member_map(one, (0, None, None, None, None, 0), block, MEMBERS,
                       batch_fn=functools.partial(sm.step, axis_name=MEMBERS))

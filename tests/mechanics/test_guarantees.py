@@ -170,6 +170,51 @@ def test_a_system_at_a_large_offset_runs_to_the_precision_of_its_grid(c):
     assert np.max(np.abs((off.q - c) - (UNIT_OFFSET.q - 1.0))) > 4 * N * ulp
 
 
+def test_the_run_loop_leaves_the_floor_test_out_and_a_chunk_that_reaches_it_runs_again_with_it(monkeypatch):
+    """A run's loop is compiled without the round-off-floor test (``DEFER_FLOOR``); the unit-offset run never
+    reaches the test and never builds the program that holds it. At ``1e12`` a step reaches it (at ``1e9`` none of this run does): the chunk
+    runs again with that program, and the run is the one that program gives alone, bit for bit. Sensitivity:
+    without the second run of the chunk the same run fails (no convergence)."""
+    import manifold_dirac._run.loop as loop
+    from manifold_dirac._errors import ConvergenceError
+
+    built: list[bool] = []
+    original = Integrator._chunk_program
+
+    def spy(self, nb, no_controls, floor=False, always=None):
+        built.append(floor)
+        return original(self, nb, no_controls, floor if always is None else always)
+
+    monkeypatch.setattr(Integrator, "_chunk_program", spy)
+    assert _offset_run(1.0).ok and built and not any(built)  # the loop without the test only
+    built.clear()
+    tr = _offset_run(1e12)
+    assert tr.ok and built.count(True) == 1  # the program with the test, built once, for the chunk again
+    monkeypatch.setattr(Integrator, "_chunk_program", lambda self, nb, nc, floor=False: spy(self, nb, nc, always=True))
+    alone = _offset_run(1e12)  # the program with the test from the first chunk on
+    for k in ("q", "p", "v", "energy", "residual", "iterations"):
+        np.testing.assert_array_equal(getattr(tr, k), getattr(alone, k))
+    monkeypatch.setattr(Integrator, "_chunk_program", spy)
+    monkeypatch.setattr(loop, "_deferred", lambda members: False)
+    with pytest.raises(ConvergenceError):
+        _offset_run(1e12)
+
+
+def test_the_run_loop_holds_no_conditional_and_the_program_with_the_floor_test_one():
+    """The floor test is one member's only conditional in the loop (a branch that only its probe takes): the
+    loop a run starts with holds none, the program a chunk runs again with holds it (each the other's check)."""
+    import jax
+
+    integ = Integrator(QUARTIC, h=H)
+    start = integ._start(Q0, V0, None, 0.0, None)
+    members = integ._member_shapes(start)
+    args = (members, members.q, np.zeros(6, np.int32), jax.ShapeDtypeStruct(members.p.shape, np.float64),
+            np.zeros(2), integ._use_params(None, "test"), None)
+    cases = [integ._chunk_program(0, True, floor=f).lower(*args).as_text().count("stablehlo.case")
+             for f in (False, True)]
+    assert cases[0] == 0 and cases[1] >= 1
+
+
 # ------------------------------------------------------- 2. non-finite values
 def _probe_lagrangian(q, v, p):
     """A free particle in R^2 with a log wall at ``q0 = log_wall`` and a NaN band in ``q0`` around ``band``."""

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import manifold_dirac  # noqa: F401  (float64)
-from manifold_dirac._mechanics.newton import RoundoffFloor, SolverOptions, newton
+from manifold_dirac._mechanics.newton import DEFER_FLOOR, RoundoffFloor, SolverOptions, newton
 from manifold_dirac._mechanics.status import Status
 
 C, A = 1e9, 0.3
@@ -65,6 +65,28 @@ def test_a_floor_function_of_its_own_gives_the_same_answer():
     res = _solve(lambda z: jnp.full(1, EPS * C))
     assert int(res.status) == Status.OK
     assert abs(float(res.z[0]) - A) <= 4 * EPS * C
+
+
+def test_a_deferred_floor_stops_where_the_test_would_be_taken():
+    """``DEFER_FLOOR``: no test in the program; the solve stops, not converged and marked, at the iterate where the
+    test's probe is taken, with the same iterate and iterations as the solve that holds the test (which accepts
+    it there). A residual that converges by itself is not marked, and its solve is the same either way."""
+    floor = RoundoffFloor(_residual, 1, lambda z, aux: EPS * C)
+    tested, deferred = _solve(floor), _solve(DEFER_FLOOR)
+    assert int(tested.status) == Status.OK and not bool(tested.deferred)
+    assert int(deferred.status) == Status.NO_CONVERGENCE and bool(deferred.deferred)
+    assert float(deferred.z[0]) == float(tested.z[0]) and int(deferred.iterations) == int(tested.iterations)
+    assert not bool(_solve(None).deferred)  # no floor at all: no convergence, and nothing deferred
+
+    def fun(z):
+        return z**3 - 2.0, jnp.full(1, 2.0), None
+
+    solve = lambda fl: jax.jit(lambda z0: newton(fun, z0, SolverOptions(), floor=fl))(jnp.array([1.0]))  # noqa: E731
+    a, b = solve(lambda z: jnp.full(1, EPS)), solve(DEFER_FLOOR)  # a floor function, as one member's step has
+    assert int(b.status) == Status.OK and not bool(b.deferred)
+    assert float(a.z[0]) == float(b.z[0]) and int(a.iterations) == int(b.iterations)
+    with pytest.raises(ValueError, match="floor must be"):
+        newton(fun, jnp.array([1.0]), SolverOptions(), floor="later")
 
 
 @pytest.mark.slow
