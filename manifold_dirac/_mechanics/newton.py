@@ -63,6 +63,10 @@ __all__ = ["DEFER_FLOOR", "FloorTest", "NewtonResult", "RoundoffFloor", "SolverO
 
 _EPS = float(np.finfo(np.float64).eps)
 
+_DEFERRED = -1
+"""Newton's status inside its loop for a stop left to the round-off-floor test (:data:`DEFER_FLOOR`); reported
+as ``NO_CONVERGENCE`` with :attr:`NewtonResult.deferred` set."""
+
 START_ACCEPT = 4.0
 """The start ``z0`` is a solution, with no update, when its scaled error is at most ``START_ACCEPT * eps``.
 
@@ -326,7 +330,7 @@ def newton(
         return ~c[4]
 
     def body(c):
-        z, r, e, it, done_in, _, aux, s, probe, J_kept, stale, trip, _ = c
+        z, r, e, it, done_in, _, aux, s, probe, J_kept, stale, trip = c
         if reuse:
             need = (trip == 0) | probe | stale
             if axis_name is not None:
@@ -350,10 +354,7 @@ def newton(
         converged = (e1 <= 4 * _EPS) | (stagnant & (e1 <= rtol))
         if floor is None:
             probe_next = jnp.bool_(False)
-            # deferred: where the test's probe would start (no probes here), stop and leave it to the caller
-            deferred = (fresh & finite & stagnant & ~converged) if defer else jnp.bool_(False)
         else:
-            deferred = jnp.bool_(False)
             # stagnation above rtol with a matrix evaluated at this iterate: test the floor (a reused
             # matrix is evaluated again first: the update, not the data, may be what stagnates)
             converged = jnp.where(probe, at_floor, converged)
@@ -363,10 +364,14 @@ def newton(
         else:
             stale_next = stale
         out_of_budget = it1 >= max_iter
-        done = ~finite | converged | (out_of_budget & ~probe_next) | deferred
+        done = ~finite | converged | (out_of_budget & ~probe_next)
         status = jnp.where(
             ~finite, Status.NONFINITE, jnp.where(converged | (e1 <= rtol), Status.OK, Status.NO_CONVERGENCE)
         ).astype(jnp.int32)
+        if defer:  # where the test's probe would start (there are no probes here): stop, marked in the status
+            deferred = fresh & finite & stagnant & ~converged
+            done = done | deferred
+            status = jnp.where(deferred, _DEFERRED, status).astype(jnp.int32)
         # a non-finite iterate: keep the last finite one (where the failure can be diagnosed)
         z1 = jnp.where(jnp.all(jnp.isfinite(z1)), z1, z)
         # (under vmap the loop runs while any member runs, and JAX keeps a stopped member's values)
@@ -374,9 +379,13 @@ def newton(
             J_next = jnp.where(probe, J_kept, J) if shared else J
         else:
             J_next = J_kept
-        return z1, r1, e1, it1, done, status, aux1, s1, probe_next, J_next, stale_next, trip + 1, deferred
+        return z1, r1, e1, it1, done, status, aux1, s1, probe_next, J_next, stale_next, trip + 1
 
     c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0, s0, jnp.bool_(False), jnp.zeros((N, N), z0.dtype),
-         jnp.bool_(False), jnp.int32(0), jnp.bool_(False))
-    z, _, e, it, _, status, aux, *_, deferred = jax.lax.while_loop(cond, body, c)
-    return NewtonResult(z, aux, status, it, e, deferred)
+         jnp.bool_(False), jnp.int32(0))
+    z, _, e, it, _, status, aux, *_ = jax.lax.while_loop(cond, body, c)
+    if not defer:
+        return NewtonResult(z, aux, status, it, e)
+    deferred = status == _DEFERRED  # (carried in the status: no value of its own in the loop)
+    return NewtonResult(z, aux, jnp.where(deferred, Status.NO_CONVERGENCE, status).astype(jnp.int32), it, e,
+                        deferred)
