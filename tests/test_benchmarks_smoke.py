@@ -263,3 +263,15 @@ def test_first_result_times_import_building_and_first_run_in_fresh_processes(tmp
             (r,) = version[state]
             assert r["ok"] and r["build_compiles"] == 0 and 0 < r["build_s"] < r["total_s"], r
     assert "| `pendulum` |" in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.slow  # two fresh processes, each compiling the pendulum (~10 s)
+def test_per_step_ab_times_both_checkouts_in_alternating_processes():
+    """``benchmarks/per_step_ab.py`` (the per-step figures of the round-off-floor change in
+    ``docs/performance.md``) runs end to end: one row per system with a time for each checkout."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "per_step_ab.py"), str(ROOT), str(ROOT),
+                           "--systems", "pendulum", "--pairs", "1", "--steps", "50"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    row = [line for line in proc.stdout.splitlines() if line.startswith("| pendulum |")]
+    assert len(row) == 1 and row[0].count("(") == 2, proc.stdout
