@@ -73,7 +73,8 @@ class State(NamedTuple):
         ``z = (xi, stages, mu)`` of the failed solve (its solution, or Newton's last
         finite iterate), or ``(v_k, 0)`` for a non-finite energy at ``q_k``.
     fail_kind : int32 array, shape=[]
-        :data:`FAIL_SOLUTION`, :data:`FAIL_ITERATE` or :data:`FAIL_ENERGY`.
+        :data:`FAIL_SOLUTION`, :data:`FAIL_ITERATE` or :data:`FAIL_ENERGY` (or, inside a
+        run's loop only, :data:`FAIL_DEFERRED`).
     history : array, shape=[2, s, n + n_stages + m], or None
         A composed step map's (:class:`~manifold_dirac._mechanics.composition.ComposedStepMap`):
         the unknowns ``(xi, stages, mu)`` of each of its ``s`` sub-steps on the last step (row 0)
