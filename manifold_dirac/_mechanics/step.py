@@ -25,8 +25,8 @@ from .status import Status, classify_step
 from .system import LagrangeDiracSystem
 from .._types import Params, Point, Scalar
 
-__all__ = ["CLOSED_FORM_MULTIPLIERS", "FAIL_DEFERRED", "FAIL_ENERGY", "FAIL_ITERATE", "FAIL_SOLUTION", "State", "StepMap",
-           "StepRecord"]
+__all__ = ["CLOSED_FORM_MULTIPLIERS", "FAIL_DEFERRED", "FAIL_ENERGY", "FAIL_ITERATE", "FAIL_SOLUTION", "State",
+           "StepMap", "StepRecord"]
 
 FAIL_SOLUTION = 0
 """``State.fail_kind``: the step's converged solution failed (out of the domain, non-finite ``q`` or ``p``)."""
