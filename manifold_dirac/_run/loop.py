@@ -265,8 +265,10 @@ def _replay_to_failure(run_chunk: Callable, store: _Store, filled0: int, chunk_s
 
 def _deferred(members: State) -> bool:
     """Whether a member of a chunk's final state stopped at a step left to the round-off-floor test (host side)."""
-    kind = np.asarray(members.fail_kind)
-    return bool(np.any((kind == FAIL_DEFERRED) & (np.asarray(members.status) != _OK)))
+    failed = np.asarray(members.status) != _OK  # (read again by drive: JAX keeps the host copy)
+    if not failed.any():  # the common case: the failure kinds are not fetched
+        return False
+    return bool(np.any((np.asarray(members.fail_kind) == FAIL_DEFERRED) & failed))
 
 
 @dataclass
