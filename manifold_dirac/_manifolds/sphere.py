@@ -136,7 +136,8 @@ def sphere_frame(q: jax.Array, xp=jnp) -> jax.Array:
     computed on the host by itself for concrete input, as ``from_coordinates``
     is: at ``|z| = 1/sqrt(2)`` an ulp of difference between NumPy's and XLA's
     arithmetic would pick the other chart, and an eager frame must be the one
-    the compiled step uses.
+    the compiled step uses; for the same reason :class:`Sphere2`'s ``frame``
+    is this function compiled as one program, also when called eagerly.
     """
     q = xp.asarray(q)
     with np.errstate(all="ignore"):  # (NumPy) as the compiled path: a zero or non-finite q gives NaN, silently
@@ -257,6 +258,14 @@ def sphere_retract_with_inverse_jacobians(q0: jax.Array, xi: jax.Array) -> tuple
     return q1, J0, J1
 
 
+_compiled_frame = jax.jit(sphere_frame)
+"""The manifold's frame: :func:`sphere_frame` as one compiled program, so that an eager ``frame`` of concrete
+points is the compiled frame bit for bit. Called eagerly, its operations one by one round differently from the
+same operations compiled together (XLA rewrites ``q / sqrt(q . q)`` in a fused program; on a CPU with AVX-512
+the two differ in the last bit of ``z``), and at ``|z| = 1/sqrt(2)`` a last bit picks the other chart. Inside a
+traced function the call is inlined."""
+
+
 def _hypersphere2() -> Any:
     from .._compat import import_geomstats
 
@@ -314,7 +323,7 @@ class Sphere2(GeomstatsManifold):
     """
 
     def __init__(self, values: str = "closed_form") -> None:
-        super().__init__(sphere_frame, sphere_exp, sphere_log, dim=2, ambient_dim=3, space=_hypersphere2,
+        super().__init__(_compiled_frame, sphere_exp, sphere_log, dim=2, ambient_dim=3, space=_hypersphere2,
                          values=values, name="Sphere2")
         self.coordinate_names = ("polar", "azimuth")
 
