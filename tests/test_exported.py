@@ -240,9 +240,10 @@ def test_user_systems_are_traced_as_before(disk):
     assert exported.stats["unkeyed"] == before["unkeyed"] + 2 and exported.stats["loaded"] == before["loaded"]
 
 
-def test_the_start_is_compiled_with_its_options_whether_loaded_or_exported(disk, traced, monkeypatch):
-    """The start program's XLA options (no LLVM optimization) apply to a loaded or exported start as to a traced one;
-    the loop keeps XLA's defaults."""
+def test_the_start_and_the_loop_are_compiled_with_their_options_whether_loaded_or_exported(disk, traced, monkeypatch):
+    """The start program's XLA options (no LLVM optimization) and the loop's (no reshape mover) apply to a loaded or
+    exported program as to a traced one."""
+    from manifold_dirac._run.loop import LOOP_COMPILER_OPTIONS
     from manifold_dirac._run.start import START_COMPILER_OPTIONS
 
     seen = []
@@ -251,13 +252,14 @@ def test_the_start_is_compiled_with_its_options_whether_loaded_or_exported(disk,
                         staticmethod(lambda entry, sig, options=None, *rest: seen.append(
                             (_is_start(entry), options)) or original(entry, sig, options, *rest)))
     out, d = _run()  # loaded
-    assert d["loaded"] == 2 and sorted(seen, key=str) == sorted([(True, START_COMPILER_OPTIONS), (False, None)], key=str)
+    expected = sorted([(True, START_COMPILER_OPTIONS), (False, LOOP_COMPILER_OPTIONS)], key=str)
+    assert d["loaded"] == 2 and sorted(seen, key=str) == expected
     np.testing.assert_array_equal(out, traced)
     for p in _files(disk):
         p.unlink()
     seen.clear()
     out, d = _run()  # exported
-    assert d["exported"] == 2 and sorted(seen, key=str) == sorted([(True, START_COMPILER_OPTIONS), (False, None)], key=str)
+    assert d["exported"] == 2 and sorted(seen, key=str) == expected
 
 
 def test_a_loaded_program_initializes_lapack_only_if_it_calls_it(disk, traced, monkeypatch, tmp_path):

@@ -708,9 +708,17 @@ def program(parts: Sequence[object], kind: Hashable, build: Callable[[], Callabl
 
 
 def compiler_options(kind: Hashable) -> dict | None:
-    """The XLA compiler options of a program of ``kind`` (the start's: :data:`~.start.START_COMPILER_OPTIONS`)."""
+    """The XLA compiler options of a program of ``kind``, as its jitted function's.
+
+    The start's: :data:`~.start.START_COMPILER_OPTIONS`; a loop's:
+    :func:`~.loop.loop_compiler_options`.
+    """
     if isinstance(kind, tuple) and kind and kind[0] == "start":
         from .start import START_COMPILER_OPTIONS
 
         return dict(START_COMPILER_OPTIONS)
+    if isinstance(kind, tuple) and kind and kind[0] in ("chunk", "chunk_floor"):
+        from .loop import loop_compiler_options
+
+        return loop_compiler_options()
     return None

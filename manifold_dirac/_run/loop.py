@@ -60,6 +60,31 @@ CHUNK_MIN = 8
 CHUNK_STEPS = 2 ** 18
 """Steps per chunk at most, when the stride is large (:func:`drive` runs fewer slots per chunk then)."""
 
+LOOP_COMPILER_OPTIONS = {"xla_disable_hlo_passes": "reshape-mover"}
+"""XLA options of a run's loop program (:func:`_build_chunk`) on a CPU: XLA's ``reshape-mover`` pass left out.
+
+The step's small arrays meet in two shapes (SE(2)'s angle as ``(1,)`` and
+as a scalar; a Jacobian's tangents batched over them), and XLA's reshape
+mover sinks each reshape between them one operation per round of its
+simplification pipeline, which runs again until nothing changes: 20 to 27
+rounds over the whole loop program instead of 6 to 8. Without the pass,
+XLA's passes over the knife edge's loop took 0.24 s instead of 0.43 s, the
+three-dimensional rolling disk's 0.68 s instead of 1.32 s, and the loop's
+whole compile 7 to 19 % less on the systems whose steps hold such reshapes
+(``python benchmarks/loop_passes.py``); the others compile as before. In a
+loop compiled into one kernel a reshape is a view of the same memory, so
+where it sits does not change the kernel's work: the results are the same
+bit for bit (``tests/test_loop_options.py``) and the time per step the same
+(``benchmarks/results/per_step_loop_options.md``). The options are part of
+the persistent cache's key; a value of the same option in the user's
+``XLA_FLAGS`` is replaced for this program only. On another backend, XLA's
+defaults (:func:`loop_compiler_options`)."""
+
+
+def loop_compiler_options() -> dict | None:
+    """:data:`LOOP_COMPILER_OPTIONS` when JAX's default backend is the CPU, else ``None`` (XLA's defaults)."""
+    return dict(LOOP_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else None
+
 
 def _energy_failure(st: State, k: jax.Array, v: Vector, error: jax.Array) -> State:
     """``st`` frozen with status ``NONFINITE``: the energy at its stored point ``q_k`` is not finite."""
@@ -198,7 +223,7 @@ def _build_chunk(sm: StepMap, batched: bool, recording: type[Recording] = Record
         # (:func:`_after`), and every output of a call costs its own buffer and conversion
         return (members, q_prev), buf
 
-    compiled = jax.jit(chunk)
+    compiled = jax.jit(chunk, compiler_options=loop_compiler_options())  # on disk too: exported.compiler_options
     compiled.spec = spec  # type: ignore[attr-defined]  # filled at the first trace
     return compiled
 
