@@ -50,6 +50,20 @@ def test_the_key_is_shared_by_equal_systems_and_changes_with_what_is_traced():
         _parts(S.heavy_top()))
 
 
+def test_every_bundled_system_is_kept_on_disk():
+    """The catalog's systems' programs are keyed (kept on disk, loaded by a new process without tracing): a system
+    that captures an object the key cannot write (a jitted function, say) would be traced in every process."""
+    from manifold_dirac.systems.catalog import EXAMPLES
+
+    unkeyed = []
+    for name in EXAMPLES:
+        system = md.get_example(name).system()
+        for kind in (("start", 0, True, True), ("chunk", False, True)):
+            if exported.static_key(_parts(system, kind=kind)) is None:
+                unkeyed.append((name, kind[0]))
+    assert not unkeyed
+
+
 def test_the_key_changes_with_the_package_source_and_the_versions(monkeypatch):
     parts = _parts(S.harmonic_oscillator())
     a = exported.static_key(parts)

@@ -136,8 +136,8 @@ def sphere_frame(q: jax.Array, xp=jnp) -> jax.Array:
     computed on the host by itself for concrete input, as ``from_coordinates``
     is: at ``|z| = 1/sqrt(2)`` an ulp of difference between NumPy's and XLA's
     arithmetic would pick the other chart, and an eager frame must be the one
-    the compiled step uses; for the same reason :class:`Sphere2`'s ``frame``
-    is this function compiled as one program, also when called eagerly.
+    the compiled step uses; for the same reason :meth:`Sphere2.frame` of
+    concrete points is this function compiled as one program.
     """
     q = xp.asarray(q)
     with np.errstate(all="ignore"):  # (NumPy) as the compiled path: a zero or non-finite q gives NaN, silently
@@ -258,12 +258,22 @@ def sphere_retract_with_inverse_jacobians(q0: jax.Array, xi: jax.Array) -> tuple
     return q1, J0, J1
 
 
-_compiled_frame = jax.jit(sphere_frame)
-"""The manifold's frame: :func:`sphere_frame` as one compiled program, so that an eager ``frame`` of concrete
-points is the compiled frame bit for bit. Called eagerly, its operations one by one round differently from the
-same operations compiled together (XLA rewrites ``q / sqrt(q . q)`` in a fused program; on a CPU with AVX-512
-the two differ in the last bit of ``z``), and at ``|z| = 1/sqrt(2)`` a last bit picks the other chart. Inside a
-traced function the call is inlined."""
+def _frame_of(q: jax.Array) -> jax.Array:
+    """:class:`Sphere2`'s frame: :func:`sphere_frame`; of concrete points, compiled as one program.
+
+    Eager operations round differently from the same operations in a
+    compiled program, and at the chart switch a last bit picks the other
+    chart: an eager frame (in ``frame``, and in every eager map of the
+    manifold that reads it) is the compiled one bit for bit only if it is
+    compiled too (XLA rewrites ``q / sqrt(q . q)`` in a fused program; on a
+    CPU with AVX-512 the two differ in the last bit of ``z``). Traced (in a
+    step), the function itself, so that the step's program holds no nested
+    call. (``jax.jit`` is called here, not kept in a global, so that the
+    function's fingerprint, which a program kept on disk is keyed by, holds
+    only code: JAX's cache of the compiled frame is keyed by the function.)
+    """
+    q = jnp.asarray(q)
+    return sphere_frame(q) if isinstance(q, jax.core.Tracer) else jax.jit(sphere_frame)(q)
 
 
 def _hypersphere2() -> Any:
@@ -323,7 +333,7 @@ class Sphere2(GeomstatsManifold):
     """
 
     def __init__(self, values: str = "closed_form") -> None:
-        super().__init__(_compiled_frame, sphere_exp, sphere_log, dim=2, ambient_dim=3, space=_hypersphere2,
+        super().__init__(_frame_of, sphere_exp, sphere_log, dim=2, ambient_dim=3, space=_hypersphere2,
                          values=values, name="Sphere2")
         self.coordinate_names = ("polar", "azimuth")
 
