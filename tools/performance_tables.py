@@ -80,10 +80,12 @@ def all_systems(results: Path) -> str:
     labels = d["versions"]
     new = labels[-1]
     old = labels[0] if len(labels) == 2 else None
+    rounds = int(d.get("rounds") or 1)
+    fastest = f", the fastest of {rounds} rounds (each version's processes alternating)" if rounds > 1 else ""
     lines = [f"*{_machine(d['meta'], d.get('load_end'))}. `{d['command']}`: runs of {d['steps']} steps with each "
              f"system's own step h; first calls: wall time (and CPU time of the process where recorded: on a "
-             f"loaded machine the steadier number); warm time: the fastest of {d['repeats']} runs in each of the two "
-             "processes."
+             f"loaded machine the steadier number){fastest}; warm time: the fastest of {d['repeats']} runs in each "
+             "of the processes."
              + _loaded(d["meta"], [_top_load(d)]) + "*", ""]
     pair = (lambda r, k, f: f"{f(r[old][k])} → **{f(r[new][k])}**") if old else (lambda r, k, f: f(r[new][k]))
     head = "| system | first call, empty cache [s] | first call, from the cache [s] | warm, µs per step |"
@@ -116,16 +118,23 @@ def all_systems(results: Path) -> str:
 
 def _cpu(row: dict, stage: str, labels: list) -> str:
     """`` (CPU a → b)``: the first call's CPU time in each version, where the run recorded it."""
-    cpu = [row["raw"][lab][stage].get("first_call_cpu_s") for lab in labels]
-    if any(c is None for c in cpu):
+    per_round = [[rnd[lab][stage].get("first_call_cpu_s") for rnd in _rounds(row)] for lab in labels]
+    if any(c is None for cs in per_round for c in cs):
         return ""
+    cpu = [min(cs) for cs in per_round]  # the fastest round, as the wall times
     return " (CPU " + " → ".join(_s(c) for c in cpu) + ")"
 
 
 def _top_load(d: dict) -> float:
     """The highest 1-minute load average seen around the processes of an ``all_systems`` run."""
-    return max([x[k][0] for r in d["rows"] for v in r["raw"].values() for x in v.values()
+    return max([x[k][0] for r in d["rows"] for rnd in _rounds(r) for v in rnd.values() for x in v.values()
                 for k in ("load_before", "load_after") if x.get(k)] or [0.0])
+
+
+def _rounds(row: dict) -> list[dict]:
+    """A row's raw measurements per round (``{version: {stage: ...}}``): a list with ``--rounds``, else one."""
+    raw = row["raw"]
+    return raw if isinstance(raw, list) else [raw]
 
 
 def _catalog() -> list[str]:
