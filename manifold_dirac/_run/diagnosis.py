@@ -57,7 +57,7 @@ def diagnose(integ: Integrator, state: RunState, i: int, code: Status, k: int) -
         found = _locate_nonfinite(integ, mem.q, fz, t)
         if found:
             at = "at the solution of the step" if kind != FAIL_ITERATE else (
-                f"at Newton's iterate with |xi| = {np.linalg.norm(fz[:n]):.3g}")
+                f"at Newton's iterate with |xi| = {_norm(fz[:n]):.3g}")
             return code, f"in the step equations: {found} ({at})"
     if code in (Status.NONFINITE, Status.NO_CONVERGENCE):
         z = sm.warm_start(mem)
@@ -77,6 +77,12 @@ def diagnose(integ: Integrator, state: RunState, i: int, code: Status, k: int) -
     return code, ""
 
 
+def _norm(x: np.ndarray) -> float:
+    """``|x|`` without overflow for entries beyond ``1e154`` (a diverged iterate's): scaled by the largest entry."""
+    m = float(np.max(np.abs(x), initial=0.0))
+    return m * float(np.linalg.norm(x / m)) if 0.0 < m < np.inf else m
+
+
 def _domain_detail(integ: Integrator, xi: np.ndarray, kind: int) -> str:
     """``|xi|``, where along ``xi`` the retraction's domain ends, and the ``h`` that stays inside."""
     Q = integ.system.Q
@@ -85,8 +91,8 @@ def _domain_detail(integ: Integrator, xi: np.ndarray, kind: int) -> str:
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if bool(np.asarray(Q.in_domain(jnp.asarray(mid * xi)))) else (lo, mid)
     where = "the step's solution" if kind != FAIL_ITERATE else "Newton's last iterate (the solve did not converge)"
-    return (f"|xi| = {np.linalg.norm(xi):.4g} at {where}, where the domain of the retraction "
-            f"{Q.retraction.name!r} of {Q!r} ends at |xi| = {lo * np.linalg.norm(xi):.4g} along xi; try "
+    return (f"|xi| = {_norm(xi):.4g} at {where}, where the domain of the retraction "
+            f"{Q.retraction.name!r} of {Q!r} ends at |xi| = {lo * _norm(xi):.4g} along xi; try "
             f"h < {0.5 * lo * integ.h:.3g}, which would halve that if xi scales with h")
 
 

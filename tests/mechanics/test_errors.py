@@ -257,3 +257,21 @@ def test_a_late_singular_step_is_reported_with_its_condition_number():
     e = _late_failure()
     assert isinstance(e, IllPosedStepError)
     assert e.step > 10 and "condition number 0.000e+00" not in str(e)
+
+
+def test_a_diverged_iterates_size_in_a_message_is_its_size_without_an_overflow_warning():
+    """The size ``|xi|`` a failure's message gives is computed scaled: an iterate with entries near ``1e200`` (a
+    diverged Newton solve, found by ``tests/test_fuzz.py``) is reported as its size, not ``inf`` with NumPy's
+    overflow warning."""
+    import warnings
+
+    from manifold_dirac._run.diagnosis import _norm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _norm(np.array([3e200, -4e200])) == pytest.approx(5e200, rel=1e-15)
+        assert _norm(np.array([3.0, 4.0])) == 5.0 and _norm(np.zeros(3)) == 0.0
+        assert _norm(np.array([np.inf, 1.0])) == np.inf and np.isnan(_norm(np.array([np.nan, 1.0])))
+        # sensitivity: the unscaled norm of the same iterate overflows (and warns)
+        with pytest.raises(RuntimeWarning):
+            np.linalg.norm(np.array([3e200, -4e200]))
