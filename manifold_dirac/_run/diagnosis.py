@@ -78,9 +78,8 @@ def diagnose(integ: Integrator, state: RunState, i: int, code: Status, k: int) -
 
 
 def _norm(x: np.ndarray) -> float:
-    """``|x|`` without overflow for entries beyond ``1e154`` (a diverged iterate's): scaled by the largest entry."""
-    m = float(np.max(np.abs(x), initial=0.0))
-    return m * float(np.linalg.norm(x / m)) if 0.0 < m < np.inf else m
+    """``|x|`` without overflow for entries beyond ``1e154`` (a diverged iterate's): NumPy's ``hypot``, reduced."""
+    return float(np.hypot.reduce(np.ravel(x)))
 
 
 def _domain_detail(integ: Integrator, xi: np.ndarray, kind: int) -> str:

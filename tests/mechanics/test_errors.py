@@ -260,9 +260,9 @@ def test_a_late_singular_step_is_reported_with_its_condition_number():
 
 
 def test_a_diverged_iterates_size_in_a_message_is_its_size_without_an_overflow_warning():
-    """The size ``|xi|`` a failure's message gives is computed scaled: an iterate with entries near ``1e200`` (a
-    diverged Newton solve, found by ``tests/test_fuzz.py``) is reported as its size, not ``inf`` with NumPy's
-    overflow warning."""
+    """The size ``|xi|`` a failure's message gives is computed without overflow: an iterate with entries near
+    ``1e200`` (a diverged Newton solve, found by ``tests/test_fuzz.py``) is reported as its size, not ``inf`` with
+    NumPy's overflow warning."""
     import warnings
 
     from manifold_dirac._run.diagnosis import _norm
