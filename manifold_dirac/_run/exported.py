@@ -713,11 +713,12 @@ def compiler_options(kind: Hashable) -> dict | None:
     The start's: :data:`~.start.START_COMPILER_OPTIONS`; a loop's:
     :func:`~.loop.loop_compiler_options`.
     """
-    if isinstance(kind, tuple) and kind and kind[0] == "start":
+    name = kind[0] if isinstance(kind, tuple) and kind else None
+    if name == "start":
         from .start import START_COMPILER_OPTIONS
 
         return dict(START_COMPILER_OPTIONS)
-    if isinstance(kind, tuple) and kind and kind[0] in ("chunk", "chunk_floor"):
+    if name in ("chunk", "chunk_floor"):
         from .loop import loop_compiler_options
 
         return loop_compiler_options()
