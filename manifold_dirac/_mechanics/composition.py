@@ -61,7 +61,7 @@ from .._types import ArrayLike, Params, Point, Scalar
 from .rules import DiscreteLagrangian, is_flow
 from .schemes import Scheme
 from .status import Status
-from .step import State, StepMap, StepRecord
+from .step import State, StepMap, StepRecord, conform_newton
 from .system import LagrangeDiracSystem
 
 __all__ = ["COMPOSITIONS", "ComposedStepMap", "Composition", "adjoint_defect", "check_composable", "composed_order",
@@ -487,14 +487,23 @@ class ComposedStepMap:
         """The shape of one member's ``State.history``: ``(2, s, N_z)``, ``N_z = n + n_stages + m``."""
         return (2, len(self.composition.coefficients), self.n + self.ns + self.m)
 
+    @property
+    def newton_shape(self) -> tuple[int, int, int] | None:
+        """The shape of one member's ``State.newton``: ``(s, N, N)``, one kept matrix per sub-step, with
+        ``SolverOptions(jacobian="keep")``; else None."""
+        N = self.n + self.ns + self.m
+        return (len(self.composition.coefficients), N, N) if self.options.jacobian == "keep" else None
+
     def conform(self, state: State) -> State:
         """``state`` with a history of this composition's shape (:meth:`StepMap.conform`; one member).
 
         A state without one (of a step map that is not composed, or built by
         hand) or with another composition's gets the history of a state at
         step 0 (:meth:`initial`): its unknowns scaled by ``gamma_i``, a start
-        for every sub-step as a step's unknowns scaled to it.
+        for every sub-step as a step's unknowns scaled to it. Its kept Newton
+        matrices as :meth:`StepMap.conform`'s.
         """
+        state = conform_newton(state, self.newton_shape)
         h = state.history
         if h is not None and tuple(h.shape) == self.history_shape:
             return state
@@ -533,8 +542,8 @@ class ComposedStepMap:
         gammas = self.composition.coefficients
         conformed = self.conform(state)
         # a state of another step map, or built by hand (conformed: a new history): the first step's starts
-        first = True if conformed is not state else k == 0
-        base_state = state._replace(history=None)
+        first = True if conformed.history is not state.history else k == 0
+        base_state = state._replace(history=None, newton=None)
         # every sub-step's solution on steps k - 1 and k - 2, (s, N_z) each; on the first step z1 is the state's
         # unknowns scaled by gamma_i (P_0 starts sub-step 0; what a run's state holds there is zeros, not read)
         history = conformed.history
@@ -545,20 +554,23 @@ class ComposedStepMap:
 
         def sub(carry, x):
             cur, err, res, its, mu_sum, p_start, zs, last = carry
-            i, gi, ti, ri, Pi, P_before, mi, mbi = x
+            (i, gi, ti, ri, Pi, P_before, mi, mbi), kept_i = x
             z0 = sub_step_start(first, i, Pi, P_before, last, zs, ri, mi, mbi)
-            new, rec = self.base.step(cur, k, t + ti * h, gi * h, params, u, axis_name, z0=z0,
-                                      defer_floor=defer_floor)
+            new, rec = self.base.step(cur._replace(newton=kept_i), k, t + ti * h, gi * h, params, u, axis_name,
+                                      z0=z0, defer_floor=defer_floor)
+            kept_i = new.newton
+            new = new._replace(newton=None)
             z_new = self.base.warm_start(new)
             p_start = jnp.where(i == 0, rec.p_start, p_start)
             carry = (new, jnp.maximum(err, rec.error), jnp.maximum(res, rec.constraint_residual),
                      its + rec.iterations, mu_sum + new.mu, p_start, zs.at[i].set(z_new), z_new)
-            return carry, None
+            return carry, kept_i
 
         carry0 = (base_state, jnp.zeros(()), jnp.zeros(()), jnp.zeros((), jnp.int32),
                   jnp.zeros_like(state.mu), state.p, z1, P[-1])
         # one copy of the base step in the program (a scan), not one per sub-step: the compile stays that of one step
-        (cur, err, res, its, mu_sum, p_start, zs, _), _ = jax.lax.scan(sub, carry0, sub_step_inputs(gammas, P))
+        (cur, err, res, its, mu_sum, p_start, zs, _), kept = jax.lax.scan(
+            sub, carry0, (sub_step_inputs(gammas, P), conformed.newton))
         ok = cur.status == Status.OK
         Q = self.system.Q
         xi_full = Q.inverse_retract(state.q, cur.q)
@@ -575,6 +587,7 @@ class ComposedStepMap:
             fail_kind=cur.fail_kind,
             stages=jnp.where(ok, cur.stages / gammas[-1], state.stages),
             history=jnp.where(ok, jnp.stack([zs, z1]), history),
+            newton=kept,
         )
         record = StepRecord(
             p_start=p_start,

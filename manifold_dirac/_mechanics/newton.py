@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .small import solve_small
+from .small import mv, solve_small
 from .status import Status
 from .._types import PyTree
 
@@ -66,6 +66,20 @@ _EPS = float(np.finfo(np.float64).eps)
 _DEFERRED = -1
 """Newton's status inside its loop for a stop left to the round-off-floor test (:data:`DEFER_FLOOR`); reported
 as ``NO_CONVERGENCE`` with :attr:`NewtonResult.deferred` set."""
+
+KEEP_CONTRACTION = 1.0 / 32.0
+"""With ``SolverOptions(jacobian="keep")``, a kept matrix is used while each update cuts the scaled error to at
+most this fraction of what it was; after an update that does not, the next trip evaluates the matrix at its
+iterate.
+
+From a matrix of the last step, an update contracts the error by a factor of the order of the change of the
+matrix over a step; at ``1/32`` a solve from a start at ``1e-3`` reaches round-off in at most eight such
+updates. Measured on the composed snakeboard and rolling disk (``python benchmarks/newton_keep.py``,
+``benchmarks/results/newton_keep.md``): at ``1/2`` the snakeboard's runs took 3.1 to 5.3 times the updates of
+``"every"`` and were slower than it from ``1e-8`` down; at ``1/8`` they took 1.7 to 2.5 times the updates and
+5 to 27 % less time, at ``1/32`` 1.4 to 1.8 times the updates and 8 to 25 % less time; on the disk the three
+were within the noise of each other."""
+
 
 START_ACCEPT = 4.0
 """The start ``z0`` is a solution, with no update, when its scaled error is at most ``START_ACCEPT * eps``.
@@ -92,14 +106,34 @@ class SolverOptions:
         continue to round-off whenever they still gain digits.
     max_iter : int
         Newton updates per step before the step is reported as not converged.
-    jacobian : {"every", "reuse"}
+    jacobian : {"every", "reuse", "keep"}
         ``"every"`` (default): the Newton matrix is evaluated at every
         iterate. ``"reuse"`` (simplified Newton): it is evaluated at the
         step's first iterate and reused, and evaluated again after an
         update that failed to halve the scaled residual; the stopping rule is
         the same (stagnation is judged on updates made with a matrix
         evaluated at their iterate). Measured in ``benchmarks/simplified_newton.py``
-        (``docs/performance.md``).
+        (``docs/performance.md``). ``"keep"`` (simplified Newton across
+        steps): the inverse of the matrix is kept from one step to the next
+        (in the state, ``State.newton``; for a composition, one per sub-step,
+        from the same sub-step on the last step) and used while each update
+        cuts the scaled error to :data:`KEEP_CONTRACTION` of what it was;
+        after an update that does not, and on the first step, the matrix is
+        evaluated at the iterate. The same stopping rule and tolerance: the
+        solutions agree with ``"every"``'s to Newton's tolerance, and an
+        update with a kept matrix costs one evaluation of the equations and
+        a product with the kept inverse instead of a Jacobian and a solve.
+        For runs of many small steps, where the matrix changes little from
+        step to step (``docs/composition.md``). With ``"reuse"`` and
+        ``"keep"``, an update made with a matrix not evaluated at its
+        iterate that raises the error or gives a non-finite value is not
+        taken (nor counted): the matrix is evaluated at the same iterate
+        instead. So a kept matrix of another step size or system (a state
+        carried over) costs one evaluation of the equations. Under
+        ``jax.vmap`` without an axis name (``jax.vmap(rollout)``) both
+        branches of the choice run for every member at every update, the
+        matrix and its inverse included: use ``"every"`` there
+        (``integrate``'s batches choose per member).
 
     Examples
     --------
@@ -123,8 +157,8 @@ class SolverOptions:
             raise ValueError(f"SolverOptions: max_iter must be a positive integer, got {self.max_iter!r}")
         if not isinstance(self.jacobian, str):
             raise TypeError(f"SolverOptions: jacobian must be a string, got {type(self.jacobian).__name__}")
-        if self.jacobian not in ("every", "reuse"):
-            raise ValueError(f"SolverOptions: jacobian must be 'every' or 'reuse', got {self.jacobian!r}")
+        if self.jacobian not in ("every", "reuse", "keep"):
+            raise ValueError(f"SolverOptions: jacobian must be 'every', 'reuse' or 'keep', got {self.jacobian!r}")
 
 
 class NewtonResult(NamedTuple):
@@ -145,6 +179,10 @@ class NewtonResult(NamedTuple):
         With ``floor=DEFER_FLOOR``: the solve stopped where the round-off
         floor would have been tested (status ``NO_CONVERGENCE``; the caller
         solves again with the test). False otherwise.
+    inverse : array, shape=[N, N], or None
+        With ``SolverOptions(jacobian="keep")``: the inverse of the Newton
+        matrix the solve used last (to keep for the next step), or the one
+        it was given when it made no update. None otherwise.
     """
 
     z: jax.Array
@@ -153,6 +191,7 @@ class NewtonResult(NamedTuple):
     iterations: jax.Array
     error: jax.Array
     deferred: jax.Array | bool = False
+    inverse: jax.Array | None = None
 
 
 def forward_jacobian(f: Callable[[jax.Array], jax.Array], x: jax.Array, anchor: PyTree = None) -> jax.Array:
@@ -246,7 +285,7 @@ in which a member stops so is run again by the program with the test (:func:`~ma
 def newton(
     fun: Callable[[jax.Array], tuple[jax.Array, jax.Array, Any]], z0: jax.Array, options: SolverOptions,
     active: Any = True, floor: FloorTest | None = None, axis_name: str | None = None,
-    jacobian: Callable[[jax.Array], jax.Array] | None = None,
+    jacobian: Callable[[jax.Array], jax.Array] | None = None, kept: jax.Array | None = None,
 ) -> NewtonResult:
     """Solve ``fun(z)[0] = 0`` from ``z0`` (see the module docstring for the stopping rule).
 
@@ -268,6 +307,10 @@ def newton(
     giving ``floor_i`` itself, evaluated in a branch of the probe, or
     :data:`DEFER_FLOOR`: no test in the program, a stop where the probe
     would be.
+
+    ``kept``, optional, with ``options.jacobian == "keep"``: the inverse of a Newton matrix ``(N, N)`` to start
+    with (a non-finite one, as the default of NaN: none, the first trip evaluates the matrix); the inverse the
+    solve used last is returned as :attr:`NewtonResult.inverse`.
 
     ``jacobian``, optional: ``jacobian(z) -> (N, N)``, the exact ``dr/dz``
     at ``z`` (default ``jax.jacfwd`` of ``fun``'s residual), for a caller
@@ -321,7 +364,13 @@ def newton(
     done0 = (e0 <= START_ACCEPT * _EPS) | ~finite0 | ~jnp.asarray(active)
     status0 = jnp.where(finite0, Status.OK, Status.NONFINITE).astype(jnp.int32)
 
-    reuse = options.jacobian == "reuse"
+    reuse = options.jacobian in ("reuse", "keep")
+    keep = options.jacobian == "keep"
+    if keep:
+        if kept is None:
+            kept = jnp.full((N, N), jnp.nan, z0.dtype)
+        kept_valid = jnp.all(jnp.isfinite(kept))
+    eye = np.eye(N)
 
     def linearize(z, probe):
         return jac_or_probe(z, probe) if shared else jac(z)
@@ -330,8 +379,19 @@ def newton(
         return ~c[4]
 
     def body(c):
-        z, r, e, it, done_in, _, aux, s, probe, J_kept, stale, trip = c
-        if reuse:
+        z, r, e, it, done_in, _, aux, s, probe, J_kept, stale, trip, M_kept = c
+        if keep:
+            need = ((trip == 0) & ~kept_valid) | probe | stale
+            if axis_name is not None:
+                need = jax.lax.pmax(need.astype(jnp.int32), axis_name) == 1  # unbatched: a real branch
+
+            def fresh_inverse():
+                Jf = linearize(z, probe)
+                return Jf, jnp.where(probe, M_kept, solve_small(Jf, eye))
+
+            J, M = jax.lax.cond(need, fresh_inverse, lambda: (J_kept, M_kept))
+            fresh = need
+        elif reuse:
             need = (trip == 0) | probe | stale
             if axis_name is not None:
                 need = jax.lax.pmax(need.astype(jnp.int32), axis_name) == 1  # unbatched: a real branch
@@ -342,16 +402,31 @@ def newton(
             fresh = jnp.bool_(True)
         if linear is not None:
             floor_z = jnp.sum(jnp.abs(J), axis=1) * linear.resolution(z, aux)
-        z1 = jnp.where(probe, z, z + solve_small(J, -r))  # a probe does not move
+        if keep:
+            z1 = jnp.where(probe, z, z - mv(M, r))
+        else:
+            z1 = jnp.where(probe, z, z + solve_small(J, -r))  # a probe does not move
         if floor is not None:
             if not shared:  # a floor function of its own (a branch: its own copy of the equations)
                 floor_z = jax.lax.cond(probe, floor, jnp.zeros_like, z)
             at_floor = probe & jnp.all(jnp.abs(r) <= 4.0 * (_EPS * jnp.abs(s) + floor_z))
         r1, s1, e1, aux1 = value(z1)
-        it1 = it + jnp.where(probe, 0, 1).astype(jnp.int32)
         finite = jnp.isfinite(e1) & jnp.all(jnp.isfinite(z1))
+        if reuse:
+            # an update made with a matrix not evaluated at its iterate (kept from an earlier iterate or step)
+            # that gives a non-finite value or a larger error is not taken: the trip is not counted, and the
+            # next one evaluates the matrix at the same iterate (a kept matrix is a guess, not a failure)
+            reject = ~probe & ~fresh & ~(finite & (e1 <= e))
+            z1, r1, s1, e1 = (jnp.where(reject, a, b) for a, b in ((z, z1), (r, r1), (s, s1), (e, e1)))
+            aux1 = jax.tree.map(lambda a, b: jnp.where(reject, a, b), aux, aux1)
+            finite = finite | reject
+        else:
+            reject = jnp.bool_(False)
+        it1 = it + jnp.where(probe | reject, 0, 1).astype(jnp.int32)
         stagnant = e1 >= 0.5 * e
-        converged = (e1 <= 4 * _EPS) | (stagnant & (e1 <= rtol))
+        # stagnation is judged on updates made with a matrix evaluated at their iterate: a kept matrix's slow
+        # update is no sign that the iteration has reached what it can
+        converged = (e1 <= 4 * _EPS) | (fresh & stagnant & (e1 <= rtol))
         if floor is None:
             probe_next = jnp.bool_(False)
         else:
@@ -359,8 +434,10 @@ def newton(
             # matrix is evaluated again first: the update, not the data, may be what stagnates)
             converged = jnp.where(probe, at_floor, converged)
             probe_next = ~probe & fresh & finite & stagnant & ~converged
-        if reuse:  # an update that did not halve the error: the next Newton trip evaluates the matrix
-            stale_next = jnp.where(probe, stale, finite & stagnant & ~converged)
+        if reuse:  # an update that did not halve the error (keep: cut it to KEEP_CONTRACTION), or one not taken:
+            # the next Newton trip evaluates the matrix
+            slow = (e1 > KEEP_CONTRACTION * e) if keep else stagnant
+            stale_next = jnp.where(probe, stale, finite & slow & ~converged)
         else:
             stale_next = stale
         out_of_budget = it1 >= max_iter
@@ -379,13 +456,15 @@ def newton(
             J_next = jnp.where(probe, J_kept, J) if shared else J
         else:
             J_next = J_kept
-        return z1, r1, e1, it1, done, status, aux1, s1, probe_next, J_next, stale_next, trip + 1
+        M_next = M if keep else M_kept
+        return z1, r1, e1, it1, done, status, aux1, s1, probe_next, J_next, stale_next, trip + 1, M_next
 
     c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0, s0, jnp.bool_(False), jnp.zeros((N, N), z0.dtype),
-         jnp.bool_(False), jnp.int32(0))
-    z, _, e, it, _, status, aux, *_ = jax.lax.while_loop(cond, body, c)
+         jnp.bool_(False), jnp.int32(0), kept if keep else jnp.zeros((0, 0), z0.dtype))
+    z, _, e, it, _, status, aux, *_, M_out = jax.lax.while_loop(cond, body, c)
+    inverse = M_out if keep else None
     if not defer:
-        return NewtonResult(z, aux, status, it, e)
+        return NewtonResult(z, aux, status, it, e, inverse=inverse)
     deferred = status == _DEFERRED  # (carried in the status: no value of its own in the loop)
     return NewtonResult(z, aux, jnp.where(deferred, Status.NO_CONVERGENCE, status).astype(jnp.int32), it, e,
-                        deferred)
+                        deferred, inverse)

@@ -84,6 +84,12 @@ class State(NamedTuple):
         per member (204 numbers for ``kahan_li8`` on the rolling disk). None for a step map that
         is not composed; a state carried from another integrator is adapted by
         :meth:`StepMap.conform`.
+    newton : array, shape=[N, N] or [s, N, N], or None
+        With ``SolverOptions(jacobian="keep")``: the inverse of the Newton matrix the last step's
+        solve used last (``N = n + n_stages + m``), one per sub-step of a composed step map, the
+        next step's first matrix (:func:`~manifold_dirac._mechanics.newton.newton`'s ``kept``).
+        NaN before the first step (no matrix yet: the first step evaluates it). None with the
+        other solver options.
 
     Examples
     --------
@@ -109,6 +115,18 @@ class State(NamedTuple):
     fail_kind: jax.Array
     stages: jax.Array
     history: jax.Array | None = None
+    newton: jax.Array | None = None
+
+
+def conform_newton(state: State, shape: tuple[int, ...] | None) -> State:
+    """``state`` with a ``State.newton`` of ``shape`` (one member): dropped for None, NaN (none kept) for a
+    state without one of that shape."""
+    kept = state.newton
+    if shape is None:
+        return state if kept is None else state._replace(newton=None)
+    if kept is not None and tuple(kept.shape) == tuple(shape):
+        return state
+    return state._replace(newton=jnp.full(shape, jnp.nan))
 
 
 class StepRecord(NamedTuple):
@@ -393,7 +411,7 @@ class StepMap:
         else:  # a vmapped batch, where a branch runs for every member at every trip: from Newton's linearization
             floor, jacobian = self.floor_test(state.q, state.p, t, h, params, u), None
         res = newton(lambda z: self.equations(z, state.q, state.p, t, h, params, u), z0, self.options, active,
-                     floor=floor, axis_name=axis_name, jacobian=jacobian)
+                     floor=floor, axis_name=axis_name, jacobian=jacobian, kept=state.newton)
         q1, p_out, c = res.aux
         xi, st, mu = res.z[:n], res.z[n:n + self.ns], res.z[n + self.ns:]
         converged = res.status == Status.OK
@@ -414,6 +432,7 @@ class StepMap:
             fail_kind=jnp.where(newly_failed, jnp.where(res.deferred, FAIL_DEFERRED, jnp.where(
                 converged, FAIL_SOLUTION, FAIL_ITERATE)).astype(jnp.int32), state.fail_kind),
             stages=jnp.where(ok, self.rule.stored_stages(xi, st), state.stages),
+            newton=res.inverse,
         )
         record = StepRecord(
             p_start=jnp.where(active, p_start, state.p),
@@ -429,16 +448,26 @@ class StepMap:
     history_shape: tuple[int, int, int] | None = None
     """The shape of one member's ``State.history`` (None: a step map that is not composed keeps none)."""
 
+    @property
+    def newton_shape(self) -> tuple[int, ...] | None:
+        """The shape of one member's ``State.newton``: ``(N, N)`` with ``SolverOptions(jacobian="keep")``, else None."""
+        N = self.n + self.ns + self.m
+        return (N, N) if self.options.jacobian == "keep" else None
+
     def conform(self, state: State) -> State:
         """``state`` in this step map's form (one member; traceable): without a composed map's ``history``.
 
         A run or a step may continue from a state of another integrator (a
-        composed one, or another composition): the parts of the state that
-        only a step map of another kind keeps are dropped (a composed map's
-        ``conform`` builds its ``history`` instead). A static decision: a
-        state already in form passes unchanged.
+        composed one, or another composition, or other solver options): the
+        parts of the state that only a step map of another kind keeps are
+        dropped (a composed map's ``conform`` builds its ``history`` instead),
+        and a kept Newton matrix of another shape is replaced by none (NaN:
+        the next step evaluates it). A static decision: a state already in
+        form passes unchanged.
         """
-        return state if state.history is None else state._replace(history=None)
+        if state.history is not None:
+            state = state._replace(history=None)
+        return conform_newton(state, self.newton_shape)
 
     def warm_start(self, state: State) -> jax.Array:
         """The Newton start ``z0 = (xi, stages, mu)`` of the step from ``state`` (one member)."""

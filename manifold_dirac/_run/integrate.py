@@ -100,7 +100,8 @@ def integrate(
         trajectory; ``mark`` (the default for a batch) records the member's
         status and goes on with the others.
     solver : SolverOptions, optional
-        Newton's tolerances and iteration limit.
+        Newton's tolerances, iteration limit and Newton matrix option (``jacobian="keep"``: its inverse
+        kept from step to step, for runs of many small steps).
     params : pytree, optional
         The system's parameters for this run, overriding ``system.params``
         (which stays unchanged): same structure and leaf shapes, real finite

@@ -83,7 +83,8 @@ class Integrator:
         ``"gauss4"``, ``"gauss6"``) or a rule object; ``gauss4``/``gauss6``
         are the Galerkin rules of order 4 and 6 (``docs/galerkin.md``).
     solver : SolverOptions, optional
-        Newton's tolerances and iteration limit (default ``SolverOptions()``).
+        Newton's tolerances, iteration limit and Newton matrix option (default ``SolverOptions()``;
+        with ``jacobian="keep"`` the state carries the matrices, ``State.newton``).
     on_failure : {"raise", "mark"}, optional
         ``raise`` (default for a single trajectory) raises the
         :class:`~manifold_dirac._errors.StepError` subclass of the failure with
@@ -221,6 +222,9 @@ class Integrator:
         hs = self.stepmap.history_shape
         if hs is not None:  # a composed map's history, added here (not an output of the start: _member_shapes)
             members = members._replace(history=np.zeros((*np.shape(members.p)[:-1], *hs)))
+        ns = self.stepmap.newton_shape
+        if ns is not None:  # the kept Newton matrices' place: none yet (NaN), the first step evaluates them
+            members = members._replace(newton=np.full((*np.shape(members.p)[:-1], *ns), np.nan))
         return RunState(k=0, t0=start.t0, members=members, batch_shape=B, q_prev=None,
                         v_init=None if vv is None else _flatten_batch(vv, len(B)), v_legendre=v_legendre)
 
@@ -253,8 +257,8 @@ class Integrator:
 
         :meth:`StepMap.initial <manifold_dirac._mechanics.step.StepMap.initial>`
         of one member (a trace of a few constants), its batch axes flattened
-        to one as the start flattens them, with a composed map's history as
-        :meth:`_started` adds it. A mismatch would only make the
+        to one as the start flattens them, with a composed map's history and the kept Newton
+        matrices' place as :meth:`_started` adds them. A mismatch would only make the
         run compile its loop itself (``tests/test_compile_ahead.py`` counts).
         """
         nb, n = len(start.B), self.system.dim
@@ -269,6 +273,9 @@ class Integrator:
         hs = self.stepmap.history_shape
         if hs is not None:
             one = one._replace(history=jax.ShapeDtypeStruct(hs, np.dtype(np.float64)))
+        ns = self.stepmap.newton_shape
+        if ns is not None:
+            one = one._replace(newton=jax.ShapeDtypeStruct(ns, np.dtype(np.float64)))
         if not nb:
             return one
         size = int(np.prod(start.B))

@@ -142,16 +142,20 @@ def _basis_in_loop(sm: StepMap) -> bool:
     return pushed <= BASIS_IN_LOOP_MAX
 
 
-def _newton_solve(sm: StepMap, z0, q, p, t, h, params, u):
-    """Newton's solve of one step (the primal; no derivative is taken through it): ``(z, info, aux)``, with
-    ``aux = (q1, p1, c)`` the step's new point, momentum and constraint values at ``z`` (Newton's own last
+def _newton_solve(sm: StepMap, z0, q, p, t, h, params, u, kept=None):
+    """Newton's solve of one step (the primal; no derivative is taken through it): ``(z, info, aux, inverse)``,
+    with ``aux = (q1, p1, c)`` the step's new point, momentum and constraint values at ``z`` (Newton's own last
     evaluation of the equations, so that the step does not evaluate them again; after a non-finite failure,
-    at the failed iterate instead, which the step poisons with NaN whatever it holds)."""
+    at the failed iterate instead, which the step poisons with NaN whatever it holds). With
+    ``SolverOptions(jacobian="keep")``, ``kept`` is the inverse Newton matrix to start with and ``inverse`` the
+    one to keep for the next step (:func:`~manifold_dirac._mechanics.newton.newton`); otherwise ``inverse`` is
+    empty, ``(0, 0)``. Neither is differentiated: the derivative of the solution does not depend on them."""
     res = newton(lambda z: sm.equations(z, q, p, t, h, params, u), z0, sm.options,
                  floor=lambda z: sm.roundoff_floor(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm)),
-                 jacobian=lambda z: sm.jacobian(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm)))
+                 jacobian=lambda z: sm.jacobian(z, q, p, t, h, params, u, basis_in_loop=_basis_in_loop(sm)),
+                 kept=kept)
     info = jnp.stack([res.status.astype(z0.dtype), res.iterations.astype(z0.dtype), res.error])
-    return res.z, info, res.aux
+    return res.z, info, res.aux, (res.inverse if res.inverse is not None else jnp.zeros((0, 0), z0.dtype))
 
 
 def solve_step(sm: StepMap, z0: jax.Array, q: Any, p: jax.Array, t: Any, h: Any, params: Any, u: Any = None):
@@ -218,12 +222,12 @@ def solve_step(sm: StepMap, z0: jax.Array, q: Any, p: jax.Array, t: Any, h: Any,
     >>> bool(xi(0.05) < 0), bool(dxi(0.05) < 0)      # the pendulum falls back, faster with h
     (True, True)
     """
-    z, info, _ = _solve_step_aux(sm, z0, q, p, t, h, params, u)
+    z, info, _, _ = _solve_step_aux(sm, z0, q, p, t, h, params, u)
     return z, info
 
 
 def _solve_step_aux(sm: StepMap, z0: jax.Array, q: Point, p: jax.Array, t: Scalar, h: Scalar, params: Params,
-                    u: jax.Array | None = None):
+                    u: jax.Array | None = None, kept: jax.Array | None = None):
     """:func:`solve_step` and the step's ``aux = (q1, p1, c)`` at its solution, differentiated implicitly.
 
     Without a derivative, ``aux`` is Newton's own last evaluation of the equations (the step does not
@@ -233,21 +237,21 @@ def _solve_step_aux(sm: StepMap, z0: jax.Array, q: Point, p: jax.Array, t: Scala
     accepts its start had a zero second derivative), :mod:`.implicit`.
     """
     try:
-        z, info, aux = implicit.call(_newton_solve, _solve_step_jvp, sm, z0, q, p, t, h, params, u)
+        z, info, aux, inv = implicit.call(_newton_solve, _solve_step_jvp, sm, z0, q, p, t, h, params, u, kept)
     except implicit.Unsupported:  # side effects, or a system closing over outer tracers: first order only
-        z, info, aux = _solve_step_custom_jvp(sm, z0, q, p, t, h, params, u)
+        z, info, aux, inv = _solve_step_custom_jvp(sm, z0, q, p, t, h, params, u, kept)
     # named, so that a checkpointed step saves them and its reverse pass does not run Newton again
     # (the status is needed there too: it decides the NaN poisoning of the step's derivative)
-    return checkpoint_name(z, _Z_NAME), checkpoint_name(info, _Z_NAME), aux
+    return checkpoint_name(z, _Z_NAME), checkpoint_name(info, _Z_NAME), aux, inv
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
 def _solve_step_custom_jvp(sm: StepMap, z0: jax.Array, q: Point, p: jax.Array, t: Scalar, h: Scalar, params: Params,
-                           u: jax.Array | None = None):
+                           u: jax.Array | None = None, kept: jax.Array | None = None):
     """:func:`_solve_step_aux` as a ``jax.custom_jvp``, for a step the primitive cannot hold
     (:class:`.implicit.Unsupported`): its first derivative is the same; inside a ``lax.scan`` its second
     derivative may go through Newton's loop (:mod:`.implicit`)."""
-    return _newton_solve(sm, z0, q, p, t, h, params, u)
+    return _newton_solve(sm, z0, q, p, t, h, params, u, kept)
 
 
 @_solve_step_custom_jvp.defjvp
@@ -257,10 +261,10 @@ def _solve_step_custom_jvp_rule(sm, primals, tangents):
 
 def _solve_step_jvp(sm: StepMap, primals: tuple, tangents: tuple, solve: Callable | None = None):
     """The implicit derivative of :func:`_solve_step_aux` (the rule of its primitive)."""
-    z0, q, p, t, h, params, u = primals
-    _, dq, dp, dt, dh, dparams, du = tangents
+    z0, q, p, t, h, params, u, kept = primals
+    _, dq, dp, dt, dh, dparams, du, _ = tangents
     # the primitive again (or the custom_jvp): the rule holds at the next order
-    z, info, _ = (solve or _solve_step_aux)(sm, z0, q, p, t, h, params, u)
+    z, info, _, inv = (solve or _solve_step_aux)(sm, z0, q, p, t, h, params, u, kept)
 
     def eqs(z, q, p, t, h, params, u):
         r, _, aux = sm.equations(z, q, p, t, h, params, u)
@@ -275,10 +279,10 @@ def _solve_step_jvp(sm: StepMap, primals: tuple, tangents: tuple, solve: Callabl
     # the step's point and momenta at z(x): their primal from the equations at the saved solution (so a
     # checkpointed step's reverse pass does not run Newton again for them), their tangent through z and x
     (_, aux), (_, daux) = jax.jvp(eqs, (z, q, p, t, h, params, u), (dz, dq, dp, dt, dh, dparams, du))
-    return (z, info, aux), (dz, jnp.zeros_like(info), daux)
+    return (z, info, aux, inv), (dz, jnp.zeros_like(info), daux, jnp.zeros_like(inv))
 
 
-def _solve_unrolled(sm: StepMap, iterations: int, z0, q, p, t, h, params, u):
+def _solve_unrolled(sm: StepMap, iterations: int, z0, q, p, t, h, params, u, kept=None):
     """``iterations`` plain Newton updates from ``z0``, differentiated through (the wrong way, for tests)."""
     z = jax.lax.stop_gradient(z0)
 
@@ -288,16 +292,17 @@ def _solve_unrolled(sm: StepMap, iterations: int, z0, q, p, t, h, params, u):
     for _ in range(iterations):
         z = z - jnp.linalg.solve(jax.jacfwd(r)(z), r(z))
     # the status of the forward solve is Newton's own (the values agree once converged)
-    _, info, _ = _newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u)))
+    _, info, _, inv = _newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u, kept)))
     info = checkpoint_name(info, _Z_NAME)  # saved: the reverse pass does not run Newton again for the status
-    return z, info, sm.equations(z, q, p, t, h, params, u)[2]
+    return z, info, sm.equations(z, q, p, t, h, params, u)[2], inv
 
 
-def _solve_detached(sm: StepMap, z0, q, p, t, h, params, u):
+def _solve_detached(sm: StepMap, z0, q, p, t, h, params, u, kept=None):
     """Newton's solution with its derivative dropped (the wrong way, for tests)."""
-    z, info, _ = jax.lax.stop_gradient(_newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u))))
+    z, info, _, inv = jax.lax.stop_gradient(_newton_solve(sm, z0, *jax.lax.stop_gradient((q, p, t, h, params, u,
+                                                                                          kept))))
     z, info = checkpoint_name(z, _Z_NAME), checkpoint_name(info, _Z_NAME)
-    return z, info, sm.equations(z, q, p, t, h, params, u)[2]
+    return z, info, sm.equations(z, q, p, t, h, params, u)[2], inv
 
 
 # ------------------------------------------------------------------ rollout
@@ -307,6 +312,7 @@ class _Carry(NamedTuple):
     z: jax.Array
     status: jax.Array
     fail_step: jax.Array
+    inv: jax.Array | None = None  # SolverOptions(jacobian="keep"): the Newton matrices' inverses of the last step
 
 
 PACKED = True
@@ -359,6 +365,12 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             z0 = jnp.broadcast_to(jnp.asarray(gammas, jnp.float64)[None, :, None] * z0[None, None, :],
                                   (2, len(gammas), z0.shape[0]))
 
+        keep = sm.options.jacobian == "keep"
+        N_z = z0.shape[-1]
+        inv0 = None
+        if keep:  # NaN: no matrix kept yet (the first step evaluates it)
+            inv0 = jnp.full((N_z, N_z) if gammas is None else (len(gammas), N_z, N_z), jnp.nan)
+
         def start_status(c: _Carry):
             # a singular Newton matrix at the first step's start: the steps are undetermined (integrate refuses
             # such a start with IllPosedSystemError; traced here, the run is marked ILL_POSED at step 0). The
@@ -386,7 +398,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
 
             def one(carry, x):
                 cc, zs, last = carry  # zs: this step's sub-step solutions so far; last: the previous one's
-                i, gi, ti, ri, Pi, P_before, mi, mbi = x
+                (i, gi, ti, ri, Pi, P_before, mi, mbi), inv_i = x
                 # Newton's start: the predicted solution, corrected by gamma_i / gamma_(i-1) times the error of
                 # that prediction on the sub-step before (which has just been solved: what the prediction
                 # missed there, it misses here scaled by the ratio of the steps); on the first step there is
@@ -396,16 +408,18 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
                 # gamma_i / gamma_(i-1) (the first one: gamma_1 z0). integrate's composed steps start by the
                 # same rule (one function)
                 guess = sub_step_start(k == 0, i, Pi, P_before, last, zs, ri, mi, mbi)
-                cc, (q1, p1, z1_, it) = sub_step(cc._replace(z=Pi), k, t + h * ti, gi * h, u, guess)
-                return (cc, zs.at[i].set(cc.z), cc.z), (z1_, it)
+                cc, (q1, p1, z1_, it) = sub_step(cc._replace(z=Pi, inv=inv_i), k, t + h * ti, gi * h, u, guess)
+                return (cc._replace(inv=None), zs.at[i].set(cc.z), cc.z), ((z1_, it), cc.inv)
 
-            (c, zs, _), (zout, its) = jax.lax.scan(one, (c._replace(z=P[0]), z1, P[-1]), sub_step_inputs(gammas, P))
-            c = c._replace(z=jnp.stack([zs, z1]))
+            inv_all = c.inv
+            (c, zs, _), ((zout, its), inv_new) = jax.lax.scan(
+                one, (c._replace(z=P[0], inv=None), z1, P[-1]), (sub_step_inputs(gammas, P), inv_all))
+            c = c._replace(z=jnp.stack([zs, z1]), inv=inv_new)
             return c, (c.q, c.p, zout, jnp.sum(its).astype(jnp.int32))
 
         def sub_step(c: _Carry, k, t, h, u, guess):
             guess = jax.lax.stop_gradient(guess) if warm_start else jnp.zeros_like(guess)
-            z1, info, (q1, p1, _) = solve(guess, c.q, c.p, t, h, params, u)
+            z1, info, (q1, p1, _), inv = solve(guess, c.q, c.p, t, h, params, u, c.inv)
             st = classify_step(info[0].astype(jnp.int32), Q, z1[:n], q1, p1)
             healthy = c.status == Status.OK
             status = jnp.where(healthy, st, c.status).astype(jnp.int32)
@@ -417,7 +431,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             fail_step = jnp.where(healthy & ~ok, k, c.fail_step).astype(jnp.int32)
             z_next = jnp.where(ok, z1, c.z)
             out = (q1, p1, z1 * poison, info[1].astype(jnp.int32))
-            return _Carry(q1, p1, z_next, status, fail_step), out
+            return _Carry(q1, p1, z_next, status, fail_step, inv if keep else None), out
 
         if checkpoint:
             body = jax.checkpoint(body, policy=jax.checkpoint_policies.save_only_these_names(_Z_NAME))
@@ -430,15 +444,15 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             # disk's composed rollout had 14; tests/mechanics/test_call_entry.py). The step index is a carry of
             # its own: it is never batched (under vmap the status is), so the first step's conditioning stays a
             # branch
-            F0, unravel = ravel_pytree((q0, p0, z0))
+            F0, unravel = ravel_pytree((q0, p0, z0, inv0))
             z_out = z0 if gammas is None else z0[0]  # one step's recorded unknowns: (N_z,), or (s, N_z) composed
             _, unravel_out = ravel_pytree((q0, p0, z_out))
 
             def packed_body(carry, u):
                 F, I, k = carry
-                q, p, z = unravel(F)
-                c, (q1, p1, zo, it) = body(_Carry(q, p, z, I[0], I[1]), (k, u))
-                return (ravel_pytree((c.q, c.p, c.z))[0], jnp.stack([c.status, c.fail_step]), k + 1), \
+                q, p, z, inv = unravel(F)
+                c, (q1, p1, zo, it) = body(_Carry(q, p, z, I[0], I[1], inv), (k, u))
+                return (ravel_pytree((c.q, c.p, c.z, c.inv))[0], jnp.stack([c.status, c.fail_step]), k + 1), \
                     (ravel_pytree((q1, p1, zo))[0], it)
 
             I0 = jnp.array([Status.OK, -1], jnp.int32)
@@ -448,7 +462,7 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             status, fail_step = IN[0], IN[1]
         else:
             ks = jnp.arange(n_steps, dtype=jnp.int32)
-            c0 = _Carry(q0, p0, z0, jnp.int32(Status.OK), jnp.int32(-1))
+            c0 = _Carry(q0, p0, z0, jnp.int32(Status.OK), jnp.int32(-1), inv0)
             cN, (qs, ps, zs, its) = jax.lax.scan(body, c0, (ks, us), length=n_steps)
             status, fail_step = cN.status, cN.fail_step
         q_all = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), q0, qs)

@@ -164,7 +164,7 @@ def test_reuse_on_a_batch_of_steps_matches_newton():
 def test_solver_options_refuse_an_unknown_jacobian_mode():
     import pytest
 
-    with pytest.raises(ValueError, match="jacobian must be 'every' or 'reuse'"):
+    with pytest.raises(ValueError, match="jacobian must be 'every', 'reuse' or 'keep'"):
         SolverOptions(jacobian="sometimes")
     with pytest.raises(TypeError, match="jacobian must be a string"):
         SolverOptions(jacobian=1)
