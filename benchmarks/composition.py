@@ -64,6 +64,11 @@ returning the whole :class:`Rollout`, only its final point, or only its status (
 function beside them), with the thunks of each program's entry computation, to
 ``benchmarks/results/composition_outputs.md``: what the outputs cost in XLA:CPU's runtime.
 
+``--reuse`` times the fastest composed run for each target from ``1e-6`` to ``1e-10`` (rolling disk,
+snakeboard, sled; from ``composition.json``) with each Newton matrix option, ``SolverOptions(jacobian=
+"every" | "reuse" | "keep")``, beside DOP853, with each option's Newton updates and error at ``T``, to
+``benchmarks/results/composition_reuse.md`` (with ``--label NAME``: ``composition_reuse_NAME.md``).
+
 ``--label NAME`` writes the work--precision run to ``composition_NAME.json``/``.md`` (no figures), for
 a run beside the main one, e.g. pinned to one core.
 
@@ -686,17 +691,19 @@ def interleaved_min(fs: dict, rounds: int, calls: int) -> dict:
     return best
 
 
-REUSE_RUNS = tuple((name, f"1e-{k:02d}") for name in ("rolling_disk", "snakeboard") for k in range(6, 11)) + (
-    ("chaplygin_sled", "1e-06"), ("chaplygin_sled", "1e-10"))
+REUSE_RUNS = tuple((name, f"1e-{k:02d}") for name in ("rolling_disk", "snakeboard", "chaplygin_sled")
+                   for k in range(6, 11))
 """``(system, target)`` of ``--reuse``: the fastest composed ``jax.jit(rollout)`` run of the stored results."""
 
 
 def reuse_table(rounds: int = 7, calls: int = 20) -> str:
-    """The fastest composed run for a target (``results/composition.json``) with Newton's matrix evaluated at
-    every update (the default) and with ``SolverOptions(jacobian="reuse")`` (simplified Newton: evaluated at a
-    solve's first iterate, again after an update that does not halve the error), next to DOP853 at the
-    ``rtol`` that reached the target in the stored run; wall time per call, minimum of ``rounds`` interleaved
-    rounds of ``calls`` calls, in one process."""
+    """The fastest composed run for a target (``results/composition.json``) with each of the three Newton
+    matrix options: evaluated at every update (the default), ``SolverOptions(jacobian="reuse")`` (simplified
+    Newton: evaluated at a solve's first iterate, again after an update that does not halve the error) and
+    ``SolverOptions(jacobian="keep")`` (its inverse kept from the same sub-step on the last step, evaluated
+    again after an update that does not cut the error to 1/32), next to DOP853 at the ``rtol`` that reached
+    the target in the stored run; wall time per call, minimum of ``rounds`` interleaved rounds of ``calls``
+    calls, in one process, with each option's Newton updates and error at ``T``."""
     import jax
     from scipy.integrate import solve_ivp
 
@@ -717,10 +724,12 @@ def reuse_table(rounds: int = 7, calls: int = 20) -> str:
         comp = best["method"].split("+ ")[1].split(" ")[0]
         n = int(round(T / best["setting"]))
         out = {}
-        for jac in ("every", "reuse"):
+        for jac in JACOBIANS:
             f = jax.jit(lambda q, v, h, comp=comp, n=n, sysm=case["system"], jac=jac: rollout(
                 sysm, q, v, h=h, n_steps=n, scheme="split", composition=comp, solver=SolverOptions(jacobian=jac)))
             r = jax.block_until_ready(f(case["q0"], case["v0"], T / n))
+            if int(r.status) != 0:
+                raise RuntimeError(f"{name}, {comp}, {n} steps, jacobian={jac!r}: status {int(r.status)}")
             out[jac] = (lambda f=f, n=n, case=case: jax.block_until_ready(f(case["q0"], case["v0"], T / n)),
                         int(np.sum(r.iterations)), case["err_lib"](r))
         rt = dop["setting"]
@@ -729,15 +738,22 @@ def reuse_table(rounds: int = 7, calls: int = 20) -> str:
         timed[(name, tgt, comp, n, rt)] = out
     flat = interleaved_min({(k, m): f for k, v in timed.items() for m, (f, *_rest) in v.items()}, rounds, calls)
     best_t = {k: {m: flat[(k, m)] for m in v} for k, v in timed.items()}
-    lines = ["| system | target | composed run | DOP853 (rtol; evaluations) | every update (iterations) | "
-             "`jacobian=\"reuse\"` (iterations) | reuse / DOP853 |", "|---|---|---|---|---|---|---|"]
+    lines = ["| system | target | composed run | DOP853 (rtol; evaluations) | "
+             + " | ".join(f"`jacobian=\"{j}\"` (updates; error at T)" for j in JACOBIANS) + " | "
+             + " | ".join(f"{j} / DOP853" for j in JACOBIANS) + " |",
+             "|---|---|---|---|" + "---|" * (2 * len(JACOBIANS))]
     for (name, tgt, comp, n, rt), v in timed.items():
         b = best_t[(name, tgt, comp, n, rt)]
         lines.append(f"| {DOCS_NAMES[name]} | {tgt} | `{comp}`, {n} steps | {1e3 * b['DOP853']:.3g} ms ({rt:.0e}; "
-                     f"{v['DOP853'][1]}) | {1e3 * b['every']:.3g} ms ({v['every'][1]}) | {1e3 * b['reuse']:.3g} ms "
-                     f"({v['reuse'][1]}) | {b['reuse'] / b['DOP853']:.2f} |")
+                     f"{v['DOP853'][1]}) | "
+                     + " | ".join(f"{1e3 * b[j]:.3g} ms ({v[j][1]}; {v[j][2]:.1e})" for j in JACOBIANS) + " | "
+                     + " | ".join(f"{b[j] / b['DOP853']:.2f}" for j in JACOBIANS) + " |")
         print(lines[-1], file=sys.stderr, flush=True)
     return "\n".join(lines)
+
+
+JACOBIANS = ("every", "reuse", "keep")
+"""The Newton matrix options ``--reuse`` times (``SolverOptions.jacobian``)."""
 
 
 DISPATCH_STEPS = 7
@@ -915,8 +931,8 @@ def main(argv=None):
                     help="one disk call and a user's other JAX code with JAX's asynchronous CPU dispatch and without, "
                          "to benchmarks/results/composition_dispatch.md (with --label: composition_dispatch_LABEL.md)")
     ap.add_argument("--reuse", action="store_true",
-                    help="the fastest composed runs for 1e-6 ... 1e-10 (the sled: 1e-6, 1e-10) with SolverOptions(jacobian='reuse'), "
-                         "to benchmarks/results/composition_reuse.md")
+                    help="the fastest composed runs for 1e-6 ... 1e-10 (the sled: 1e-6, 1e-10) with each "
+                         "SolverOptions(jacobian='every' | 'reuse' | 'keep'), to benchmarks/results/composition_reuse.md")
     ap.add_argument("--outputs", action="store_true",
                     help="what a jax.jit(rollout) call's outputs cost (whole Rollout, final point, status), "
                          "to benchmarks/results/composition_outputs.md")
@@ -928,8 +944,8 @@ def main(argv=None):
     if args.dispatch_child:
         print(json.dumps(dispatch_child(args.dispatch_child)))
         return
-    if args.reuse:
-        write_report("composition_reuse.md", "", lambda: (
+    if args.reuse:  # with --label (e.g. pinned with `taskset -c 1`): composition_reuse_LABEL.md
+        write_report(f"composition_reuse{'_' + args.label if args.label else ''}.md", "", lambda: (
             "Wall time per call, minimum of 7 interleaved rounds of 20 calls, one process; the composed runs are "
             "`jax.jit(rollout)`, `split` scheme, the fastest for the target in `composition.json`.\n\n"
             + reuse_table()))
