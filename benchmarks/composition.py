@@ -931,7 +931,7 @@ def main(argv=None):
                     help="one disk call and a user's other JAX code with JAX's asynchronous CPU dispatch and without, "
                          "to benchmarks/results/composition_dispatch.md (with --label: composition_dispatch_LABEL.md)")
     ap.add_argument("--reuse", action="store_true",
-                    help="the fastest composed runs for 1e-6 ... 1e-10 (the sled: 1e-6, 1e-10) with each "
+                    help="the fastest composed runs for 1e-6 ... 1e-10 (disk, snakeboard, sled) with each "
                          "SolverOptions(jacobian='every' | 'reuse' | 'keep'), to benchmarks/results/composition_reuse.md")
     ap.add_argument("--outputs", action="store_true",
                     help="what a jax.jit(rollout) call's outputs cost (whole Rollout, final point, status), "
