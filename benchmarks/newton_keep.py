@@ -3,6 +3,8 @@
 Run (from the repository root, pinned to one core for steadier numbers)::
 
     PYTHONPATH=$PWD taskset -c 1 python benchmarks/newton_keep.py     # writes results/newton_keep.md
+    PYTHONPATH=$PWD taskset -c 1 python benchmarks/newton_keep.py --steps  # results/newton_keep_steps.md:
+                                                      # per step of long runs, every / reuse / keep
 
 Three tables, measured in one process in this order:
 
@@ -165,8 +167,52 @@ def call_length(rounds: int = 7, calls: int = 30) -> str:
     return "\n".join(["| call | µs |", "|---|---|"] + [f"| {k} | {1e6 * t:.1f} |" for k, t in best.items()])
 
 
+STEPS_RUNS = (("heavy_top", 0.02, None), ("knife_edge", 0.05, None), ("rolling_disk", 0.1, "kahan_li8"))
+"""``(system, h, composition)`` of ``--steps``: long uncomposed runs and a composed one."""
+
+
+def per_step(n_steps: int = 20000, rounds: int = 5) -> str:
+    """Microseconds per step of one long ``integrate`` call (the end point stored only) with each Newton matrix
+    option, and Newton updates per step (from ``rollout``, the same map), on the catalog's systems."""
+    from manifold_dirac import integrate
+
+    fs, updates = {}, {}
+    for name, h, comp in STEPS_RUNS:
+        ex = EXAMPLES[name]
+        sysm = ex.system("exp")
+        q0, v0 = ex.initial(sysm)
+        scheme = "split" if comp else "symmetric"
+        for jac in ("every", "reuse", "keep"):
+            solver = SolverOptions(jacobian=jac)
+            fs[(name, jac)] = (lambda sysm=sysm, q0=q0, v0=v0, h=h, comp=comp, scheme=scheme, solver=solver:
+                               integrate(sysm, q0, v0, h=h, n_steps=n_steps, stride=n_steps, scheme=scheme,
+                                         composition=comp, solver=solver))
+            r = rollout(sysm, q0, v0, h=h, n_steps=2000, scheme=scheme, composition=comp, solver=solver).check()
+            updates[(name, jac)] = float(np.sum(r.iterations)) / 2000
+    best = C.interleaved_min(fs, rounds, 1)
+    lines = ["| system | h | composition | every update: µs per step (updates per step) | `\"reuse\"` | `\"keep\"` |",
+             "|---|---|---|---|---|---|"]
+    for name, h, comp in STEPS_RUNS:
+        cells = [f"{1e6 * best[(name, j)] / n_steps:.3g} ({updates[(name, j)]:.2f})" for j in ("every", "reuse", "keep")]
+        lines.append(f"| {name.replace('_', ' ')} | {h} | {comp or '—'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     import os
+
+    if "--steps" in sys.argv[1:]:
+        load0 = os.getloadavg()
+        t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        body = per_step()
+        out = HERE / "results" / "newton_keep_steps.md"
+        out.write_text(f"{t0}; CPUs {sorted(os.sched_getaffinity(0))}; load average before "
+                       f"{[round(x, 2) for x in load0]}, after {[round(x, 2) for x in os.getloadavg()]}. One "
+                       "`integrate` call of 20000 steps (the end point stored), wall time per step, the fastest of "
+                       "5 interleaved rounds (compilation excluded: each is called once first); Newton updates "
+                       "per step from a 2000-step `rollout` of the same map.\n\n" + body + "\n")
+        print(out.read_text())
+        return
 
     load0 = os.getloadavg()
     t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
