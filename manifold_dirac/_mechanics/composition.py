@@ -488,11 +488,11 @@ class ComposedStepMap:
         return (2, len(self.composition.coefficients), self.n + self.ns + self.m)
 
     @property
-    def newton_shape(self) -> tuple[int, int, int] | None:
-        """The shape of one member's ``State.newton``: ``(s, N, N)``, one kept matrix per sub-step, with
-        ``SolverOptions(jacobian="keep")``; else None."""
-        N = self.n + self.ns + self.m
-        return (len(self.composition.coefficients), N, N) if self.options.jacobian == "keep" else None
+    def newton_shape(self) -> tuple[int, ...] | None:
+        """The shape of one member's ``State.newton``: ``(s, N, N)``, the base's kept matrix for each sub-step
+        (with ``SolverOptions(jacobian="keep")``; else None)."""
+        one = self.base.newton_shape
+        return None if one is None else (len(self.composition.coefficients), *one)
 
     def conform(self, state: State) -> State:
         """``state`` with a history of this composition's shape (:meth:`StepMap.conform`; one member).

@@ -370,7 +370,6 @@ def newton(
         if kept is None:
             kept = jnp.full((N, N), jnp.nan, z0.dtype)
         kept_valid = jnp.all(jnp.isfinite(kept))
-    eye = np.eye(N)
 
     def linearize(z, probe):
         return jac_or_probe(z, probe) if shared else jac(z)
@@ -380,22 +379,20 @@ def newton(
 
     def body(c):
         z, r, e, it, done_in, _, aux, s, probe, J_kept, stale, trip, M_kept = c
-        if keep:
-            need = ((trip == 0) & ~kept_valid) | probe | stale
+        if reuse:
+            # keep: the first trip uses the matrix it was given, if any
+            need = ((trip == 0) & ~kept_valid if keep else trip == 0) | probe | stale
             if axis_name is not None:
                 need = jax.lax.pmax(need.astype(jnp.int32), axis_name) == 1  # unbatched: a real branch
+            if keep:  # the update needs the inverse only; J is read by a probe's floor, which evaluates it
 
-            def fresh_inverse():
-                Jf = linearize(z, probe)
-                return Jf, jnp.where(probe, M_kept, solve_small(Jf, eye))
+                def fresh_inverse():
+                    Jf = linearize(z, probe)
+                    return Jf, jnp.where(probe, M_kept, solve_small(Jf, np.eye(N)))
 
-            J, M = jax.lax.cond(need, fresh_inverse, lambda: (J_kept, M_kept))
-            fresh = need
-        elif reuse:
-            need = (trip == 0) | probe | stale
-            if axis_name is not None:
-                need = jax.lax.pmax(need.astype(jnp.int32), axis_name) == 1  # unbatched: a real branch
-            J = jax.lax.cond(need, lambda: linearize(z, probe), lambda: J_kept)
+                J, M = jax.lax.cond(need, fresh_inverse, lambda: (jnp.zeros((N, N), z0.dtype), M_kept))
+            else:
+                J = jax.lax.cond(need, lambda: linearize(z, probe), lambda: J_kept)
             fresh = need
         else:
             J = linearize(z, probe)
@@ -452,14 +449,15 @@ def newton(
         # a non-finite iterate: keep the last finite one (where the failure can be diagnosed)
         z1 = jnp.where(jnp.all(jnp.isfinite(z1)), z1, z)
         # (under vmap the loop runs while any member runs, and JAX keeps a stopped member's values)
-        if reuse:  # kept for the next trip (a probe's columns are not the Newton matrix)
+        if reuse and not keep:  # kept for the next trip (a probe's columns are not the Newton matrix)
             J_next = jnp.where(probe, J_kept, J) if shared else J
         else:
             J_next = J_kept
         M_next = M if keep else M_kept
         return z1, r1, e1, it1, done, status, aux1, s1, probe_next, J_next, stale_next, trip + 1, M_next
 
-    c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0, s0, jnp.bool_(False), jnp.zeros((N, N), z0.dtype),
+    J0 = jnp.zeros((N, N) if reuse and not keep else (0, 0), z0.dtype)  # the matrix reused (not with keep)
+    c = (z0, r0, e0, jnp.int32(0), done0, status0, aux0, s0, jnp.bool_(False), J0,
          jnp.bool_(False), jnp.int32(0), kept if keep else jnp.zeros((0, 0), z0.dtype))
     z, _, e, it, _, status, aux, *_, M_out = jax.lax.while_loop(cond, body, c)
     inverse = M_out if keep else None

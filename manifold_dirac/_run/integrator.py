@@ -55,6 +55,19 @@ class _Start(NamedTuple):
     t0: float
 
 
+def _carried(sm: StepMap | ComposedStepMap) -> dict[str, tuple[tuple[int, ...], float]]:
+    """The parts of one member's state a step map carries beyond what the start program returns, ``{field:
+    (shape, value at step 0)}``: a composed map's ``history`` (zeros, not read by the first step) and the kept
+    Newton matrices' ``newton`` (NaN: none yet, the first step evaluates them). Added on the host
+    (:meth:`Integrator._started`) and in the shapes of a loop compiled ahead (:meth:`Integrator._member_shapes`)."""
+    out: dict[str, tuple[tuple[int, ...], float]] = {}
+    if sm.history_shape is not None:
+        out["history"] = (sm.history_shape, 0.0)
+    if sm.newton_shape is not None:
+        out["newton"] = (sm.newton_shape, np.nan)
+    return out
+
+
 def _step_program(sm: StepMap | ComposedStepMap, batched: bool) -> Callable:
     """The compiled step of :meth:`Integrator.step`.
 
@@ -219,12 +232,9 @@ class Integrator:
         # the values checked on the host, in one transfer
         spec = fn.spec  # type: ignore[attr-defined]  # set by build_start
         v_legendre = check_start(self.stepmap, unpack_values(np.asarray(values), spec), q0, vv, pp, B)
-        hs = self.stepmap.history_shape
-        if hs is not None:  # a composed map's history, added here (not an output of the start: _member_shapes)
-            members = members._replace(history=np.zeros((*np.shape(members.p)[:-1], *hs)))
-        ns = self.stepmap.newton_shape
-        if ns is not None:  # the kept Newton matrices' place: none yet (NaN), the first step evaluates them
-            members = members._replace(newton=np.full((*np.shape(members.p)[:-1], *ns), np.nan))
+        batch = np.shape(members.p)[:-1]
+        members = members._replace(**{name: np.full((*batch, *shape), fill)
+                                      for name, (shape, fill) in _carried(self.stepmap).items()})
         return RunState(k=0, t0=start.t0, members=members, batch_shape=B, q_prev=None,
                         v_init=None if vv is None else _flatten_batch(vv, len(B)), v_legendre=v_legendre)
 
@@ -270,12 +280,8 @@ class Integrator:
         q1 = jax.tree.map(member, start.q0)
         vec = jax.ShapeDtypeStruct((n,), np.dtype(np.float64))
         one = jax.eval_shape(self.stepmap.initial, q1, vec, vec)
-        hs = self.stepmap.history_shape
-        if hs is not None:
-            one = one._replace(history=jax.ShapeDtypeStruct(hs, np.dtype(np.float64)))
-        ns = self.stepmap.newton_shape
-        if ns is not None:
-            one = one._replace(newton=jax.ShapeDtypeStruct(ns, np.dtype(np.float64)))
+        one = one._replace(**{name: jax.ShapeDtypeStruct(shape, np.dtype(np.float64))
+                              for name, (shape, _) in _carried(self.stepmap).items()})
         if not nb:
             return one
         size = int(np.prod(start.B))
