@@ -232,6 +232,12 @@ def test_a_batch_keeps_one_matrix_per_member(disk):
         one = md.integrate(disk["system"], disk["q0"], vs[i], solver=KEEP, **{**disk["kw"], "n_steps": 20})
         qb = np.concatenate([np.asarray(a)[:, i].reshape(np.shape(a)[0], -1) for a in jax.tree.leaves(tr.q)], 1)
         np.testing.assert_allclose(qb, _q(one), rtol=0, atol=1e-12)
+    # the batch's state: one set of matrices per member, each its own (the members' motions differ)
+    integ = md.Integrator(disk["system"], 0.1, "split", solver=KEEP, composition="kahan_li8")
+    st, _ = integ.step(integ.initial_state(q0, vs))
+    kept = np.asarray(st.members.newton)
+    assert kept.shape == (2, 17, 6, 6) and np.all(np.isfinite(kept))
+    assert not np.allclose(kept[1], kept[0], rtol=1e-6)
 
 
 def test_a_force_below_round_off_per_step_still_acts_with_kept_matrices():
