@@ -70,6 +70,24 @@ def test_the_xla_flag_is_set_only_when_the_user_has_not_set_xla_flags():
     assert out.stdout.strip() == "None False", out.stderr[-2000:]
 
 
+def test_no_module_of_the_package_starts_jax_on_import():
+    """Importing any module (the catalog of examples included) leaves JAX's backends unstarted, so that the JAX
+    options a user sets after ``import manifold_dirac`` (the CPU dispatch mode, ``XLA_FLAGS``, the platform) still
+    take effect. The check itself is shown to see a start: a module that makes an array does start it."""
+    code = ("import importlib, pkgutil, sys\n"
+            "from jax._src import xla_bridge\n"
+            "import manifold_dirac\n"
+            "names = [m.name for m in pkgutil.walk_packages(manifold_dirac.__path__, 'manifold_dirac.')]\n"
+            "for name in names:\n"
+            "    importlib.import_module(name)\n"
+            "    if xla_bridge.backends_are_initialized():\n"
+            "        sys.exit('started by ' + name)\n"
+            "import jax.numpy as jnp; jnp.zeros(1)\n"
+            "print(len(names), xla_bridge.backends_are_initialized())")
+    count, started = _run(code).split()
+    assert int(count) > 50 and started == "True"
+
+
 def test_the_suite_compiles_at_its_level_and_its_fresh_interpreters_at_the_users(monkeypatch):
     """``tests/conftest.py``: the default tier's processes compile at ``MANIFOLD_DIRAC_SUITE_XLA_LEVEL`` (0 unless
     set) besides the library's flag, and :func:`user_environment` gives a fresh interpreter the user's defaults."""

@@ -10,6 +10,7 @@ built or referenced, not when this module is imported.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -115,13 +116,19 @@ def _interconnected():
     return interconnected
 
 
-_HEAVY_TOP_INITIAL = (np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0]))), np.array([0.5, -0.2, 2.0]))
+# Initial data made on first use, not at import: a concrete point is a JAX array on JAX's CPU backend, and
+# starting that backend at import would fix the JAX options a user sets after importing (its dispatch mode,
+# XLA_FLAGS). tests/test_import.py imports every module and checks that none starts it.
+@functools.cache
+def _heavy_top_initial() -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0]))), np.array([0.5, -0.2, 2.0])
 
 
 # thrown up at 3 m/s, spinning at 8 rad/s close to the intermediate axis (it flips: Dzhanibekov)
-_BRICK_INITIAL = (
-    np.asarray(SE3().from_coordinates([0.0, 0.0, 1.0, 0.3, -0.2, 0.1])), np.array([0.2, 8.0, 0.3, 1.0, 0.5, 3.0])
-)
+@functools.cache
+def _brick_initial() -> tuple[np.ndarray, np.ndarray]:
+    return (np.asarray(SE3().from_coordinates([0.0, 0.0, 1.0, 0.3, -0.2, 0.1])),
+            np.array([0.2, 8.0, 0.3, 1.0, 0.5, 3.0]))
 
 
 def _so3_compare(sysm, q):
@@ -161,14 +168,14 @@ _add(Example(
 ))
 _add(Example(
     "heavy_top", "heavy top on SO(3) (reference: tight solve_ivp)", lambda r: rigid_bodies.heavy_top(retraction=r),
-    lambda s: _HEAVY_TOP_INITIAL, h=0.01, T=2.0, retractions=("exp", "cayley"),
-    reference=lambda t, s: rigid_bodies.heavy_top_reference(t, *_HEAVY_TOP_INITIAL), coordinates=_so3_compare, plot="so3",
+    lambda s: _heavy_top_initial(), h=0.01, T=2.0, retractions=("exp", "cayley"),
+    reference=lambda t, s: rigid_bodies.heavy_top_reference(t, *_heavy_top_initial()), coordinates=_so3_compare, plot="so3",
 ))
 _add(Example(
     "tumbling_brick", "brick tumbling in gravity on SE(3) (reference: tight solve_ivp of Newton-Euler)",
     lambda r: rigid_bodies.tumbling_brick(retraction=r),
-    lambda s: _BRICK_INITIAL, h=0.01, T=2.0, retractions=("so3xr3", "exp", "cayley"),
-    reference=lambda t, s: rigid_bodies.tumbling_brick_reference(t, *_BRICK_INITIAL), coordinates=_so3_compare,
+    lambda s: _brick_initial(), h=0.01, T=2.0, retractions=("so3xr3", "exp", "cayley"),
+    reference=lambda t, s: rigid_bodies.tumbling_brick_reference(t, *_brick_initial()), coordinates=_so3_compare,
     invariant=lambda s, tr: rigid_bodies.se3_spatial_momentum(tr.q, tr.p)[..., [2, 3, 4]],
 ))
 _add(Example(
