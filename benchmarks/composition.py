@@ -56,7 +56,7 @@ function, ``jax.jit(rollout)`` of 7 ``kahan_li8`` steps, DOP853 at
 ``rtol = 1e-3``) and three pieces of a user's other JAX code (a Python loop
 of jitted layers, eager operations, one large product) with JAX's
 asynchronous CPU dispatch and synchronous (``jax_cpu_enable_async_dispatch
-= False``, the library's default), in five pairs of fresh processes, to
+= False``), in five pairs of fresh processes, to
 ``benchmarks/results/composition_dispatch.md``.
 
 ``--outputs`` times a 6-step ``kahan_li8`` call on the rolling disk, the sled and the snakeboard
@@ -762,7 +762,7 @@ DISPATCH_STEPS = 7
 
 def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
     """Wall time per call in this process (JAX's CPU dispatch ``mode``, set here before the first computation:
-    ``async`` JAX's default, ``sync`` the library's): the minimum over
+    ``async`` JAX's default, ``sync`` synchronous): the minimum over
     ``rounds`` interleaved rounds of ``calls`` back-to-back calls, of a trivial jitted function, of
     ``jax.jit(rollout)`` of ``DISPATCH_STEPS`` ``kahan_li8`` steps of the rolling disk and of DOP853 at
     ``rtol = atol = 1e-3`` on its reduced equations; and what a user's other JAX code sees: a Python loop of
@@ -772,7 +772,13 @@ def dispatch_child(mode: str, rounds: int = 7, calls: int = 50) -> dict:
     import jax.numpy as jnp
     from scipy.integrate import solve_ivp
 
-    # JAX's option is a flag (not read from the environment), read when its CPU backend starts: before any array
+    from jax._src import xla_bridge
+
+    # JAX's option is a flag (not read from the environment), read when its CPU backend starts: before any array.
+    # Checked, not assumed: set after the backend started, it is recorded but has no effect (the runs of
+    # 2026-12-05 were made so: importing the catalog started the backend then).
+    if xla_bridge.backends_are_initialized():
+        raise RuntimeError("JAX's CPU backend started before the dispatch mode was set: the mode would not apply")
     jax.config.update("jax_cpu_enable_async_dispatch", mode == "async")
     case = SYSTEMS["rolling_disk"]()
     sysm = case["system"]
@@ -885,7 +891,7 @@ def outputs_table(names, n_steps: int = 6, rounds: int = 7, calls: int = 20) -> 
 
 
 def dispatch_table(pairs: int = 5) -> str:
-    """The same calls with JAX's asynchronous CPU dispatch and without (the library's default), each in a fresh
+    """The same calls with JAX's asynchronous CPU dispatch and synchronous, each in a fresh
     process; ``pairs`` pairs of processes (the time of a short call varies from one process to the next)."""
     import subprocess
 
@@ -898,7 +904,7 @@ def dispatch_table(pairs: int = 5) -> str:
     keys = list(res[0]["us"])
     lines = [f"Wall time per call (us), minimum of 7 rounds (of 50 calls; of 3 for the last three columns, a "
              f"user's other JAX code) in each process; {pairs} pairs of fresh processes, JAX's CPU dispatch "
-             "asynchronous (JAX's default) and synchronous (the library's, `jax_cpu_enable_async_dispatch = False`), "
+             "asynchronous (JAX's default) and synchronous (`jax_cpu_enable_async_dispatch = False`), "
              "set in each child before its first computation and checked.", "",
              "| process | dispatch | " + " | ".join(keys) + " |", "|---|---|" + "---|" * len(keys)]
     for i, r in enumerate(res):
