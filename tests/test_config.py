@@ -70,6 +70,39 @@ def test_the_xla_flag_is_set_only_when_the_user_has_not_set_xla_flags():
     assert out.stdout.strip() == "None False", out.stderr[-2000:]
 
 
+_DISPATCH = (
+    "import os, time, jax, jax.numpy as jnp\n"
+    "if os.environ.get('START_FIRST'): jnp.zeros(1)\n"
+    "import manifold_dirac, manifold_dirac._config as c\n"
+    "def g(x):\n"
+    "    a = jax.lax.fori_loop(0, 6000, lambda i, y: jnp.sin(y) + 0.5, x)\n"
+    "    return a, jnp.cos(a)\n"
+    "f = jax.jit(g)\n"
+    "x = jnp.ones(1024)\n"
+    "jax.block_until_ready(f(x))\n"
+    "t0 = time.perf_counter(); y = f(x); back = time.perf_counter() - t0\n"
+    "jax.block_until_ready(y); ready = time.perf_counter() - t0\n"
+    "print(c.sync_dispatch_set(), jax.config.read('jax_cpu_enable_async_dispatch'), back / ready > 0.9)")
+
+
+def test_cpu_dispatch_is_made_synchronous_unless_opted_out_or_too_late():
+    """On import the library turns JAX's asynchronous CPU dispatch off; the call of a compiled program (one JAX
+    hands to its CPU client's thread, more than 1000 flops) then returns when its result is ready. With
+    ``MANIFOLD_DIRAC_SYNC_DISPATCH=0``, or when JAX's backend started before the import, JAX's asynchronous
+    default stays and the same call returns before its result is ready: the check sees the difference."""
+    env = {k: v for k, v in os.environ.items() if k != "MANIFOLD_DIRAC_SYNC_DISPATCH"}
+
+    def run(**extra):
+        out = subprocess.run([sys.executable, "-c", _DISPATCH], capture_output=True, text=True,
+                             env={**env, **extra}, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip()
+
+    assert run() == "True False True"
+    assert run(MANIFOLD_DIRAC_SYNC_DISPATCH="0") == "False True False"
+    assert run(START_FIRST="1") == "False True False"
+
+
 def test_no_module_of_the_package_starts_jax_on_import():
     """Importing any module (the catalog of examples included) leaves JAX's backends unstarted, so that the JAX
     options a user sets after ``import manifold_dirac`` (the CPU dispatch mode, ``XLA_FLAGS``, the platform) still
