@@ -103,6 +103,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.machine import interleaved_min  # noqa: E402,F401  (shared with the other scripts)
 from manifold_dirac import integrate, rollout  # noqa: E402
 from manifold_dirac._mechanics.composition import adjoint_defect, get_composition  # noqa: E402
 from manifold_dirac.systems.catalog import EXAMPLES  # noqa: E402
@@ -674,21 +675,6 @@ def cost_table(names, calls=200, rounds=5) -> str:
                      f"{cell(('kahan_li8', 4))} | {per:.1f} |")
         print(lines[-1], file=sys.stderr, flush=True)
     return "\n".join(lines)
-
-
-def interleaved_min(fs: dict, rounds: int, calls: int) -> dict:
-    """``{key: seconds}``: the fastest of ``calls`` back-to-back calls of each ``fs[key]()``, over ``rounds``
-    interleaved rounds (each called once first, untimed)."""
-    for f in fs.values():
-        f()
-    best = {k: math.inf for k in fs}
-    for _ in range(rounds):
-        for k, f in fs.items():
-            for _ in range(calls):
-                t0 = time.perf_counter()
-                f()
-                best[k] = min(best[k], time.perf_counter() - t0)
-    return best
 
 
 REUSE_RUNS = tuple((name, f"1e-{k:02d}") for name in ("rolling_disk", "snakeboard", "chaplygin_sled")

@@ -94,3 +94,20 @@ def versions(args, root) -> dict:
     if args.before is None:
         return {args.after_label: root}
     return {args.before_label: args.before.resolve(), args.after_label: root}
+
+
+def interleaved_min(fs: dict, rounds: int, calls: int) -> dict:
+    """``{key: seconds}``: the fastest of ``calls`` back-to-back calls of each ``fs[key]()``, over ``rounds``
+    interleaved rounds (each called once first, untimed)."""
+    import time
+
+    for f in fs.values():
+        f()
+    best = {k: float("inf") for k in fs}
+    for _ in range(rounds):
+        for k, f in fs.items():
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                f()
+                best[k] = min(best[k], time.perf_counter() - t0)
+    return best

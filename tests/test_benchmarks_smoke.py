@@ -275,3 +275,16 @@ def test_per_step_ab_times_both_checkouts_in_alternating_processes():
     assert proc.returncode == 0, proc.stderr[-3000:]
     row = [line for line in proc.stdout.splitlines() if line.startswith("| pendulum |")]
     assert len(row) == 1 and row[0].count("(") == 2, proc.stdout
+
+
+@pytest.mark.slow  # three fresh processes, each compiling the disk's rollout (~15 s)
+def test_call_buffers_counts_and_times_a_version(tmp_path):
+    """``benchmarks/call_buffers.py`` (the buffers of a call in ``docs/performance.md``) runs end to end: the
+    program's buffers counted from XLA's dump, and a time for each call."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "call_buffers.py"), "--quick", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    row = [line for line in (tmp_path / "call_buffers.md").read_text().splitlines() if line.startswith("| 1 |")]
+    assert len(row) == 1, proc.stdout
+    cells = [c.strip() for c in row[0].split("|")[1:-1]]
+    assert int(cells[2].split()[0]) > 50 and int(cells[3]) > 0 and all(float(c) > 0 for c in cells[4:]), row
