@@ -18,8 +18,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["FUSED_PRODUCT_MAX", "ROLLED_SOLVE_MAX", "ROW_SOLVE_MIN", "SMALL_SOLVE_MAX", "mm", "mv",
-           "solve_rolled", "solve_rows", "solve_small", "vdot", "vm"]
+__all__ = ["FUSED_PRODUCT_MAX", "ROLLED_SOLVE_MAX", "ROW_SOLVE_MIN", "SMALL_REDUCE_MAX", "SMALL_SOLVE_MAX",
+           "first_largest", "mm", "mv", "solve_rolled", "solve_rows", "solve_small", "vdot", "vm"]
 
 SMALL_SOLVE_MAX = 12
 """Largest system solved by the unrolled elimination of :func:`solve_small` (:func:`solve_rolled` above).
@@ -85,6 +85,38 @@ faster as one library product than as a broadcast ``(18, 12, 12, 12)``
 multiply-and-sum (XLA:CPU gives that sum to a YNNPACK reduction kernel): 299
 -> 136 µs per step (the bundled systems' table of ``docs/performance.md``
 compares it with the version before the fused loop)."""
+
+
+SMALL_REDUCE_MAX = 32
+"""Most entries :func:`first_largest` searches by a chain of comparisons and selects (``jnp.argmax`` above).
+
+An ``argmax`` is a reduction whose combining function XLA keeps as a computation of its own; each of its
+26 values is a buffer of the compiled program, which XLA:CPU's runtime allocates and frees at every call.
+The eliminations by rows search their pivots with :func:`first_largest`: the rolling disk's composed
+``rollout`` program holds 251 buffers instead of 391, and a call of it that runs no step takes 26-28 µs
+instead of 37-38 (``python benchmarks/call_buffers.py``, ``docs/performance.md``). Written as chains, the sums of
+the small products and the maxima of the step equations' scales saved buffers too but made the steps
+slower (the disk's 18-step call 234 -> 263 µs; the two-wheel cart's and the heavy top's steps), so they
+stay reductions."""
+
+
+def first_largest(a: jax.Array) -> jax.Array:
+    """The index of the first largest entry of a 1-d ``a`` (``jnp.argmax`` of an ``a`` without NaN), int32.
+
+    A chain of comparisons and selects up to :data:`SMALL_REDUCE_MAX` entries (``jnp.argmax`` above): the
+    pivot search of :func:`solve_rows`, whose ``argmax`` held 26 buffers of the compiled program
+    (:data:`SMALL_REDUCE_MAX`). A NaN entry is never chosen (``jnp.argmax`` would choose the first one): a
+    matrix with a NaN in the column gives a solution that is not finite either way.
+    """
+    n = a.shape[0]
+    if n == 0 or n > SMALL_REDUCE_MAX:
+        return jnp.argmax(a).astype(jnp.int32)
+    best, idx = a[0], jnp.int32(0)
+    for i in range(1, n):
+        better = a[i] > best  # strict: the first of equal largest stays
+        best = jnp.where(better, a[i], best)
+        idx = jnp.where(better, jnp.int32(i), idx)
+    return idx
 
 
 def mm(A: jax.Array, B: jax.Array) -> jax.Array:
@@ -184,7 +216,7 @@ def solve_rows(A: jax.Array, b: jax.Array) -> jax.Array:
     M = jnp.concatenate([A.astype(dtype), (b[:, None] if vector else b).astype(dtype)], axis=1)
     rows = jnp.arange(n)[:, None]
     for k in range(n - 1):
-        piv = jnp.argmax(jnp.abs(M[k:, k])) + k  # the first of the largest, as LAPACK's idamax
+        piv = first_largest(jnp.abs(M[k:, k])) + k  # the first of the largest, as LAPACK's idamax
         rk = M[k]
         rp = jax.lax.dynamic_index_in_dim(M, piv, 0, keepdims=False)
         M = jnp.where(rows == piv, rk[None, :], M).at[k].set(rp)  # the pivot row's place gets row k

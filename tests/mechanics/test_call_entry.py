@@ -120,6 +120,24 @@ def test_the_unpacked_loop_has_more_ready_at_its_start_and_the_same_values(monke
     jax.tree.map(np.testing.assert_array_equal, a, b)
 
 
+def test_the_composed_rollout_holds_few_reductions(monkeypatch):
+    """The pivot search of the Newton solve's elimination by rows is a chain of comparisons and selects
+    (``_mechanics/small.py``, ``first_largest``): an ``argmax`` is a reduction whose combining function is a
+    computation of its own, with 26 values, each a buffer that XLA:CPU's runtime allocates and frees at every
+    call (the disk's program 391 -> 251 buffers, a call of it that runs no step 37 -> 27 µs,
+    ``docs/performance.md``). With the library's ``argmax`` as the pivot search, the lowered program holds one
+    more reduction per column of the disk's 6-unknown elimination: the check sees them."""
+    import manifold_dirac._mechanics.small as small
+
+    def count() -> int:
+        f, args = disk_rollout("kahan_li8")
+        return len(re.findall(r"stablehlo\.reduce\b", f.lower(*args).as_text()))
+
+    base = count()
+    monkeypatch.setattr(small, "first_largest", lambda a: jnp.argmax(a).astype(jnp.int32))
+    assert count() == base + 5
+
+
 @pytest.mark.slow
 def test_a_batched_rollout_keeps_the_first_steps_conditioning_a_branch():
     """The step index is not batched under ``vmap`` (the status is): the conditioning of the first step's Newton

@@ -9,8 +9,8 @@ import pytest
 
 import manifold_dirac  # noqa: F401  (float64)
 from manifold_dirac._mechanics.small import (FUSED_PRODUCT_MAX, ROLLED_SOLVE_MAX, ROW_SOLVE_MIN,
-                                             SMALL_SOLVE_MAX, mm, mv, solve_rolled, solve_rows, solve_small,
-                                             vdot, vm)
+                                             SMALL_REDUCE_MAX, SMALL_SOLVE_MAX, first_largest, mm, mv, solve_rolled,
+                                             solve_rows, solve_small, vdot, vm)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, ROW_SOLVE_MIN, 7, SMALL_SOLVE_MAX, SMALL_SOLVE_MAX + 1, 18,
@@ -230,3 +230,45 @@ def test_the_galerkin_check_sees_a_matrix_product():
         assert _has_library_call(_compiled_step_text("gauss4"))
     finally:
         G.mv = saved
+
+
+# ---------------------------------------------------------------- the pivot search without a reduction
+
+
+def _reductions(f, *args) -> int:
+    """How many reductions the lowered program of ``f`` holds."""
+    import re
+
+    return len(re.findall(r"stablehlo\.reduce\b", jax.jit(f).lower(*args).as_text()))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 12, SMALL_REDUCE_MAX, SMALL_REDUCE_MAX + 1])
+def test_first_largest_is_numpys_argmax_without_a_reduction_up_to_its_limit(n):
+    """The first of equal largest entries, as ``np.argmax`` (infinities included; a NaN is never chosen up to
+    SMALL_REDUCE_MAX entries); up to SMALL_REDUCE_MAX entries its program holds no reduction, above it
+    ``jnp.argmax``'s one (which the check sees)."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((3, n))
+    x[1, n // 2] = x[1, 0] = np.max(np.abs(x)) + 1.0  # a tie for the largest: the first one wins
+    x[2, n // 2] = np.inf
+    f = jax.jit(first_largest)
+    for row in x:
+        assert int(f(row)) == int(np.argmax(row))
+    y = x[0].copy()
+    y[-1] = np.nan
+    if 1 < n <= SMALL_REDUCE_MAX:
+        assert int(f(y)) == int(np.argmax(y[:-1]))
+    assert f(x[0]).dtype == jnp.int32
+    assert (_reductions(first_largest, x[0]) == 0) == (n <= SMALL_REDUCE_MAX)
+    assert _reductions(jnp.argmax, x[0]) == 1
+
+
+@pytest.mark.parametrize("solve", [solve_small, solve_rows])
+def test_a_nan_in_the_matrix_gives_a_solution_that_is_not_finite(solve):
+    """The pivot search by rows never picks a NaN (``first_largest``); the NaN still reaches the solution."""
+    for n in (3, ROW_SOLVE_MIN, 9):
+        A = np.random.default_rng(n).standard_normal((n, n)) + 3 * np.eye(n)
+        for i, j in ((0, 0), (n - 1, 0), (1, n - 1)):
+            B = A.copy()
+            B[i, j] = np.nan
+            assert not np.isfinite(np.asarray(jax.jit(solve)(B, np.ones(n)))).all(), (n, i, j)
