@@ -383,6 +383,25 @@ def sub_step_start(first: jax.Array | bool, i: jax.Array | int, P_i: jax.Array, 
     return jnp.where(first, start, later)
 
 
+def sub_step_matrix(kept_i: jax.Array | None, mats: jax.Array | None, mirror_i: jax.Array | int) -> jax.Array | None:
+    """The inverse Newton matrix sub-step ``i`` of a composed step starts from (``SolverOptions(jacobian="keep")``;
+    one member; traceable; ``None`` without kept matrices).
+
+    Its own, kept from the last step (``kept_i``); when it has none (NaN: the first step, or a state
+    without kept matrices) and it is a sub-step of the second half of a palindrome (``mirror_i >= 0``,
+    :func:`composed_predictor`), the one its mirror in the first half used on this step (``mats (s, N, N)``,
+    this step's matrices so far): the same step ``gamma_i h`` from a point a few sub-steps away, where
+    Newton would otherwise evaluate a new matrix. Whether the start's matrix is good enough is Newton's
+    rule as for any kept matrix (:func:`~manifold_dirac._mechanics.newton.newton`): the solution is that of
+    the step's equations either way. Shared by :meth:`ComposedStepMap.step` and a composed
+    :func:`~manifold_dirac._run.rollout.rollout`.
+    """
+    if kept_i is None or mats is None:
+        return kept_i
+    own = jnp.all(jnp.isfinite(kept_i))
+    return jnp.where((mirror_i >= 0) & ~own, mats[jnp.maximum(mirror_i, 0)], kept_i)
+
+
 def sub_step_inputs(gammas: ArrayLike, P: jax.Array) -> tuple[jax.Array, ...]:
     """What a composed step's loop over its sub-steps reads per sub-step ``i`` (the ``xs`` of its ``lax.scan``).
 
@@ -553,24 +572,26 @@ class ComposedStepMap:
         P = predicted_solutions(z1, z2, k)
 
         def sub(carry, x):
-            cur, err, res, its, mu_sum, p_start, zs, last = carry
-            (i, gi, ti, ri, Pi, P_before, mi, mbi), kept_i = x
+            cur, err, res, its, mu_sum, p_start, zs, last, mats = carry
+            i, gi, ti, ri, Pi, P_before, mi, mbi = x
             z0 = sub_step_start(first, i, Pi, P_before, last, zs, ri, mi, mbi)
+            kept_i = None if mats is None else sub_step_matrix(mats[i], mats, mi)
             new, rec = self.base.step(cur._replace(newton=kept_i), k, t + ti * h, gi * h, params, u, axis_name,
                                       z0=z0, defer_floor=defer_floor)
-            kept_i = new.newton
+            mats = None if mats is None else mats.at[i].set(new.newton)
             new = new._replace(newton=None)
             z_new = self.base.warm_start(new)
             p_start = jnp.where(i == 0, rec.p_start, p_start)
             carry = (new, jnp.maximum(err, rec.error), jnp.maximum(res, rec.constraint_residual),
-                     its + rec.iterations, mu_sum + new.mu, p_start, zs.at[i].set(z_new), z_new)
-            return carry, kept_i
+                     its + rec.iterations, mu_sum + new.mu, p_start, zs.at[i].set(z_new), z_new, mats)
+            return carry, None
 
+        # mats: the kept matrices, each replaced by the one its sub-step used once that sub-step is solved
         carry0 = (base_state, jnp.zeros(()), jnp.zeros(()), jnp.zeros((), jnp.int32),
-                  jnp.zeros_like(state.mu), state.p, z1, P[-1])
+                  jnp.zeros_like(state.mu), state.p, z1, P[-1], conformed.newton)
         # one copy of the base step in the program (a scan), not one per sub-step: the compile stays that of one step
-        (cur, err, res, its, mu_sum, p_start, zs, _), kept = jax.lax.scan(
-            sub, carry0, (sub_step_inputs(gammas, P), conformed.newton))
+        (cur, err, res, its, mu_sum, p_start, zs, _, kept), _ = jax.lax.scan(
+            sub, carry0, sub_step_inputs(gammas, P))
         ok = cur.status == Status.OK
         Q = self.system.Q
         xi_full = Q.inverse_retract(state.q, cur.q)

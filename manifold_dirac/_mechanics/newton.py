@@ -119,7 +119,9 @@ class SolverOptions:
         from the same sub-step on the last step) and used while each update
         cuts the scaled error to :data:`KEEP_CONTRACTION` of what it was;
         after an update that does not, and on the first step, the matrix is
-        evaluated at the iterate. The same stopping rule and tolerance: the
+        evaluated at the iterate (on a composition's first step, a sub-step
+        of the second half starts from the matrix its mirror used:
+        :func:`~manifold_dirac._mechanics.composition.sub_step_matrix`). The same stopping rule and tolerance: the
         solutions agree with ``"every"``'s to Newton's tolerance, and an
         update with a kept matrix costs one evaluation of the equations and
         a product with the kept inverse instead of a Jacobian and a solve.

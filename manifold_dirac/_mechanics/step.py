@@ -88,8 +88,10 @@ class State(NamedTuple):
         With ``SolverOptions(jacobian="keep")``: the inverse of the Newton matrix the last step's
         solve used last (``N = n + n_stages + m``), one per sub-step of a composed step map, the
         next step's first matrix (:func:`~manifold_dirac._mechanics.newton.newton`'s ``kept``).
-        NaN before the first step (no matrix yet: the first step evaluates it). None with the
-        other solver options.
+        NaN before the first step (no matrix yet: the first step evaluates it; a composed step's
+        sub-step of the second half takes its mirror's,
+        :func:`~manifold_dirac._mechanics.composition.sub_step_matrix`). None with the other solver
+        options.
 
     Examples
     --------

@@ -39,7 +39,7 @@ from jax.ad_checkpoint import checkpoint_name
 from jax.flatten_util import ravel_pytree
 
 from .._mechanics.composition import (check_composable, get_composition, predicted_solutions, sub_step_inputs,
-                                      sub_step_start)
+                                      sub_step_matrix, sub_step_start)
 from .._mechanics.newton import SolverOptions, newton
 from .._mechanics.rules import QuadratureRule, get_rule
 from .._mechanics.schemes import Scheme, get_scheme
@@ -397,8 +397,11 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
             P = predicted_solutions(z1, z2, k)
 
             def one(carry, x):
-                cc, zs, last = carry  # zs: this step's sub-step solutions so far; last: the previous one's
-                (i, gi, ti, ri, Pi, P_before, mi, mbi), inv_i = x
+                cc, zs, last, mats = carry  # zs: this step's sub-step solutions so far; last: the previous one's
+                i, gi, ti, ri, Pi, P_before, mi, mbi = x
+                # kept matrices: the sub-step's own of the last step, or on the first step its mirror's of this
+                # step (integrate's composed steps choose by the same rule, one function)
+                inv_i = None if mats is None else sub_step_matrix(mats[i], mats, mi)
                 # Newton's start: the predicted solution, corrected by gamma_i / gamma_(i-1) times the error of
                 # that prediction on the sub-step before (which has just been solved: what the prediction
                 # missed there, it misses here scaled by the ratio of the steps); on the first step there is
@@ -409,11 +412,11 @@ def _build(sm: StepMap, n_steps: int, has_v: bool, has_u: bool, mode: str, unrol
                 # same rule (one function)
                 guess = sub_step_start(k == 0, i, Pi, P_before, last, zs, ri, mi, mbi)
                 cc, (q1, p1, z1_, it) = sub_step(cc._replace(z=Pi, inv=inv_i), k, t + h * ti, gi * h, u, guess)
-                return (cc._replace(inv=None), zs.at[i].set(cc.z), cc.z), ((z1_, it), cc.inv)
+                mats = None if mats is None else mats.at[i].set(cc.inv)
+                return (cc._replace(inv=None), zs.at[i].set(cc.z), cc.z, mats), (z1_, it)
 
-            inv_all = c.inv
-            (c, zs, _), ((zout, its), inv_new) = jax.lax.scan(
-                one, (c._replace(z=P[0], inv=None), z1, P[-1]), (sub_step_inputs(gammas, P), inv_all))
+            (c, zs, _, inv_new), (zout, its) = jax.lax.scan(
+                one, (c._replace(z=P[0], inv=None), z1, P[-1], c.inv), sub_step_inputs(gammas, P))
             c = c._replace(z=jnp.stack([zs, z1]), inv=inv_new)
             return c, (c.q, c.p, zout, jnp.sum(its).astype(jnp.int32))
 

@@ -170,6 +170,37 @@ def test_the_state_carries_one_matrix_per_sub_step(disk):
     assert st4.members.newton is None
 
 
+def test_on_the_first_step_a_second_half_sub_step_starts_from_its_mirrors_matrix(monkeypatch):
+    """A palindrome's sub-step ``i`` of the second half has the step of its mirror ``s + 1 - i``: on the first
+    step, with no matrix of its own kept yet, it starts from the one its mirror used on this step
+    (``sub_step_matrix``). On the heavy top (whose Newton matrix depends on the attitude) those that contracted
+    keep it bit for bit; with the rule switched off none does (each evaluates its own at its own point), and the
+    step ends at the same point to round-off."""
+    import manifold_dirac._mechanics.composition as composition_module
+
+    ex = EXAMPLES["heavy_top"]
+
+    def first_step():
+        sysm = ex.system("exp")
+        integ = md.Integrator(sysm, 0.05, "symmetric", solver=KEEP, composition="kahan_li8")
+        st, _ = integ.step(integ.initial_state(*ex.initial(sysm)))
+        kept = np.asarray(st.members.newton)
+        return [np.array_equal(kept[i], kept[16 - i]) for i in range(9, 17)], np.asarray(st.members.p)
+
+    from manifold_dirac._mechanics import compile_cache
+
+    on, p_on = first_step()
+    monkeypatch.setattr(composition_module, "sub_step_matrix", lambda kept_i, mats, mirror_i: kept_i)
+    monkeypatch.setenv("MANIFOLD_DIRAC_EXPORT", "0")  # not a program kept on disk from the unpatched code
+    compile_cache.clear()  # nor one compiled in this process (a new system of the same functions reuses it)
+    try:
+        off, p_off = first_step()
+    finally:
+        compile_cache.clear()  # the patched program stays out of the other tests
+    assert sum(on) >= 4 and not any(off), (on, off)
+    np.testing.assert_allclose(p_on, p_off, rtol=0, atol=1e-13)
+
+
 def test_a_state_of_another_composition_gets_its_own_matrices(disk):
     """A ``kahan_li6`` state (9 kept matrices) continued by a ``kahan_li8`` integrator: its matrices are of
     another shape, so it starts without (NaN: each sub-step evaluates its own) and ends where a ``kahan_li8``
