@@ -134,8 +134,9 @@ def main() -> None:
     keys = ["2 steps", "18 steps", "no step", "trivial"]
     lines = [f"Machine: {before}; load average after: {load()}.", "",
              f"The rolling disk's composed rollout (`kahan_li8`, `split`, `jacobian={args.jacobian!r}`): its "
-             "compiled 2-step program's buffers (all, of combining functions, constants), the reductions of its lowered program, and wall time per "
-             f"call (µs), the minimum of {rounds} interleaved rounds of {calls} calls in each fresh process. "
+             "compiled 2-step program's buffers (all, of combining functions, constants), the reductions of its "
+             f"lowered program, and wall time per call (µs), the minimum of {rounds} interleaved rounds of {calls} "
+             "calls in each fresh process. "
              "Versions: " + ", ".join(f"{k} = `{commit(v) or v}`" for k, v in vs.items()) + ".", "",
              "| process | version | buffers (combining functions; constants) | reductions | "
              + " | ".join(keys) + " |", "|---|---|---|---|" + "---|" * len(keys)]

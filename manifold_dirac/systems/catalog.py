@@ -118,7 +118,7 @@ def _interconnected():
 
 # Initial data made on first use, not at import: a concrete point is a JAX array on JAX's CPU backend, and
 # starting that backend at import would fix the JAX options a user sets after importing (its dispatch mode,
-# XLA_FLAGS). tests/test_import.py imports every module and checks that none starts it.
+# XLA_FLAGS). tests/test_config.py imports every module and checks that none starts it.
 @functools.cache
 def _heavy_top_initial() -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(SO3().exp(np.array([0.3, 0.1, 0.0]))), np.array([0.5, -0.2, 2.0])
@@ -169,7 +169,8 @@ _add(Example(
 _add(Example(
     "heavy_top", "heavy top on SO(3) (reference: tight solve_ivp)", lambda r: rigid_bodies.heavy_top(retraction=r),
     lambda s: _heavy_top_initial(), h=0.01, T=2.0, retractions=("exp", "cayley"),
-    reference=lambda t, s: rigid_bodies.heavy_top_reference(t, *_heavy_top_initial()), coordinates=_so3_compare, plot="so3",
+    reference=lambda t, s: rigid_bodies.heavy_top_reference(t, *_heavy_top_initial()), coordinates=_so3_compare,
+    plot="so3",
 ))
 _add(Example(
     "tumbling_brick", "brick tumbling in gravity on SE(3) (reference: tight solve_ivp of Newton-Euler)",
