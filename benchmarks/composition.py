@@ -69,6 +69,15 @@ snakeboard, sled; from ``composition.json``) with each Newton matrix option, ``S
 "every" | "reuse" | "keep")``, beside DOP853, with each option's Newton updates and error at ``T``, to
 ``benchmarks/results/composition_reuse.md`` (with ``--label NAME``: ``composition_reuse_NAME.md``).
 
+``--matched`` compares the two sides at each target from ``1e-6`` to ``1e-10`` (rolling disk, snakeboard,
+sled) with settings found in the same run on grids equally fine for both: the fewest ``kahan_li6`` and
+``kahan_li8`` steps (every count from 1) whose error at ``T`` reaches the target, and DOP853's tolerance with
+the fewest evaluations that does (``rtol = atol`` at quarter decades); the composed runs with the default
+Newton matrix and with ``SolverOptions(jacobian="keep")``, all timed side by side, to
+``benchmarks/results/composition_matched.md`` (with ``--label NAME``: ``composition_matched_NAME.md``).
+``--reuse`` picks its runs by the wall times stored in ``composition.json``, which may be of an older
+version of the library; ``--matched`` picks by the errors it computes.
+
 ``--label NAME`` writes the work--precision run to ``composition_NAME.json``/``.md`` (no figures), for
 a run beside the main one, e.g. pinned to one core.
 
@@ -738,6 +747,136 @@ def reuse_table(rounds: int = 7, calls: int = 20) -> str:
     return "\n".join(lines)
 
 
+MATCHED_SYSTEMS = ("rolling_disk", "snakeboard", "chaplygin_sled")
+"""The systems of ``--matched``: the issue's two (the rolling disk, the snakeboard) and the sled."""
+
+MATCHED_TARGETS = tuple(10.0 ** -k for k in range(6, 11))
+"""The target errors at ``T`` of ``--matched``."""
+
+MATCHED_COMPOSITIONS = ("kahan_li6", "kahan_li8")
+"""The compositions ``--matched`` searches (the fastest at 1e-6 and below in the work--precision run)."""
+
+MATCHED_MAX_STEPS = 64
+"""The most composed steps ``--matched`` tries for one target (the snakeboard reaches 1e-10 with 40)."""
+
+MATCHED_RTOLS = tuple(10.0 ** (-k / 4) for k in range(12, 49))
+"""DOP853's tolerances in ``--matched``: ``rtol = atol`` at quarter decades from 1e-3 to 1e-12.
+
+Equally fine for both sides: at order 8 a step count 7 % smaller costs 7 % less and has an error about
+1.7 times larger, and a quarter decade of tolerance is a factor 1.78."""
+
+
+def matched_settings(case, targets=MATCHED_TARGETS, compositions=MATCHED_COMPOSITIONS,
+                     max_steps=MATCHED_MAX_STEPS, rtols=MATCHED_RTOLS):
+    """Each side's cheapest setting for each target, found on the grids of ``--matched`` (no timing).
+
+    Returns ``{target: {"composed": {comp: (n, error)}, "DOP853": (rtol, evaluations, error)}}``: for each
+    composition the fewest steps ``n`` (of ``1 .. max_steps``) whose error at ``T`` is at most the target,
+    and DOP853's tolerance of ``rtols`` with the fewest evaluations (the loosest of equals) whose error is.
+    The errors of the composed runs come from :func:`~manifold_dirac.integrate` (``h`` and ``n_steps`` are
+    traced: one compile per composition); the rollout timed is the same map. A side that reaches a target
+    with no setting of its grid has no entry for it.
+    """
+    from scipy.integrate import solve_ivp
+
+    sysm, q0, v0 = case["system"], case["q0"], case["v0"]
+    errors = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for comp in compositions:
+            errors[comp] = {}
+            for n in range(1, max_steps + 1):
+                try:
+                    tr = integrate(sysm, q0, v0, h=T / n, n_steps=n, stride=n, scheme="split", composition=comp)
+                except Exception:  # a step too large for this system: no run with n steps
+                    continue
+                errors[comp][n] = case["err_lib"](tr)
+                if errors[comp][n] <= min(targets):
+                    break
+        ivp = []
+        for rt in rtols:
+            sol = solve_ivp(case["rhs"], (0.0, T), case["y0"], method="DOP853", rtol=rt, atol=rt)
+            ivp.append((rt, int(sol.nfev), case["err_ivp"](sol.y[:, -1])))
+    out = {}
+    for tgt in targets:
+        row = {"composed": {}}
+        for comp, errs in errors.items():
+            ok = [n for n, e in errs.items() if e <= tgt]
+            if ok:
+                row["composed"][comp] = (min(ok), errs[min(ok)])
+        ok = [r for r in ivp if r[2] <= tgt]
+        if ok:
+            row["DOP853"] = min(ok, key=lambda r: (r[1], -r[0]))
+        out[tgt] = row
+    return out
+
+
+def matched_table(names=MATCHED_SYSTEMS, jacobians=("every", "keep"), rounds: int = 7, calls: int = 20) -> str:
+    """At each target, each side's cheapest setting found now (:func:`matched_settings`), timed side by side.
+
+    For each system and target of ``--matched``: the composed ``jax.jit(rollout)`` runs (``split`` scheme) of
+    each composition at its fewest steps that reach the target, with each Newton matrix option of
+    ``jacobians``, and DOP853 at its cheapest tolerance that does; wall time per call, minimum of ``rounds``
+    interleaved rounds of ``calls`` calls, all in one process. The rollout's own error at ``T`` is checked
+    against the target (a run that misses it is an error of this script)."""
+    import jax
+    import jax.numpy as jnp
+    from scipy.integrate import solve_ivp
+
+    from manifold_dirac import SolverOptions
+
+    timed, chosen, made = {}, [], {}
+    for name in names:
+        case = SYSTEMS[name]()
+        found = matched_settings(case)
+        q, v = jax.tree.map(jnp.asarray, case["q0"]), jnp.asarray(case["v0"], jnp.float64)
+        for tgt, row in found.items():
+            chosen.append((name, tgt, row))
+            for comp, (n, _err) in row["composed"].items():
+                for jac in jacobians:
+                    key = (name, comp, n, jac)
+                    if key in timed:
+                        continue
+                    f = jax.jit(lambda q, v, h, comp=comp, n=n, sysm=case["system"], jac=jac: rollout(
+                        sysm, q, v, h=h, n_steps=n, scheme="split", composition=comp,
+                        solver=SolverOptions(jacobian=jac)))
+                    h = jnp.float64(T / n)
+                    r = jax.block_until_ready(f(q, v, h))
+                    err = case["err_lib"](r)
+                    if int(r.status) != 0 or not err <= tgt:
+                        raise RuntimeError(f"{name}, {comp}, {n} steps, jacobian={jac!r}: status {int(r.status)}, "
+                                           f"error at T {err:.3e} (target {tgt:.0e})")
+                    timed[key] = lambda f=f, q=q, v=v, h=h: jax.block_until_ready(f(q, v, h))
+                    made[key] = (int(np.sum(r.iterations)), err)
+            if "DOP853" in row:
+                rt = row["DOP853"][0]
+                timed.setdefault((name, "DOP853", rt), lambda case=case, rt=rt: solve_ivp(
+                    case["rhs"], (0.0, T), case["y0"], method="DOP853", rtol=rt, atol=rt))
+        print(f"[matched] {name}: settings found and compiled", file=sys.stderr, flush=True)
+    best = interleaved_min(timed, rounds, calls)
+    lines = ["| system | target | DOP853 (rtol; evaluations; error at T) | "
+             + " | ".join(f"composed, `jacobian=\"{j}\"` (steps; updates; error at T)" for j in jacobians) + " | "
+             + " | ".join(f"{j} / DOP853" for j in jacobians) + " |",
+             "|---|---|---|" + "---|" * (2 * len(jacobians))]
+    for name, tgt, row in chosen:
+        if "DOP853" not in row or not row["composed"]:
+            continue
+        rt, nfev, e_ivp = row["DOP853"]
+        dop = best[(name, "DOP853", rt)]
+        cells, ratios = [], []
+        for jac in jacobians:
+            comp, n = min(((c, n) for c, (n, _e) in row["composed"].items()),
+                          key=lambda cn: best[(name, cn[0], cn[1], jac)])
+            t = best[(name, comp, n, jac)]
+            its, err = made[(name, comp, n, jac)]
+            cells.append(f"{1e3 * t:.3g} ms (`{comp}`, {n}; {its}; {err:.1e})")
+            ratios.append(f"{t / dop:.2f}")
+        lines.append(f"| {DOCS_NAMES[name]} | {tgt:.0e} | {1e3 * dop:.3g} ms ({rt:.1e}; {nfev}; {e_ivp:.1e}) | "
+                     + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+        print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
 JACOBIANS = ("every", "reuse", "keep")
 """The Newton matrix options ``--reuse`` times (``SolverOptions.jacobian``)."""
 
@@ -925,6 +1064,10 @@ def main(argv=None):
     ap.add_argument("--reuse", action="store_true",
                     help="the fastest composed runs for 1e-6 ... 1e-10 (disk, snakeboard, sled) with each "
                          "SolverOptions(jacobian='every' | 'reuse' | 'keep'), to benchmarks/results/composition_reuse.md")
+    ap.add_argument("--matched", action="store_true",
+                    help="each side's cheapest setting for 1e-6 ... 1e-10 found now on equally fine grids (every step "
+                         "count; DOP853 at quarter decades of rtol), timed side by side, to "
+                         "benchmarks/results/composition_matched.md (with --label: composition_matched_LABEL.md)")
     ap.add_argument("--outputs", action="store_true",
                     help="what a jax.jit(rollout) call's outputs cost (whole Rollout, final point, status), "
                          "to benchmarks/results/composition_outputs.md")
@@ -941,6 +1084,14 @@ def main(argv=None):
             "Wall time per call, minimum of 7 interleaved rounds of 20 calls, one process; the composed runs are "
             "`jax.jit(rollout)`, `split` scheme, the fastest for the target in `composition.json`.\n\n"
             + reuse_table()))
+        return
+    if args.matched:  # with --label (e.g. pinned with `taskset -c 1`): composition_matched_LABEL.md
+        write_report(f"composition_matched{'_' + args.label if args.label else ''}.md", "", lambda: (
+            "For each target, each side's cheapest setting found in this run: the fewest `kahan_li6` and "
+            "`kahan_li8` steps whose error at T is at most the target (the faster of the two is shown), and "
+            "DOP853's tolerance (rtol = atol at quarter decades, 1e-3 ... 1e-12) with the fewest evaluations "
+            "that reaches it. Wall time per call, minimum of 7 interleaved rounds of 20 calls, one process; the "
+            "composed runs are `jax.jit(rollout)`, `split` scheme.\n\n" + matched_table()))
         return
     if args.dispatch:  # with --label (e.g. pinned with `taskset -c 1`): composition_dispatch_LABEL.md
         write_report(f"composition_dispatch{'_' + args.label if args.label else ''}.md", "", dispatch_table)

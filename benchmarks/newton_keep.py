@@ -5,6 +5,8 @@ Run (from the repository root, pinned to one core for steadier numbers)::
     PYTHONPATH=$PWD taskset -c 1 python benchmarks/newton_keep.py     # writes results/newton_keep.md
     PYTHONPATH=$PWD taskset -c 1 python benchmarks/newton_keep.py --steps  # results/newton_keep_steps.md:
                                                       # per step of long runs, every / reuse / keep
+    PYTHONPATH=$PWD taskset -c 1 python benchmarks/newton_keep.py --vmap   # results/newton_keep_vmap.md:
+                                                      # composed runs under jax.vmap, every / keep
 
 Three tables, measured in one process in this order:
 
@@ -198,20 +200,64 @@ def per_step(n_steps: int = 20000, rounds: int = 5) -> str:
     return "\n".join(lines)
 
 
+VMAP_RUNS = (("rolling_disk", 10), ("snakeboard", 21))
+"""``(system, kahan_li8 steps)`` of ``--vmap``: runs of the matched-accuracy comparison (``composition.py --matched``)
+for 1e-8."""
+
+
+def under_vmap(batches=(16, 256), rounds: int = 5, calls: int = 3) -> str:
+    """Wall time per call of ``jax.jit(jax.vmap(rollout))`` of composed runs with each Newton matrix option:
+    without an axis name Newton's choice of a new matrix is a select, both branches run for every member."""
+    fs = {}
+    for name, n in VMAP_RUNS:
+        case = C.SYSTEMS[name]()
+        q, v = jax.tree.map(jnp.asarray, case["q0"]), jnp.asarray(case["v0"], jnp.float64)
+        for B in batches:
+            vb = v[None] * (1.0 + 0.01 * jnp.arange(B))[:, None]  # members a little apart
+            qb = jax.tree.map(lambda a, B=B: jnp.broadcast_to(a, (B, *a.shape)), q)
+            for jac in ("every", "keep"):
+                f = jax.jit(jax.vmap(lambda q, v, sysm=case["system"], n=n, jac=jac: rollout(
+                    sysm, q, v, h=C.T / n, n_steps=n, scheme="split", composition="kahan_li8",
+                    solver=SolverOptions(jacobian=jac)).p[-1]))
+                jax.block_until_ready(f(qb, vb))
+                fs[(name, n, B, jac)] = lambda f=f, qb=qb, vb=vb: jax.block_until_ready(f(qb, vb))
+    best = C.interleaved_min(fs, rounds, calls)
+    lines = ["| system | kahan_li8 steps | batch | every update [ms] | `\"keep\"` [ms] | keep / every |",
+             "|---|---|---|---|---|---|"]
+    for (name, n, B, jac), t in best.items():
+        if jac == "every":
+            k = best[(name, n, B, "keep")]
+            lines.append(f"| {name.replace('_', ' ')} | {n} | {B} | {1e3 * t:.3g} | {1e3 * k:.3g} | {k / t:.2f} |")
+    return "\n".join(lines)
+
+
+def _report(filename: str, body, what: str) -> None:
+    """Write ``results/filename``: the time, CPUs and load around ``body()``, ``what`` was measured, the table."""
+    import os
+
+    load0 = os.getloadavg()
+    t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    table = body()
+    out = HERE / "results" / filename
+    out.write_text(f"{t0}; CPUs {sorted(os.sched_getaffinity(0))}; load average before "
+                   f"{[round(x, 2) for x in load0]}, after {[round(x, 2) for x in os.getloadavg()]}. {what}\n\n"
+                   + table + "\n")
+    print(out.read_text())
+
+
 def main() -> None:
     import os
 
+    if "--vmap" in sys.argv[1:]:
+        _report("newton_keep_vmap.md", under_vmap,
+                "`jax.jit(jax.vmap(rollout))` of composed runs (the final momenta returned), members with velocities "
+                "0 to 1 % apart per batch size; wall time per call, the fastest of 5 interleaved rounds of 3 calls.")
+        return
     if "--steps" in sys.argv[1:]:
-        load0 = os.getloadavg()
-        t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        body = per_step()
-        out = HERE / "results" / "newton_keep_steps.md"
-        out.write_text(f"{t0}; CPUs {sorted(os.sched_getaffinity(0))}; load average before "
-                       f"{[round(x, 2) for x in load0]}, after {[round(x, 2) for x in os.getloadavg()]}. One "
-                       "`integrate` call of 20000 steps (the end point stored), wall time per step, the fastest of "
-                       "5 interleaved rounds (compilation excluded: each is called once first); Newton updates "
-                       "per step from a 2000-step `rollout` of the same map.\n\n" + body + "\n")
-        print(out.read_text())
+        _report("newton_keep_steps.md", per_step,
+                "One `integrate` call of 20000 steps (the end point stored), wall time per step, the fastest of 5 "
+                "interleaved rounds (compilation excluded: each is called once first); Newton updates per step "
+                "from a 2000-step `rollout` of the same map.")
         return
 
     load0 = os.getloadavg()

@@ -288,3 +288,36 @@ def test_call_buffers_counts_and_times_a_version(tmp_path):
     assert len(row) == 1, proc.stdout
     cells = [c.strip() for c in row[0].split("|")[1:-1]]
     assert int(cells[2].split()[0]) > 50 and int(cells[3]) > 0 and all(float(c) > 0 for c in cells[4:]), row
+
+
+@pytest.mark.slow  # one compile of the composed sled's loop and 20 short runs (~6 s)
+def test_matched_settings_pick_each_sides_cheapest_setting_that_reaches_the_target():
+    """``benchmarks/composition.py --matched`` compares, at each target, the fewest composed steps whose error at
+    ``T`` reaches it with DOP853's tolerance of fewest evaluations that does: checked against the errors computed
+    here, one step fewer missing the target (so the choice is the cheapest of the grid, not any that reaches it)."""
+    from scipy.integrate import solve_ivp
+
+    from benchmarks import composition as C
+    from manifold_dirac import integrate
+
+    case = C.SYSTEMS["chaplygin_sled"]()
+    targets, rtols = (1e-4, 1e-6), (1e-3, 10 ** -3.5, 1e-4, 10 ** -4.5, 1e-5, 1e-6, 1e-7)
+    found = C.matched_settings(case, targets=targets, compositions=("kahan_li6",), max_steps=12, rtols=rtols)
+
+    def err(n):
+        return case["err_lib"](integrate(case["system"], case["q0"], case["v0"], h=C.T / n, n_steps=n, stride=n,
+                                         scheme="split", composition="kahan_li6"))
+
+    ivp = {}
+    for rt in rtols:
+        sol = solve_ivp(case["rhs"], (0.0, C.T), case["y0"], method="DOP853", rtol=rt, atol=rt)
+        ivp[rt] = (int(sol.nfev), case["err_ivp"](sol.y[:, -1]))
+    assert set(found) == set(targets)
+    for tgt in targets:
+        n, e = found[tgt]["composed"]["kahan_li6"]
+        assert e == err(n) <= tgt
+        assert all(err(k) > tgt for k in range(1, n)), (tgt, n)
+        rt, nfev, e_ivp = found[tgt]["DOP853"]
+        assert (nfev, e_ivp) == ivp[rt] and e_ivp <= tgt
+        assert nfev == min(f for f, e in ivp.values() if e <= tgt)
+    assert found[1e-6]["composed"]["kahan_li6"][0] > found[1e-4]["composed"]["kahan_li6"][0]

@@ -533,7 +533,9 @@ def rollout(
     scheme, discrete_lagrangian, solver, composition
         As in :func:`integrate`. With a composition each step of ``h``
         is its sub-steps ``gamma_i h``, and ``z`` has shape ``(N, s, N_z)``:
-        the solution of every sub-step.
+        the solution of every sub-step. Composed, ``SolverOptions(jacobian=
+        "keep")`` is the faster solver, except under ``jax.vmap`` (see
+        :class:`~manifold_dirac.SolverOptions`).
     differentiation : {"implicit", "unrolled", "detached"}
         See :data:`DIFFERENTIATION_MODES`; anything but ``"implicit"`` gives
         wrong derivatives on purpose (for tests and demonstrations).
