@@ -213,13 +213,15 @@ def under_vmap(batches=(16, 256), rounds: int = 5, calls: int = 3) -> str:
         case = C.SYSTEMS[name]()
         q, v = jax.tree.map(jnp.asarray, case["q0"]), jnp.asarray(case["v0"], jnp.float64)
         for B in batches:
-            vb = v[None] * (1.0 + 0.01 * jnp.arange(B))[:, None]  # members a little apart
+            vb = v[None] * (1.0 + 0.01 * jnp.arange(B) / B)[:, None]  # members 0 to 1 % apart
             qb = jax.tree.map(lambda a, B=B: jnp.broadcast_to(a, (B, *a.shape)), q)
             for jac in ("every", "keep"):
-                f = jax.jit(jax.vmap(lambda q, v, sysm=case["system"], n=n, jac=jac: rollout(
-                    sysm, q, v, h=C.T / n, n_steps=n, scheme="split", composition="kahan_li8",
-                    solver=SolverOptions(jacobian=jac)).p[-1]))
-                jax.block_until_ready(f(qb, vb))
+                f = jax.jit(jax.vmap(lambda q, v, sysm=case["system"], n=n, jac=jac: (lambda r: (r.p[-1], r.status))(
+                    rollout(sysm, q, v, h=C.T / n, n_steps=n, scheme="split", composition="kahan_li8",
+                            solver=SolverOptions(jacobian=jac)))))
+                p, status = jax.block_until_ready(f(qb, vb))
+                if np.any(np.asarray(status) != 0):
+                    raise RuntimeError(f"{name}, batch {B}, jacobian={jac!r}: members failed, status {status}")
                 fs[(name, n, B, jac)] = lambda f=f, qb=qb, vb=vb: jax.block_until_ready(f(qb, vb))
     best = C.interleaved_min(fs, rounds, calls)
     lines = ["| system | kahan_li8 steps | batch | every update [ms] | `\"keep\"` [ms] | keep / every |",
@@ -250,7 +252,7 @@ def main() -> None:
 
     if "--vmap" in sys.argv[1:]:
         _report("newton_keep_vmap.md", under_vmap,
-                "`jax.jit(jax.vmap(rollout))` of composed runs (the final momenta returned), members with velocities "
+                "`jax.jit(jax.vmap(rollout))` of composed runs (the final momenta and the status returned), members with velocities "
                 "0 to 1 % apart per batch size; wall time per call, the fastest of 5 interleaved rounds of 3 calls.")
         return
     if "--steps" in sys.argv[1:]:
