@@ -763,7 +763,7 @@ MATCHED_RTOLS = tuple(10.0 ** (-k / 4) for k in range(12, 49))
 """DOP853's tolerances in ``--matched``: ``rtol = atol`` at quarter decades from 1e-3 to 1e-12.
 
 About as fine as the compositions' grid of every step count: at order 8 a step count 7 % smaller (one step in
-14) costs 7 % less and has an error about 1.7 times larger, and a quarter decade of tolerance is a factor 1.78.
+14) costs 7 % less and has an error about 1.8 times larger, and a quarter decade of tolerance is a factor 1.78.
 Below 14 steps one step is more than 7 % of the cost (the sled's 3 to 10 steps: 10 to 33 %), so there the
 compositions' grid is the coarser one."""
 

@@ -207,6 +207,34 @@ def test_program_size_counts_the_operations_of_a_loop():
     assert 0 < small["ops"] < large["ops"] and "compile_s" not in small
 
 
+@pytest.mark.slow  # lowers the spherical pendulum's step and loop, compiles the harmonic oscillator's step (~6 s)
+def test_program_size_step_is_one_step_of_the_loop():
+    """``--step`` lowers one step of the loop alone: fewer operations than the loop that holds it, and with
+    ``--compile`` a compile time of its own."""
+    def run(*args):
+        proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "program_size.py"), *args],
+                              capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return [json.loads(line) for line in proc.stdout.splitlines()]
+
+    (step,), (loop,) = run("--step", "spherical_pendulum"), run("spherical_pendulum")
+    assert step["program"] == "step" and loop["program"] == "loop"
+    assert 0.5 * loop["ops"] < step["ops"] < loop["ops"]
+    (compiled,) = run("--step", "--compile", "harmonic_oscillator")
+    assert compiled["compile_s"] > 0 and compiled["compile_cpu_s"] > 0
+
+
+@pytest.mark.slow  # one cold first call of the pendulum in a fresh process (~4 s)
+def test_first_call_timeline_shows_the_compiles_of_a_cold_call(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "first_call_timeline.py"), "pendulum"],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "MANIFOLD_DIRAC_JAX_CACHE": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("pendulum: first call")
+    assert any("backend_compile" in line for line in lines[1:]) and any("trace" in line for line in lines[1:])
+
+
 @pytest.mark.skipif(__import__("shutil").which("git") is None, reason="git is not installed")
 def test_a_results_file_names_the_commit_of_each_version_and_marks_a_changed_tree(tmp_path, monkeypatch):
     """``machine.commit``: the short hash of a checkout, with ``+`` when a tracked file differs; ``None`` for a

@@ -82,9 +82,10 @@ def integrate(
         self-adjoint scheme of order 2 (``docs/composition.md``). A base that
         is not self-adjoint is refused with the reason. Composed runs of
         small steps are faster with Newton's matrix kept from step to step,
-        ``solver=SolverOptions(jacobian="keep")`` (10 to 31 % less time on the
-        rolling disk, the sled and the snakeboard at matched accuracy;
-        ``docs/composition.md``, "When to pick what").
+        ``solver=SolverOptions(jacobian="keep")`` (10 to 31 % less time for
+        ``jax.jit(rollout)`` of the rolling disk, the sled and the
+        snakeboard at matched accuracy; ``docs/composition.md``, "When to
+        pick what").
     t0 : float
         The time of the initial data (``t_k = t0 + k h``).
     stride : int
