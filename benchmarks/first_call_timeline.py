@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 
-import jax  # noqa: F401  (the monitoring module below)
 from jax import monitoring
 
 import manifold_dirac as md
