@@ -224,6 +224,24 @@ def test_program_size_step_is_one_step_of_the_loop():
     assert compiled["compile_s"] > 0 and compiled["compile_cpu_s"] > 0
 
 
+@pytest.mark.slow  # four compiles of the heavy top's loop in fresh processes (~20 s)
+def test_loop_passes_splits_the_loop_compile_and_finds_its_largest_kernel(tmp_path):
+    """``benchmarks/loop_passes.py --against level2``: XLA's passes and code generation of the loop program, and
+    LLVM's time on its kernels, read from XLA's timers: the kernels' times lie within the code generation's, the
+    heavy top's steps (one kernel) are most of it, and the final points agree."""
+    out = tmp_path / "passes.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "loop_passes.py"), "--against", "level2",
+                           "--rounds", "1", "--out", str(out), "heavy_top"], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["same_final_point"]
+    for variant in ("library", "level2"):
+        r = row[variant]
+        assert r["passes"] > 0 and r["kernels"] >= 1
+        assert 0.5 * r["codegen"] < r["largest_kernel"] <= r["kernels_sum"] <= 1.05 * r["codegen"]
+
+
 @pytest.mark.slow  # one cold first call of the pendulum in a fresh process (~4 s)
 def test_first_call_timeline_shows_the_compiles_of_a_cold_call(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "first_call_timeline.py"), "pendulum"],
