@@ -20,6 +20,7 @@ and compares whole runs on cheap systems (every scheme with ``-m slow``).
 """
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -763,3 +764,56 @@ def test_product_level_forces_in_the_subsystem_route():
     # the control acted: over the first step the first mass receives the impulse h u = 0.5
     # (the springs, damping and forcing give < 0.1 there)
     assert a.p[1, 0] - a.p[0, 0] > 0.3
+
+
+# -------------------------------------------------- constraint forms built without scatters
+def test_placed_puts_each_piece_at_its_offset_and_refuses_overlaps():
+    """``_placed`` (the rows of the rolling ball's form) against the same row written with ``.at[...].set``;
+    pieces in any order; an overlap or a piece past the end is refused. Sensitivity: a piece one place off
+    is told apart."""
+    from manifold_dirac._interconnection import _placed
+
+    a, b = jnp.array([1.5, -2.0, 3.0]), jnp.array([7.0])
+    expected = jnp.zeros(9).at[2:5].set(a).at[7].set(7.0)
+    np.testing.assert_array_equal(_placed(9, jnp.float64, [(2, a), (7, b)]), expected)
+    np.testing.assert_array_equal(_placed(9, jnp.float64, [(7, b), (2, a)]), expected)
+    np.testing.assert_array_equal(_placed(5, jnp.float64, [(0, a), (3, b)]), jnp.array([1.5, -2.0, 3.0, 7.0, 0.0]))
+    assert not np.array_equal(_placed(9, jnp.float64, [(3, a), (7, b)]), expected)
+    with pytest.raises(ValueError, match="overlaps"):
+        _placed(9, jnp.float64, [(2, a), (4, b)])
+    with pytest.raises(ValueError, match="past the length"):
+        _placed(9, jnp.float64, [(7, a)])
+
+
+def _primitives(jaxpr) -> set[str]:
+    """The primitives of a closed jaxpr, its sub-jaxprs included."""
+    out = set()
+    for eqn in jaxpr.eqns:
+        out.add(eqn.primitive.name)
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            out |= _primitives(sub)
+    return out
+
+
+def test_the_rolling_balls_constraint_form_has_no_scatter_in_its_newton_columns():
+    """The rolling ball's constraint matrix and its forward-mode derivative (the Newton matrix's columns) hold no
+    scatter: its rows are concatenations (the scatters of ``.at[...].set`` cost its loop 14-19 % of its
+    compile time, ``docs/performance.md``), and the matrix is the one of the hand-written rolling ball at a point.
+    Sensitivity: the same rows written with ``.at[...].set`` show a scatter."""
+    sysm, (R0, x0) = worked("rolling_ball")[0], worked("rolling_ball")[1]
+    q = (jnp.asarray(R0), jnp.asarray(x0))
+    params = sysm.params
+
+    def form(eta):
+        return sysm.constraint_matrix(sysm.Q.retract(q, eta), params)
+
+    eta = jnp.zeros(sysm.dim)
+    assert "scatter" not in _primitives(jax.make_jaxpr(jax.jacfwd(form))(eta).jaxpr)
+    hand = HAND["rolling_ball"]
+    np.testing.assert_allclose(form(eta), hand.constraint_matrix(q, hand.params), rtol=0, atol=1e-15)
+
+    def with_scatter(eta):
+        R = sysm.Q.retract(q, eta)[0]
+        return jnp.zeros((2, 5)).at[0, 0:3].set(-R[1, :]).at[0, 3].set(1.0)
+
+    assert "scatter" in _primitives(jax.make_jaxpr(jax.jacfwd(with_scatter))(eta).jaxpr)
