@@ -1,4 +1,4 @@
-"""The loop program's XLA compile with and without its compiler options, split into XLA's passes and code generation.
+"""The loop program's XLA compile under two sets of options, split into XLA's passes, code generation and kernels.
 
 ``python benchmarks/loop_passes.py [--rounds 3] [--against xla|level2] [--out FILE] NAME ...`` (default: the
 bundled systems whose first call took longest) runs, for each bundled system and each of two variants, fresh
@@ -67,7 +67,8 @@ def _seconds(text: str) -> float:
 
 
 def child(name: str, variant: str) -> dict:
-    """One fresh interpreter: the loop's HLO passes and code generation [s], and the final point."""
+    """One fresh interpreter: the loop's HLO passes and code generation [s], LLVM's time on its kernels (the
+    largest, their number and sum), and the final point."""
     from manifold_dirac._config import XLA_FLAGS
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XLA_FLAGS": XLA_FLAGS, "MANIFOLD_DIRAC_JAX_CACHE": "0",

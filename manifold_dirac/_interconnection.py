@@ -35,7 +35,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import jax
 import jax.numpy as jnp
@@ -464,7 +464,7 @@ def rolling_without_slipping(body: str, wheel: str, radius: float, body_componen
                         _one_and_minus("radius"), {"radius": r}, f"rolling_without_slipping({body}, {wheel})")
 
 
-def _placed(n: int, dtype, pieces: list[tuple[int, jax.Array]]) -> jax.Array:
+def _placed(n: int, dtype: Any, pieces: list[tuple[int, jax.Array]]) -> jax.Array:
     """A vector of ``n`` zeros with each 1-d piece at its static offset, shape ``(n,)``, built by concatenation.
 
     The rows of a constraint form whose few nonzero entries sit at a layout's offsets. Written with
@@ -475,6 +475,8 @@ def _placed(n: int, dtype, pieces: list[tuple[int, jax.Array]]) -> jax.Array:
     """
     out, at = [], 0
     for offset, piece in sorted(pieces, key=lambda x: x[0]):
+        if offset < 0:
+            raise ValueError(f"_placed: a piece at the negative offset {offset}")
         if offset < at:
             raise ValueError(f"_placed: the piece at {offset} overlaps the one ending at {at}")
         if offset > at:

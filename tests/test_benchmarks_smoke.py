@@ -224,11 +224,11 @@ def test_program_size_step_is_one_step_of_the_loop():
     assert compiled["compile_s"] > 0 and compiled["compile_cpu_s"] > 0
 
 
-@pytest.mark.slow  # four compiles of the heavy top's loop in fresh processes (~20 s)
+@pytest.mark.slow  # two compiles of the heavy top's loop in fresh processes (~10 s)
 def test_loop_passes_splits_the_loop_compile_and_finds_its_largest_kernel(tmp_path):
     """``benchmarks/loop_passes.py --against level2``: XLA's passes and code generation of the loop program, and
-    LLVM's time on its kernels, read from XLA's timers: the kernels' times lie within the code generation's, the
-    heavy top's steps (one kernel) are most of it, and the final points agree."""
+    LLVM's time on its kernels, read from XLA's timers: the largest kernel (the heavy top's steps, compiled on one
+    thread) is most of the code generation and within it, and the final points agree."""
     out = tmp_path / "passes.json"
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "loop_passes.py"), "--against", "level2",
                            "--rounds", "1", "--out", str(out), "heavy_top"], capture_output=True, text=True,
@@ -239,7 +239,7 @@ def test_loop_passes_splits_the_loop_compile_and_finds_its_largest_kernel(tmp_pa
     for variant in ("library", "level2"):
         r = row[variant]
         assert r["passes"] > 0 and r["kernels"] >= 1
-        assert 0.5 * r["codegen"] < r["largest_kernel"] <= r["kernels_sum"] <= 1.05 * r["codegen"]
+        assert 0.5 * r["codegen"] < r["largest_kernel"] <= min(r["kernels_sum"], 1.05 * r["codegen"])
 
 
 @pytest.mark.slow  # one cold first call of the pendulum in a fresh process (~4 s)

@@ -769,24 +769,27 @@ def test_product_level_forces_in_the_subsystem_route():
 # -------------------------------------------------- constraint forms built without scatters
 def test_placed_puts_each_piece_at_its_offset_and_refuses_overlaps():
     """``_placed`` (the rows of the rolling ball's form) against the same row written with ``.at[...].set``;
-    pieces in any order; an overlap or a piece past the end is refused. Sensitivity: a piece one place off
-    is told apart."""
+    pieces in any order; an overlap, a piece past the end or at a negative offset is refused. Sensitivity: a
+    piece one place off is told apart."""
     from manifold_dirac._interconnection import _placed
 
     a, b = jnp.array([1.5, -2.0, 3.0]), jnp.array([7.0])
     expected = jnp.zeros(9).at[2:5].set(a).at[7].set(7.0)
     np.testing.assert_array_equal(_placed(9, jnp.float64, [(2, a), (7, b)]), expected)
     np.testing.assert_array_equal(_placed(9, jnp.float64, [(7, b), (2, a)]), expected)
-    np.testing.assert_array_equal(_placed(5, jnp.float64, [(0, a), (3, b)]), jnp.array([1.5, -2.0, 3.0, 7.0, 0.0]))
+    np.testing.assert_array_equal(_placed(5, jnp.float64, [(0, a), (3, b)]),
+                                  jnp.array([1.5, -2.0, 3.0, 7.0, 0.0]))
     assert not np.array_equal(_placed(9, jnp.float64, [(3, a), (7, b)]), expected)
     with pytest.raises(ValueError, match="overlaps"):
         _placed(9, jnp.float64, [(2, a), (4, b)])
     with pytest.raises(ValueError, match="past the length"):
         _placed(9, jnp.float64, [(7, a)])
+    with pytest.raises(ValueError, match="negative offset"):
+        _placed(9, jnp.float64, [(-1, b)])
 
 
 def _primitives(jaxpr) -> set[str]:
-    """The primitives of a closed jaxpr, its sub-jaxprs included."""
+    """The primitives of a jaxpr, its sub-jaxprs included."""
     out = set()
     for eqn in jaxpr.eqns:
         out.add(eqn.primitive.name)
@@ -797,23 +800,26 @@ def _primitives(jaxpr) -> set[str]:
 
 def test_the_rolling_balls_constraint_form_has_no_scatter_in_its_newton_columns():
     """The rolling ball's constraint matrix and its forward-mode derivative (the Newton matrix's columns) hold no
-    scatter: its rows are concatenations (the scatters of ``.at[...].set`` cost its loop 14-19 % of its
-    compile time, ``docs/performance.md``), and the matrix is the one of the hand-written rolling ball at a point.
-    Sensitivity: the same rows written with ``.at[...].set`` show a scatter."""
-    sysm, (R0, x0) = worked("rolling_ball")[0], worked("rolling_ball")[1]
+    scatter: its rows are concatenations (the scatters of ``.at[...].set`` cost its loop 14-19 % of its compile
+    time, ``docs/performance.md``). The matrix is the one of the hand-written rolling ball at a point, and the one
+    of the former form written with ``.at[...].set`` bit for bit. Sensitivity: that former form shows a scatter."""
+    sysm, (R0, x0) = worked("rolling_ball")[:2]
     q = (jnp.asarray(R0), jnp.asarray(x0))
     params = sysm.params
 
     def form(eta):
         return sysm.constraint_matrix(sysm.Q.retract(q, eta), params)
 
-    eta = jnp.zeros(sysm.dim)
+    def former(eta):  # rolling_ball_on_plane's rows as they were written: the ball at 0, the centre at 3
+        rot = sysm.Q.retract(q, eta)[0]
+        out = jnp.zeros((2, 5)).at[0, 0:3].set(-R * rot[1, :]).at[0, 3].set(1.0)
+        return out.at[1, 0:3].set(R * rot[0, :]).at[1, 4].set(1.0)
+
+    eta = jnp.array([0.1, -0.3, 0.2, 0.05, 0.4])
     assert "scatter" not in _primitives(jax.make_jaxpr(jax.jacfwd(form))(eta).jaxpr)
     hand = HAND["rolling_ball"]
-    np.testing.assert_allclose(form(eta), hand.constraint_matrix(q, hand.params), rtol=0, atol=1e-15)
-
-    def with_scatter(eta):
-        R = sysm.Q.retract(q, eta)[0]
-        return jnp.zeros((2, 5)).at[0, 0:3].set(-R[1, :]).at[0, 3].set(1.0)
-
-    assert "scatter" in _primitives(jax.make_jaxpr(jax.jacfwd(with_scatter))(eta).jaxpr)
+    np.testing.assert_allclose(form(eta), hand.constraint_matrix(sysm.Q.retract(q, eta), hand.params), rtol=0,
+                               atol=1e-15)
+    np.testing.assert_array_equal(form(eta), former(eta))
+    np.testing.assert_array_equal(jax.jacfwd(form)(eta), jax.jacfwd(former)(eta))
+    assert "scatter" in _primitives(jax.make_jaxpr(jax.jacfwd(former))(eta).jaxpr)
