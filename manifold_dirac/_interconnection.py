@@ -35,11 +35,12 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 from ._manifolds.product import ProductManifold, block_diag
 from ._types import ArrayLike, Constraint, Params, Point, PointBatch, Scalar, Vector
@@ -464,7 +465,7 @@ def rolling_without_slipping(body: str, wheel: str, radius: float, body_componen
                         _one_and_minus("radius"), {"radius": r}, f"rolling_without_slipping({body}, {wheel})")
 
 
-def _placed(n: int, dtype: Any, pieces: list[tuple[int, jax.Array]]) -> jax.Array:
+def _placed(n: int, dtype: DTypeLike, pieces: list[tuple[int, jax.Array]]) -> jax.Array:
     """A vector of ``n`` zeros with each 1-d piece at its static offset, shape ``(n,)``, built by concatenation.
 
     The rows of a constraint form whose few nonzero entries sit at a layout's offsets. Written with
