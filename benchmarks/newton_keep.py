@@ -233,27 +233,28 @@ def under_vmap(batches=(16, 256), rounds: int = 5, calls: int = 3) -> str:
     return "\n".join(lines)
 
 
-def _report(filename: str, body, what: str) -> None:
-    """Write ``results/filename``: the time, CPUs and load around ``body()``, ``what`` was measured, the table."""
+def _report(filename: str, body, what: str = "") -> None:
+    """Write ``results/filename``: the time, machine, CPUs and load around ``body()``, what was measured
+    (``what``), the table; and print it."""
     import os
 
     load0 = os.getloadavg()
     t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     table = body()
     out = HERE / "results" / filename
-    out.write_text(f"{t0}; CPUs {sorted(os.sched_getaffinity(0))}; load average before "
-                   f"{[round(x, 2) for x in load0]}, after {[round(x, 2) for x in os.getloadavg()]}. {what}\n\n"
-                   + table + "\n")
+    out.write_text(f"{t0}; machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+                   f"{platform.python_version()}; CPUs {sorted(os.sched_getaffinity(0))}; load average before "
+                   f"{[round(x, 2) for x in load0]}, after {[round(x, 2) for x in os.getloadavg()]}."
+                   + (f" {what}" if what else "") + "\n\n" + table + "\n")
     print(out.read_text())
 
 
 def main() -> None:
-    import os
-
     if "--vmap" in sys.argv[1:]:
         _report("newton_keep_vmap.md", under_vmap,
-                "`jax.jit(jax.vmap(rollout))` of composed runs (the final momenta and the status returned), members with velocities "
-                "0 to 1 % apart per batch size; wall time per call, the fastest of 5 interleaved rounds of 3 calls.")
+                "`jax.jit(jax.vmap(rollout))` of composed runs (the final momenta and the status returned), "
+                "members with velocities 0 to 1 % apart per batch size; wall time per call, the fastest of 5 "
+                "interleaved rounds of 3 calls.")
         return
     if "--steps" in sys.argv[1:]:
         _report("newton_keep_steps.md", per_step,
@@ -261,18 +262,10 @@ def main() -> None:
                 "interleaved rounds (compilation excluded: each is called once first); Newton updates per step "
                 "from a 2000-step `rollout` of the same map.")
         return
-
-    load0 = os.getloadavg()
-    t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    parts = ["## What one update costs (rolling disk, compiled loops of 2000)\n\n" + update_costs(),
-             "## A call by its length (rolling disk, kahan_li8, kept matrices)\n\n" + call_length(),
-             "## The threshold KEEP_CONTRACTION (wall time per call; ratio to DOP853)\n\n" + thresholds()]
-    head = (f"{t0}; machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-            f"CPUs {sorted(os.sched_getaffinity(0))}; load average before {[round(x, 2) for x in load0]}, "
-            f"after {[round(x, 2) for x in os.getloadavg()]}.")
-    out = HERE / "results" / "newton_keep.md"
-    out.write_text(head + "\n\n" + "\n\n".join(parts) + "\n")
-    print(out.read_text())
+    _report("newton_keep.md", lambda: "\n\n".join([
+        "## What one update costs (rolling disk, compiled loops of 2000)\n\n" + update_costs(),
+        "## A call by its length (rolling disk, kahan_li8, kept matrices)\n\n" + call_length(),
+        "## The threshold KEEP_CONTRACTION (wall time per call; ratio to DOP853)\n\n" + thresholds()]))
 
 
 if __name__ == "__main__":
